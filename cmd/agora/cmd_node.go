@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+
+	"github.com/agora-sched/agora/node"
+)
+
+func init() {
+	register("node", "run an Agora node", cmdNode)
+}
+
+// agoraSubsystems are our loggers; --log-level sets them, while libp2p's
+// own loggers stay at warn unless GOLOG_LOG_LEVEL says otherwise.
+var agoraSubsystems = []string{"node", "gossip", "market", "runtime", "store", "devices", "agora"}
+
+func setLogLevel(level string) error {
+	if os.Getenv("GOLOG_LOG_LEVEL") == "" {
+		logging.SetAllLoggers(logging.LevelWarn)
+	}
+	lvl, err := logging.LevelFromString(level)
+	if err != nil {
+		return fmt.Errorf("invalid --log-level %q (want debug, info, warn or error)", level)
+	}
+	for _, s := range agoraSubsystems {
+		_ = logging.SetLogLevel(s, lvl.String())
+	}
+	return nil
+}
+
+func cmdNode(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("node", stderr)
+	var cfg node.Config
+	var listen, boot, labels multiFlag
+	fs.StringVar(&cfg.DataDir, "data", node.DefaultDataDir(), "data directory (identity, database, task work dirs)")
+	fs.Var(&listen, "listen", "libp2p listen multiaddr (repeatable; default /ip4/127.0.0.1/tcp/4001 and /udp/4001/quic-v1)")
+	fs.StringVar(&cfg.API, "api", node.DefaultAPI, "HTTP API listen host:port (loopback by default)")
+	fs.Var(&boot, "bootstrap", "full multiaddr of a peer to join through (repeatable)")
+	fs.StringVar(&cfg.SwarmKeyFile, "swarm-key", "", "pre-shared swarm key file: join only the private network holding it (TCP only)")
+	fs.StringVar(&cfg.Site, "site", "", "site name advertised to peers")
+	fs.Var(&labels, "label", "k=v label advertised to peers (repeatable)")
+	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")
+	fs.BoolVar(&cfg.MDNS, "mdns", false, "discover peers on the LAN with mDNS")
+	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
+	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
+	fs.BoolVar(&cfg.DisableNVML, "no-nvml", false, "skip NVIDIA GPU discovery")
+	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
+		return exitBadUsage
+	}
+	if err := setLogLevel(*logLevel); err != nil {
+		fmt.Fprintf(stderr, "agora node: %v\n", err)
+		return exitBadUsage
+	}
+	cfg.Listen, cfg.Bootstrap = listen, boot
+	if len(labels) > 0 {
+		cfg.Labels = map[string]string{}
+		for _, l := range labels {
+			k, v, err := node.ParseLabel(l)
+			if err != nil {
+				fmt.Fprintf(stderr, "agora node: --label: %v\n", err)
+				return exitBadUsage
+			}
+			cfg.Labels[k] = v
+		}
+	}
+	if cfg.AdvertInterval < 50*time.Millisecond {
+		fmt.Fprintf(stderr, "agora node: --advert-interval %v is below the 50ms minimum\n", cfg.AdvertInterval)
+		return exitBadUsage
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := node.New(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora node: %v\n", err)
+		if node.IsConfigError(err) {
+			return exitBadUsage
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "agora node %s\n  api  %s\n", n.ID(), n.APIAddr())
+	for _, a := range n.Addrs() {
+		fmt.Fprintf(stdout, "  addr %s\n", a)
+	}
+	<-ctx.Done()
+	stop()
+	fmt.Fprintln(stdout, "agora node: shutting down")
+	if err := n.Close(); err != nil {
+		fmt.Fprintf(stderr, "agora node: shutdown: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the real binary on loopback: several `agora node`
+// processes and the client commands against them.
+
+var agoraBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agora-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	agoraBin = filepath.Join(dir, "agora")
+	out, err := exec.Command("go", "build", "-o", agoraBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build agora: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one running `agora node`.
+type proc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	data string
+	api  string
+	log  *bytes.Buffer
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startNode starts `agora node` with the given extra flags and waits until
+// its API answers.
+func startNode(t *testing.T, data string, args ...string) *proc {
+	t.Helper()
+	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms"}, args...)
+	if !hasFlag(args, "--listen") {
+		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
+	}
+	cmd := exec.Command(agoraBin, full...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	_ = os.Remove(filepath.Join(data, "api.addr"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, data: data, log: &buf}
+	t.Cleanup(p.kill)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(data, "api.addr"))
+		if err == nil && len(b) > 0 {
+			p.api = strings.TrimSpace(string(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node did not write api.addr in 15s; output:\n%s", buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p
+}
+
+func hasFlag(args []string, f string) bool {
+	for _, a := range args {
+		if a == f {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	}
+}
+
+// agora runs a client command and returns stdout and the exit code.
+func agora(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(agoraBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+type idJSON struct {
+	PeerID string   `json:"peer_id"`
+	Addrs  []string `json:"addrs"`
+}
+
+func (p *proc) id() idJSON {
+	p.t.Helper()
+	out, errs, code := agora(p.t, "id", "--json", "--api", p.api)
+	if code != 0 {
+		p.t.Fatalf("agora id: exit %d: %s", code, errs)
+	}
+	var r idJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		p.t.Fatalf("agora id --json: %v: %s", err, out)
+	}
+	return r
+}
+
+type peerJSON struct {
+	PeerID   string `json:"peer_id"`
+	Site     string `json:"site"`
+	Capacity struct {
+		CPU  float64 `json:"cpu"`
+		GPUs []struct {
+			Model  string `json:"model"`
+			Memory int64  `json:"memory"`
+		} `json:"gpus"`
+	} `json:"capacity"`
+	LastSeen string `json:"last_seen"`
+}
+
+func (p *proc) peers() map[string]peerJSON {
+	p.t.Helper()
+	out, errs, code := agora(p.t, "peers", "--json", "--api", p.api)
+	if code != 0 {
+		p.t.Fatalf("agora peers: exit %d: %s", code, errs)
+	}
+	var ps []peerJSON
+	if err := json.Unmarshal([]byte(out), &ps); err != nil {
+		p.t.Fatalf("agora peers --json: %v: %s", err, out)
+	}
+	m := map[string]peerJSON{}
+	for _, x := range ps {
+		m[x.PeerID] = x
+	}
+	return m
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tcpAddr(t *testing.T, id idJSON) string {
+	for _, a := range id.Addrs {
+		if strings.Contains(a, "/tcp/") {
+			return a
+		}
+	}
+	t.Fatalf("no tcp address in %v", id.Addrs)
+	return ""
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestThreeNodesChain is the foundation acceptance test: B bootstraps from
+// A, C only from B; each lists the other two with their declared
+// resources; a kill -9 is noticed within 4 intervals; a restart keeps the
+// peer ID.
+func TestThreeNodesChain(t *testing.T) {
+	resA := writeFile(t, "a.yaml", "cpu: 4\nmemory: 8GiB\ngpus: []\n")
+	resB := writeFile(t, "b.yaml", "cpu: 16\nmemory: 64GiB\ngpus:\n  - {model: A100, memory: 40GiB}\n  - {model: A100, memory: 40GiB}\n")
+	resC := writeFile(t, "c.yaml", "cpu: 8\nmemory: 16GiB\ngpus: []\n")
+	a := startNode(t, t.TempDir(), "--resources", resA, "--site", "a")
+	b := startNode(t, t.TempDir(), "--resources", resB, "--site", "b", "--bootstrap", tcpAddr(t, a.id()))
+	cPort := freePort(t)
+	cListen := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", cPort)
+	cData := t.TempDir()
+	c := startNode(t, cData, "--resources", resC, "--site", "c", "--listen", cListen, "--bootstrap", tcpAddr(t, b.id()))
+	nodes := []*proc{a, b, c}
+	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
+	cpus := []float64{4, 16, 8}
+
+	start := time.Now()
+	waitFor(t, 10*time.Second, "every node to list the other two", func() bool {
+		for i, n := range nodes {
+			ps := n.peers()
+			for j := range nodes {
+				if i != j {
+					if _, ok := ps[ids[j]]; !ok {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("converged in %v", time.Since(start))
+	for i, n := range nodes {
+		ps := n.peers()
+		for j := range nodes {
+			if i == j {
+				continue
+			}
+			p := ps[ids[j]]
+			if p.Capacity.CPU != cpus[j] {
+				t.Errorf("node %d sees node %d with %v cores, want %v", i, j, p.Capacity.CPU, cpus[j])
+			}
+			wantGPU := 0
+			if j == 1 {
+				wantGPU = 2
+			}
+			if len(p.Capacity.GPUs) != wantGPU {
+				t.Errorf("node %d sees node %d with %d GPUs, want %d", i, j, len(p.Capacity.GPUs), wantGPU)
+			}
+			if _, err := time.Parse(time.RFC3339, p.LastSeen); err != nil {
+				t.Errorf("last_seen %q is not RFC 3339", p.LastSeen)
+			}
+		}
+	}
+
+	// kill -9 C: A and B drop it within 4 advert intervals (1.2 s).
+	c.kill()
+	killed := time.Now()
+	waitFor(t, 1200*time.Millisecond+300*time.Millisecond, "A and B to drop the killed node", func() bool {
+		_, inA := a.peers()[ids[2]]
+		_, inB := b.peers()[ids[2]]
+		return !inA && !inB
+	})
+	t.Logf("killed node dropped after %v", time.Since(killed))
+
+	// Restart with the same data dir: same peer ID, back in the views.
+	c2 := startNode(t, cData, "--resources", resC, "--site", "c", "--listen", cListen, "--bootstrap", tcpAddr(t, b.id()))
+	if got := c2.id().PeerID; got != ids[2] {
+		t.Fatalf("restarted node has peer ID %s, want %s", got, ids[2])
+	}
+	waitFor(t, 10*time.Second, "restarted node to reappear", func() bool {
+		_, inA := a.peers()[ids[2]]
+		_, inB := b.peers()[ids[2]]
+		return inA && inB
+	})
+}
+
+// TestBadInput: each kind of bad input gives one clear line and exit 2.
+func TestBadInput(t *testing.T) {
+	bad := writeFile(t, "bad.yaml", "cpu: lots\n")
+	held := t.TempDir()
+	first := startNode(t, held)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"malformed resources", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--resources", bad}, "cpu"},
+		{"missing resources", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--resources", "/nonexistent/r.yaml"}, "/nonexistent/r.yaml"},
+		{"bad listen multiaddr", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--listen", "/ip4/999.1.1.1/tcp/1"}, "--listen"},
+		{"bad bootstrap", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--bootstrap", "/ip4/127.0.0.1/tcp/1"}, "--bootstrap"},
+		{"api in use", []string{"node", "--data", t.TempDir(), "--api", first.api, "--listen", "/ip4/127.0.0.1/tcp/0"}, "API address"},
+		{"data dir locked", []string{"node", "--data", held, "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0"}, "in use by another"},
+		{"unknown flag", []string{"node", "--frobnicate"}, "frobnicate"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs, code := agora(t, c.args...)
+			if code != 2 {
+				t.Fatalf("exit code %d, want 2; stderr:\n%s", code, errs)
+			}
+			if !strings.Contains(errs, c.want) {
+				t.Fatalf("stderr %q does not mention %q", errs, c.want)
+			}
+		})
+	}
+	// The running node is unharmed.
+	if first.id().PeerID == "" {
+		t.Fatal("first node stopped answering")
+	}
+}
+
+// TestSIGTERMGraceful: SIGTERM stops the node cleanly with exit 0.
+func TestSIGTERMGraceful(t *testing.T) {
+	p := startNode(t, t.TempDir())
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("node exited with %v; output:\n%s", err, p.log.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("node did not stop within 10s of SIGTERM")
+	}
+}

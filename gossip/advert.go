@@ -1,0 +1,201 @@
+package gossip
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip/pb"
+)
+
+// AdvertVersion is the advert message version this build writes and reads.
+const AdvertVersion = 1
+
+// Limits on adverts. A message over any of them is rejected by the
+// validator before it reaches the membership view.
+const (
+	MaxAdvertBytes  = 64 << 10
+	MaxGPUs         = 64
+	MaxDevices      = 64
+	MaxLabels       = 64
+	MaxLabelLen     = 128
+	MaxAddrs        = 32
+	MaxSiteLen      = 128
+	MaxModelLen     = 128
+	minIntervalMs   = 10
+	maxIntervalMs   = 10 * 60 * 1000
+	maxAttrsPerDev  = 32
+	maxQueueAdverts = 1 << 20
+)
+
+// Advert is a node's resource advertisement in Go form.
+type Advert struct {
+	Peer          peer.ID
+	Boot          uint64
+	Seq           uint64
+	Time          time.Time
+	Site          string
+	Labels        map[string]string
+	Capacity      resource.Vector
+	Free          resource.Vector
+	Queue         int
+	PredictedWait time.Duration
+	Load          float64
+	Addrs         []ma.Multiaddr
+	Interval      time.Duration
+	Leaving       bool
+}
+
+// Newer reports whether a is a later advert of the same node than b.
+func (a Advert) Newer(b Advert) bool {
+	if a.Boot != b.Boot {
+		return a.Boot > b.Boot
+	}
+	return a.Seq > b.Seq
+}
+
+// Encode marshals the advert into its versioned protobuf form.
+func (a Advert) Encode() ([]byte, error) {
+	m := &pb.Advert{
+		Version:         AdvertVersion,
+		PeerId:          []byte(a.Peer),
+		Seq:             a.Seq,
+		Boot:            a.Boot,
+		UnixMillis:      a.Time.UnixMilli(),
+		Site:            a.Site,
+		Labels:          a.Labels,
+		Capacity:        VectorToPB(a.Capacity),
+		Free:            VectorToPB(a.Free),
+		Queue:           uint32(max(a.Queue, 0)),
+		PredictedWaitMs: a.PredictedWait.Milliseconds(),
+		Load:            a.Load,
+		IntervalMs:      uint64(a.Interval.Milliseconds()),
+		Leaving:         a.Leaving,
+	}
+	for _, ad := range a.Addrs {
+		m.Addrs = append(m.Addrs, ad.Bytes())
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: encode advert: %w", err)
+	}
+	if len(b) > MaxAdvertBytes {
+		return nil, fmt.Errorf("gossip: advert is %d bytes, over the %d-byte limit", len(b), MaxAdvertBytes)
+	}
+	return b, nil
+}
+
+// DecodeAdvert parses and validates an advert. Every violation is an error
+// naming the offending field; the caller drops the message.
+func DecodeAdvert(b []byte) (Advert, error) {
+	if len(b) > MaxAdvertBytes {
+		return Advert{}, fmt.Errorf("gossip: advert is %d bytes, over the %d-byte limit", len(b), MaxAdvertBytes)
+	}
+	var m pb.Advert
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return Advert{}, fmt.Errorf("gossip: malformed advert: %w", err)
+	}
+	if m.Version != AdvertVersion {
+		return Advert{}, fmt.Errorf("gossip: advert version %d, want %d", m.Version, AdvertVersion)
+	}
+	id, err := peer.IDFromBytes(m.PeerId)
+	if err != nil {
+		return Advert{}, fmt.Errorf("gossip: advert peer_id: %w", err)
+	}
+	if err := checkAdvertFields(&m); err != nil {
+		return Advert{}, err
+	}
+	capv, err := VectorFromPB(m.Capacity)
+	if err != nil {
+		return Advert{}, fmt.Errorf("gossip: advert capacity: %w", err)
+	}
+	free, err := VectorFromPB(m.Free)
+	if err != nil {
+		return Advert{}, fmt.Errorf("gossip: advert free: %w", err)
+	}
+	a := Advert{
+		Peer: id, Boot: m.Boot, Seq: m.Seq, Time: time.UnixMilli(m.UnixMillis), Site: m.Site,
+		Labels: m.Labels, Capacity: capv, Free: free, Queue: int(m.Queue),
+		PredictedWait: time.Duration(m.PredictedWaitMs) * time.Millisecond, Load: m.Load,
+		Interval: time.Duration(m.IntervalMs) * time.Millisecond, Leaving: m.Leaving,
+	}
+	for i, raw := range m.Addrs {
+		addr, err := ma.NewMultiaddrBytes(raw)
+		if err != nil {
+			return Advert{}, fmt.Errorf("gossip: advert addrs[%d]: %w", i, err)
+		}
+		a.Addrs = append(a.Addrs, addr)
+	}
+	return a, nil
+}
+
+func checkAdvertFields(m *pb.Advert) error {
+	switch {
+	case len(m.Site) > MaxSiteLen:
+		return fmt.Errorf("gossip: advert site longer than %d bytes", MaxSiteLen)
+	case len(m.Labels) > MaxLabels:
+		return fmt.Errorf("gossip: advert has %d labels, limit %d", len(m.Labels), MaxLabels)
+	case len(m.Addrs) > MaxAddrs:
+		return fmt.Errorf("gossip: advert has %d addrs, limit %d", len(m.Addrs), MaxAddrs)
+	case m.IntervalMs < minIntervalMs || m.IntervalMs > maxIntervalMs:
+		return fmt.Errorf("gossip: advert interval_ms %d outside %d..%d", m.IntervalMs, minIntervalMs, maxIntervalMs)
+	case m.PredictedWaitMs < 0:
+		return fmt.Errorf("gossip: advert predicted_wait_ms %d is negative", m.PredictedWaitMs)
+	case math.IsNaN(m.Load) || m.Load < 0 || m.Load > 1:
+		return fmt.Errorf("gossip: advert load %v outside 0..1", m.Load)
+	case m.Queue > maxQueueAdverts:
+		return fmt.Errorf("gossip: advert queue %d over %d", m.Queue, maxQueueAdverts)
+	case m.Capacity == nil || m.Free == nil:
+		return fmt.Errorf("gossip: advert lacks capacity or free")
+	}
+	for k, v := range m.Labels {
+		if k == "" || len(k) > MaxLabelLen || len(v) > MaxLabelLen {
+			return fmt.Errorf("gossip: advert label %q: key empty or key/value over %d bytes", k, MaxLabelLen)
+		}
+	}
+	return nil
+}
+
+// VectorToPB converts a resource vector to its wire form.
+func VectorToPB(v resource.Vector) *pb.Resources {
+	r := &pb.Resources{CpuMilli: v.CPU, Memory: v.Memory, Disk: v.Disk}
+	for _, g := range v.GPUs {
+		r.Gpus = append(r.Gpus, &pb.GPU{Index: uint32(g.Index), Uuid: g.UUID, Model: g.Model, Memory: g.Memory, Compute: g.Compute, FreeMilli: g.Free})
+	}
+	for _, d := range v.Devices {
+		r.Devices = append(r.Devices, &pb.Device{Kind: d.Kind, Model: d.Model, Count: uint32(max(d.Count, 0)), Attributes: d.Attributes})
+	}
+	return r
+}
+
+// VectorFromPB converts and validates a wire resource vector.
+func VectorFromPB(r *pb.Resources) (resource.Vector, error) {
+	if r == nil {
+		return resource.Vector{}, fmt.Errorf("missing")
+	}
+	if r.CpuMilli < 0 || r.Memory < 0 || r.Disk < 0 {
+		return resource.Vector{}, fmt.Errorf("negative cpu, memory or disk")
+	}
+	if len(r.Gpus) > MaxGPUs || len(r.Devices) > MaxDevices {
+		return resource.Vector{}, fmt.Errorf("over %d gpus or %d devices", MaxGPUs, MaxDevices)
+	}
+	v := resource.Vector{CPU: r.CpuMilli, Memory: r.Memory, Disk: r.Disk}
+	for i, g := range r.Gpus {
+		if g.FreeMilli < 0 || g.FreeMilli > resource.WholeGPU || g.Memory < 0 || len(g.Model) > MaxModelLen {
+			return resource.Vector{}, fmt.Errorf("gpus[%d]: free_milli, memory or model out of range", i)
+		}
+		v.GPUs = append(v.GPUs, resource.GPU{Index: int(g.Index), UUID: g.Uuid, Model: g.Model, Memory: g.Memory, Compute: g.Compute, Free: g.FreeMilli})
+	}
+	for i, d := range r.Devices {
+		if d.Kind == "" || len(d.Kind) > MaxModelLen || len(d.Model) > MaxModelLen || len(d.Attributes) > maxAttrsPerDev {
+			return resource.Vector{}, fmt.Errorf("devices[%d]: kind, model or attributes out of range", i)
+		}
+		v.Devices = append(v.Devices, resource.Device{Kind: d.Kind, Model: d.Model, Count: int(d.Count), Attributes: d.Attributes})
+	}
+	return v, nil
+}

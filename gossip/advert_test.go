@@ -1,0 +1,142 @@
+package gossip
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip/pb"
+)
+
+// testPeer is a syntactically valid peer ID for tests.
+func testPeer(t testing.TB, s string) peer.ID {
+	t.Helper()
+	id, err := peer.Decode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+const (
+	peerA = "12D3KooWGRYZDHBembyGJQqQ6WgLqJWYNjnECGwGJvd5ZBmDqNpK"
+	peerB = "12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq"
+)
+
+func sampleAdvert(t testing.TB) Advert {
+	gpu := resource.GPU{Index: 0, Model: "A100", Memory: 40 << 30, Free: resource.WholeGPU}
+	return Advert{
+		Peer: testPeer(t, peerA), Boot: 2, Seq: 7, Time: time.UnixMilli(1700000000000), Site: "lab",
+		Labels:   map[string]string{"zone": "a"},
+		Capacity: resource.Vector{CPU: 16000, Memory: 64 << 30, Disk: 1 << 40, GPUs: []resource.GPU{gpu}, Devices: []resource.Device{{Kind: "fpga", Model: "u250", Count: 1}}},
+		Free:     resource.Vector{CPU: 8000, Memory: 32 << 30, GPUs: []resource.GPU{gpu}},
+		Queue:    3, PredictedWait: 1500 * time.Millisecond, Load: 0.25,
+		Addrs:    []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")},
+		Interval: 2 * time.Second,
+	}
+}
+
+func TestAdvertRoundTrip(t *testing.T) {
+	a := sampleAdvert(t)
+	b, err := a.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeAdvert(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Peer != a.Peer || got.Seq != a.Seq || got.Boot != a.Boot || got.Site != a.Site || got.Queue != a.Queue ||
+		got.PredictedWait != a.PredictedWait || got.Interval != a.Interval || got.Load != a.Load || !got.Time.Equal(a.Time) {
+		t.Fatalf("scalar fields differ:\n got %+v\nwant %+v", got, a)
+	}
+	if got.Capacity.String() != a.Capacity.String() || got.Free.CPU != a.Free.CPU || got.Capacity.GPUs[0] != a.Capacity.GPUs[0] {
+		t.Fatalf("vectors differ: %v / %v", got.Capacity, a.Capacity)
+	}
+	if len(got.Addrs) != 1 || !got.Addrs[0].Equal(a.Addrs[0]) || got.Labels["zone"] != "a" {
+		t.Fatalf("addrs or labels differ: %v %v", got.Addrs, got.Labels)
+	}
+}
+
+func TestDecodeAdvertRejects(t *testing.T) {
+	good := func() *pb.Advert {
+		b, err := sampleAdvert(t).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m pb.Advert
+		if err := proto.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	cases := []struct {
+		name   string
+		mutate func(m *pb.Advert)
+		raw    []byte
+		want   string
+	}{
+		{name: "garbage", raw: []byte{0xff, 0xff, 0xff}, want: "malformed"},
+		{name: "oversized", raw: make([]byte, MaxAdvertBytes+1), want: "limit"},
+		{name: "version", mutate: func(m *pb.Advert) { m.Version = 2 }, want: "version 2"},
+		{name: "peer id", mutate: func(m *pb.Advert) { m.PeerId = []byte("nope") }, want: "peer_id"},
+		{name: "interval", mutate: func(m *pb.Advert) { m.IntervalMs = 0 }, want: "interval_ms"},
+		{name: "load", mutate: func(m *pb.Advert) { m.Load = 3 }, want: "load"},
+		{name: "negative cpu", mutate: func(m *pb.Advert) { m.Free.CpuMilli = -1 }, want: "negative"},
+		{name: "gpu share", mutate: func(m *pb.Advert) { m.Capacity.Gpus[0].FreeMilli = 2000 }, want: "gpus[0]"},
+		{name: "no capacity", mutate: func(m *pb.Advert) { m.Capacity = nil }, want: "capacity"},
+		{name: "bad addr", mutate: func(m *pb.Advert) { m.Addrs = [][]byte{{0x99, 0x99}} }, want: "addrs[0]"},
+		{name: "empty label key", mutate: func(m *pb.Advert) { m.Labels = map[string]string{"": "x"} }, want: "label"},
+		{name: "device kind", mutate: func(m *pb.Advert) { m.Capacity.Devices[0].Kind = "" }, want: "devices[0]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			raw := c.raw
+			if c.mutate != nil {
+				m := good()
+				c.mutate(m)
+				var err error
+				if raw, err = proto.Marshal(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := DecodeAdvert(raw)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("DecodeAdvert error = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLargeChange(t *testing.T) {
+	base := sampleAdvert(t)
+	cases := []struct {
+		name   string
+		mutate func(a *Advert)
+		want   bool
+	}{
+		{"same", func(a *Advert) {}, false},
+		{"small cpu move", func(a *Advert) { a.Free.CPU -= 1000 }, false},
+		{"large cpu move", func(a *Advert) { a.Free.CPU -= 2000 }, true},
+		{"large memory move", func(a *Advert) { a.Free.Memory -= 8 << 30 }, true},
+		{"gpu taken", func(a *Advert) { a.Free.GPUs = []resource.GPU{{Index: 0, Free: 0}} }, true},
+		{"queue", func(a *Advert) { a.Queue++ }, true},
+		{"capacity", func(a *Advert) { a.Capacity.CPU = 1000 }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cur := base
+			cur.Free = base.Free.Clone()
+			cur.Capacity = base.Capacity.Clone()
+			c.mutate(&cur)
+			if got := LargeChange(base, cur); got != c.want {
+				t.Fatalf("LargeChange = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

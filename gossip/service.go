@@ -1,0 +1,285 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+var log = logging.Logger("gossip")
+
+// DefaultInterval is the advert period when Config.Interval is unset.
+const DefaultInterval = 2 * time.Second
+
+// minNudgeSpacing bounds how often a large change may trigger an
+// out-of-band advert.
+const minNudgeSpacing = 100 * time.Millisecond
+
+// AdvertTopic is the pubsub topic carrying adverts in network name.
+func AdvertTopic(network string) string { return "agora/" + network + "/adverts/1" }
+
+// Config configures a Service.
+type Config struct {
+	// Network names the Agora network; it is part of every topic name.
+	Network string
+	// Interval is the advert period (DefaultInterval when zero).
+	Interval time.Duration
+	// Misses is how many silent intervals mark a peer gone.
+	Misses int
+	// Boot is this node's boot counter; it orders adverts across restarts.
+	Boot uint64
+	// Local returns the node's current advert; Service fills in Peer, Boot,
+	// Seq, Time and Interval.
+	Local func() Advert
+	// OnChange, when set, is called (without locks held) for every advert
+	// that joined, updated or left the view.
+	OnChange func(Change, Advert)
+	// OnGone, when set, is called for each peer the view expired.
+	OnGone func(peer.ID)
+	// Metrics receives counts; nil creates an unregistered set.
+	Metrics *Metrics
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Service publishes this node's adverts and maintains the membership view
+// from everyone else's.
+type Service struct {
+	cfg   Config
+	h     host.Host
+	ps    *pubsub.PubSub
+	topic *pubsub.Topic
+	sub   *pubsub.Subscription
+
+	mu       sync.Mutex
+	view     *View
+	seq      uint64
+	last     Advert
+	lastSent time.Time
+
+	nudge  chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New joins the advert topic of cfg.Network on ps and registers the advert
+// validator. Call Start to begin publishing and receiving.
+func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
+	if cfg.Network == "" {
+		return nil, errors.New("gossip: network name is empty")
+	}
+	if cfg.Local == nil {
+		return nil, errors.New("gossip: Config.Local is nil")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg, h: h, ps: ps, view: NewView(h.ID(), cfg.Misses), nudge: make(chan struct{}, 1)}
+	name := AdvertTopic(cfg.Network)
+	if err := ps.RegisterTopicValidator(name, s.validate); err != nil {
+		return nil, fmt.Errorf("gossip: register validator: %w", err)
+	}
+	t, err := ps.Join(name)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: join %s: %w", name, err)
+	}
+	sub, err := t.Subscribe()
+	if err != nil {
+		return nil, fmt.Errorf("gossip: subscribe %s: %w", name, err)
+	}
+	s.topic, s.sub = t, sub
+	return s, nil
+}
+
+// validate is the topic validator: it rejects malformed, oversized and
+// mis-attributed adverts and ignores stale ones.
+func (s *Service) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	from := msg.GetFrom()
+	if from == s.h.ID() {
+		return pubsub.ValidationAccept
+	}
+	a, err := DecodeAdvert(msg.Data)
+	if err != nil {
+		s.cfg.Metrics.Dropped.WithLabelValues("malformed").Inc()
+		log.Debugw("dropping advert", "from", from, "err", err)
+		return pubsub.ValidationReject
+	}
+	if a.Peer != from {
+		s.cfg.Metrics.Dropped.WithLabelValues("misattributed").Inc()
+		log.Debugw("dropping advert signed by another peer", "from", from, "claims", a.Peer)
+		return pubsub.ValidationReject
+	}
+	s.mu.Lock()
+	m, ok := s.view.Get(a.Peer)
+	s.mu.Unlock()
+	if ok && !a.Newer(m.Advert) {
+		s.cfg.Metrics.Dropped.WithLabelValues("stale").Inc()
+		return pubsub.ValidationIgnore
+	}
+	msg.ValidatorData = a
+	return pubsub.ValidationAccept
+}
+
+// Start launches the receive loop and the publish/expiry loop.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go s.receive(ctx)
+	go s.tick(ctx)
+}
+
+func (s *Service) receive(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		msg, err := s.sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		a, ok := msg.ValidatorData.(Advert)
+		if !ok || a.Peer == s.h.ID() {
+			continue
+		}
+		s.cfg.Metrics.Received.Inc()
+		s.mu.Lock()
+		ch := s.view.Observe(a, s.cfg.Now())
+		n := s.view.Len()
+		s.mu.Unlock()
+		s.cfg.Metrics.Peers.Set(float64(n))
+		if ch != Ignored && s.cfg.OnChange != nil {
+			s.cfg.OnChange(ch, a)
+		}
+	}
+}
+
+func (s *Service) tick(ctx context.Context) {
+	defer s.wg.Done()
+	pub := time.NewTicker(s.cfg.Interval)
+	defer pub.Stop()
+	sweep := time.NewTicker(s.cfg.Interval / 4)
+	defer sweep.Stop()
+	s.publish(ctx, false)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pub.C:
+			s.publish(ctx, false)
+		case <-s.nudge:
+			s.publish(ctx, true)
+		case <-sweep.C:
+			s.expire()
+		}
+	}
+}
+
+func (s *Service) expire() {
+	s.mu.Lock()
+	gone := s.view.Expire(s.cfg.Now())
+	n := s.view.Len()
+	s.mu.Unlock()
+	s.cfg.Metrics.Peers.Set(float64(n))
+	for _, id := range gone {
+		log.Infow("peer gone: adverts missed", "peer", id)
+		if s.cfg.OnGone != nil {
+			s.cfg.OnGone(id)
+		}
+	}
+}
+
+// Nudge asks the service to publish at once if the local advert changed a
+// lot since the last one (see LargeChange). It never blocks.
+func (s *Service) Nudge() {
+	select {
+	case s.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// stamp fills the service-owned fields of the local advert.
+func (s *Service) stamp(a Advert) Advert {
+	s.seq++
+	a.Peer, a.Boot, a.Seq, a.Time, a.Interval = s.h.ID(), s.cfg.Boot, s.seq, s.cfg.Now(), s.cfg.Interval
+	if len(a.Addrs) == 0 {
+		a.Addrs = s.h.Addrs()
+	}
+	if len(a.Addrs) > MaxAddrs {
+		a.Addrs = a.Addrs[:MaxAddrs]
+	}
+	return a
+}
+
+func (s *Service) publish(ctx context.Context, onlyIfLarge bool) {
+	cur := s.cfg.Local()
+	s.mu.Lock()
+	if onlyIfLarge && (s.cfg.Now().Sub(s.lastSent) < minNudgeSpacing || !LargeChange(s.last, cur)) {
+		s.mu.Unlock()
+		return
+	}
+	a := s.stamp(cur)
+	s.last, s.lastSent = a, s.cfg.Now()
+	s.mu.Unlock()
+	s.send(ctx, a)
+}
+
+func (s *Service) send(ctx context.Context, a Advert) {
+	b, err := a.Encode()
+	if err != nil {
+		log.Errorw("cannot encode local advert", "err", err)
+		return
+	}
+	if err := s.topic.Publish(ctx, b); err != nil {
+		if ctx.Err() == nil {
+			log.Warnw("publish advert", "err", err)
+		}
+		return
+	}
+	s.cfg.Metrics.Sent.Inc()
+}
+
+// Leave publishes a final advert marked leaving, so peers drop this node at
+// once rather than after missed intervals.
+func (s *Service) Leave(ctx context.Context) {
+	s.mu.Lock()
+	a := s.stamp(s.cfg.Local())
+	a.Leaving = true
+	s.mu.Unlock()
+	s.send(ctx, a)
+}
+
+// Members returns the live peers, ordered by peer ID.
+func (s *Service) Members() []Member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view.Members()
+}
+
+// Member returns one live peer.
+func (s *Service) Member(id peer.ID) (Member, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view.Get(id)
+}
+
+// Close stops the loops and leaves the topic.
+func (s *Service) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.sub.Cancel()
+	s.wg.Wait()
+	_ = s.ps.UnregisterTopicValidator(AdvertTopic(s.cfg.Network))
+	return s.topic.Close()
+}

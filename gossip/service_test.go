@@ -1,0 +1,109 @@
+package gossip
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+func mockHosts(t *testing.T, n int) []host.Host {
+	t.Helper()
+	mn := mocknet.New()
+	t.Cleanup(func() { _ = mn.Close() })
+	hs := make([]host.Host, n)
+	for i := range hs {
+		h, err := mn.GenPeer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs[i] = h
+	}
+	if err := mn.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mn.ConnectAllButSelf(); err != nil {
+		t.Fatal(err)
+	}
+	return hs
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServiceDropsMisattributed runs two honest services and one forger
+// that publishes an advert claiming to be another peer: the honest nodes
+// must see each other, never the forged advert, and count the drop.
+func TestServiceDropsMisattributed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hs := mockHosts(t, 3)
+	var svcs []*Service
+	var metrics []*Metrics
+	for i, h := range hs[:2] {
+		ps, err := pubsub.NewGossipSub(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := NewMetrics(nil)
+		cpu := int64(1000 * (i + 1))
+		s, err := New(h, ps, Config{Network: "test", Interval: 100 * time.Millisecond, Metrics: m,
+			Local: func() Advert { return Advert{Capacity: resource.Vector{CPU: cpu}, Free: resource.Vector{CPU: cpu}} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start(ctx)
+		t.Cleanup(func() { _ = s.Close() })
+		svcs, metrics = append(svcs, s), append(metrics, m)
+	}
+	forgerPS, err := pubsub.NewGossipSub(ctx, hs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := forgerPS.Join(AdvertTopic("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "honest nodes to see each other", 5*time.Second, func() bool {
+		return len(svcs[0].Members()) == 1 && len(svcs[1].Members()) == 1
+	})
+	forged := Advert{Peer: hs[0].ID(), Boot: 99, Seq: 1, Capacity: resource.Vector{CPU: 999000}, Free: resource.Vector{CPU: 999000}, Interval: time.Second}
+	b, err := forged.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "forged advert to be dropped", 5*time.Second, func() bool {
+		_ = topic.Publish(ctx, b)
+		return counterValue(metrics[1].Dropped.WithLabelValues("misattributed")) > 0
+	})
+	m, ok := svcs[1].Member(hs[0].ID())
+	if !ok || m.Advert.Capacity.CPU != 1000 {
+		t.Fatalf("member %s = %+v, want the honest advert (1 core)", hs[0].ID(), m.Advert.Capacity)
+	}
+	if _, ok := svcs[1].Member(hs[2].ID()); ok {
+		t.Fatal("forger appears in the view")
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}

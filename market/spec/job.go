@@ -1,0 +1,64 @@
+package spec
+
+import (
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// Job is a validated, normalized job: what the market core schedules.
+// Defaults are already applied, sizes are in bytes and CPU in millicores.
+type Job struct {
+	// Name is the user's name for the job.
+	Name string `json:"name"`
+	// Type is the job class that keys the runtime-prediction history;
+	// Parse sets it to Name when the spec gives none.
+	Type string `json:"type"`
+	// Priority runs from MinPriority to MaxPriority; higher runs sooner.
+	Priority int `json:"priority"`
+	// Deadline is when the job should be finished; the zero time means none.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Tasks are the job's tasks in spec order.
+	Tasks []Task `json:"tasks"`
+}
+
+// Task is one node of a job's dependency graph.
+type Task struct {
+	// Name is unique within the job and matches [A-Za-z0-9_.-]{1,64}.
+	Name string `json:"name"`
+	// Command is the argv to run; a spec's shell string becomes
+	// ["sh", "-c", string].
+	Command []string `json:"command"`
+	// Env holds extra environment variables for the task.
+	Env map[string]string `json:"env,omitempty"`
+	// Request is what one replica of the task needs of its node.
+	Request resource.Request `json:"request"`
+	// After names the tasks that must finish before this one starts.
+	After []string `json:"after,omitempty"`
+	// Estimate is the user's runtime estimate; zero means none.
+	Estimate time.Duration `json:"estimate_ns,omitempty"`
+	// Timeout bounds one run of the task; zero means none.
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	// CheckpointInterval is how often the task checkpoints; zero means it
+	// does not.
+	CheckpointInterval time.Duration `json:"checkpoint_interval_ns,omitempty"`
+	// Retries is how many times a failed run is retried.
+	Retries int `json:"retries"`
+	// Replicas is how many copies of the task run.
+	Replicas int `json:"replicas"`
+	// Gang says the replicas must start together.
+	Gang bool `json:"gang,omitempty"`
+	// Pack says the replicas of a gang may share a node.
+	Pack bool `json:"pack,omitempty"`
+}
+
+// Task returns the task with the given name and true, or nil and false if
+// the job has none. The pointer refers into j.Tasks.
+func (j *Job) Task(name string) (*Task, bool) {
+	for i := range j.Tasks {
+		if j.Tasks[i].Name == name {
+			return &j.Tasks[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,242 @@
+package spec
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+var (
+	taskNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// reservedEnvPrefix starts the names of variables Agora sets itself.
+const reservedEnvPrefix = "AGORA_"
+
+// Validate checks a Job built in code or received over the wire against
+// the rules Parse applies, and returns every problem found, up to
+// MaxErrors, as a *ValidationError with field paths in spec terms (for
+// example "tasks[0].resources.cpu"). It applies no defaults: a Job's
+// builder sets Type, Priority, Retries, Replicas and the CPU request itself
+// (see DefaultPriority and the other defaults). It cannot check that the
+// deadline is in the future, having no clock; Parse does.
+func (j *Job) Validate() error {
+	if j == nil {
+		return single("job is nil")
+	}
+	l := &errorList{}
+	j.check(l)
+	return l.err()
+}
+
+// check records every rule the job breaks.
+func (j *Job) check(l *errorList) {
+	checkText(l, "name", j.Name, MaxJobNameLen, true)
+	checkText(l, "type", j.Type, MaxTypeLen, true)
+	if j.Priority < MinPriority || j.Priority > MaxPriority {
+		l.add("priority", "%d out of range %d..%d", j.Priority, MinPriority, MaxPriority)
+	}
+	switch {
+	case len(j.Tasks) == 0:
+		l.add("tasks", "required: at least one task")
+		return
+	case len(j.Tasks) > MaxTasks:
+		l.add("tasks", "%d tasks, over the limit of %d", len(j.Tasks), MaxTasks)
+		return
+	}
+	size := len(j.Name) + len(j.Type)
+	for i := range j.Tasks {
+		if l.full() {
+			return
+		}
+		j.Tasks[i].check(l, index("tasks", i))
+		size += j.Tasks[i].textSize()
+	}
+	if size > MaxJobBytes {
+		l.add("tasks", "the job holds %d bytes of text, over the limit of %d", size, MaxJobBytes)
+	}
+	j.checkNames(l)
+	if _, cycle := order(j.deps(l)); cycle != nil {
+		l.add("tasks", "dependency cycle: %s", j.cycleText(cycle))
+	}
+}
+
+// checkNames reports task names used more than once.
+func (j *Job) checkNames(l *errorList) {
+	first := make(map[string]int, len(j.Tasks))
+	for i, t := range j.Tasks {
+		if t.Name == "" {
+			continue
+		}
+		if f, dup := first[t.Name]; dup {
+			l.add(field(index("tasks", i), "name"), "duplicate task name %s (first used by tasks[%d])", quote(t.Name), f)
+			continue
+		}
+		first[t.Name] = i
+	}
+}
+
+// check records every rule the task at path breaks, except those about
+// its dependencies, which need the whole job.
+func (t *Task) check(l *errorList, path string) {
+	checkTaskName(l, field(path, "name"), t.Name)
+	checkCommand(l, field(path, "command"), t.Command)
+	checkEnv(l, field(path, "env"), t.Env)
+	checkRequest(l, field(path, "resources"), t.Request)
+	if len(t.After) > MaxTasks {
+		l.add(field(path, "after"), "%d dependencies, over the limit of %d", len(t.After), MaxTasks)
+	}
+	checkDuration(l, field(path, "estimate"), t.Estimate)
+	checkDuration(l, field(path, "timeout"), t.Timeout)
+	checkDuration(l, field(path, "checkpoint.interval"), t.CheckpointInterval)
+	if t.CheckpointInterval > 0 && t.CheckpointInterval < MinCheckpointInterval {
+		l.add(field(path, "checkpoint.interval"), "%s is shorter than the minimum of %s", t.CheckpointInterval, MinCheckpointInterval)
+	}
+	if t.Retries < 0 || t.Retries > MaxRetries {
+		l.add(field(path, "retries"), "%d out of range 0..%d", t.Retries, MaxRetries)
+	}
+	if t.Replicas < 1 || t.Replicas > MaxReplicas {
+		l.add(field(path, "replicas"), "%d out of range 1..%d", t.Replicas, MaxReplicas)
+	}
+	if t.Gang && t.Replicas == 1 {
+		l.add(field(path, "gang"), "needs replicas > 1 (replicas is 1)")
+	}
+	if t.Pack && !t.Gang {
+		l.add(field(path, "pack"), "only applies to a gang: set gang: true")
+	}
+}
+
+// textSize is the length of the text the task holds, as MaxJobBytes counts it.
+func (t *Task) textSize() int {
+	n := len(t.Name) + len(t.Request.Site) + len(t.Request.GPU.Model)
+	for _, a := range t.Command {
+		n += len(a) + 1
+	}
+	for k, v := range t.Env {
+		n += len(k) + len(v) + 2
+	}
+	for _, a := range t.After {
+		n += len(a) + 1
+	}
+	for k, v := range t.Request.Labels {
+		n += len(k) + len(v) + 2
+	}
+	for _, d := range t.Request.Devices {
+		n += len(d.Kind) + len(d.Model) + 2
+	}
+	return n
+}
+
+// checkText checks a free-text name: valid UTF-8, printable, at most max
+// characters, and not empty when required.
+func checkText(l *errorList, path, s string, max int, required bool) {
+	switch {
+	case s == "":
+		if required {
+			l.add(path, "required")
+		}
+		return
+	case !utf8.ValidString(s):
+		l.add(path, "%s is not valid UTF-8", quote(s))
+		return
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		l.add(path, "%d characters, over the limit of %d", n, max)
+		return
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			l.add(path, "%s contains the non-printable character %U", quote(s), r)
+			return
+		}
+	}
+}
+
+// checkTaskName checks a task name, which also names files and directories
+// on the node that runs the task.
+func checkTaskName(l *errorList, path, name string) {
+	switch {
+	case name == "":
+		l.add(path, "required")
+	case !taskNameRE.MatchString(name) || name == "." || name == "..":
+		l.add(path, "invalid task name %s: use 1 to %d letters, digits, '_', '.' or '-' (not \".\" or \"..\")", quote(name), MaxTaskNameLen)
+	}
+}
+
+// checkCommand checks an argv.
+func checkCommand(l *errorList, path string, argv []string) {
+	switch {
+	case len(argv) == 0:
+		l.add(path, "required: a non-empty list of arguments, or a shell command string")
+		return
+	case len(argv) > MaxCommandArgs:
+		l.add(path, "%d arguments, over the limit of %d", len(argv), MaxCommandArgs)
+		return
+	}
+	if argv[0] == "" {
+		l.add(index(path, 0), "empty program name")
+	}
+	total := 0
+	for i, a := range argv {
+		total += len(a)
+		if strings.IndexByte(a, 0) >= 0 {
+			l.add(index(path, i), "contains a NUL byte")
+		}
+	}
+	if total > MaxCommandBytes {
+		l.add(path, "%d bytes of arguments, over the limit of %d", total, MaxCommandBytes)
+	}
+}
+
+// checkEnv checks environment variable names and values.
+func checkEnv(l *errorList, path string, env map[string]string) {
+	if len(env) > MaxEnvEntries {
+		l.add(path, "%d variables, over the limit of %d", len(env), MaxEnvEntries)
+		return
+	}
+	total := 0
+	for _, k := range sortedKeys(env) {
+		v, p := env[k], keyPath(path, k)
+		total += len(k) + len(v) + 2
+		switch {
+		case len(k) > MaxEnvNameLen:
+			l.add(p, "name is %d bytes, over the limit of %d", len(k), MaxEnvNameLen)
+		case !envNameRE.MatchString(k):
+			l.add(p, "invalid variable name %s: use letters, digits and '_', not starting with a digit", quote(k))
+		case strings.HasPrefix(strings.ToUpper(k), reservedEnvPrefix):
+			l.add(p, "names starting with %s are reserved for Agora", reservedEnvPrefix)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			l.add(p, "value contains a NUL byte")
+		}
+	}
+	if total > MaxEnvBytes {
+		l.add(path, "%d bytes of variables, over the limit of %d", total, MaxEnvBytes)
+	}
+}
+
+// checkDuration checks an optional duration: zero (none) or positive, and
+// at most MaxDuration.
+func checkDuration(l *errorList, path string, d time.Duration) {
+	switch {
+	case d < 0:
+		l.add(path, "%s must be positive (or zero for none)", d)
+	case d > MaxDuration:
+		l.add(path, "%s is over the limit of %s", d, MaxDuration)
+	}
+}
+
+// sortedKeys returns m's keys in order, so that problems are reported in
+// the same order every time.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,112 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agora-sched/agora/devices"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Defaults for a node started with no flags: everything on loopback.
+const (
+	DefaultAPI            = "127.0.0.1:7700"
+	DefaultNetwork        = "agora"
+	DefaultAdvertInterval = 2 * time.Second
+)
+
+// DefaultListen are the listen addresses used when none are configured.
+var DefaultListen = []string{"/ip4/127.0.0.1/tcp/4001", "/ip4/127.0.0.1/udp/4001/quic-v1"}
+
+// DefaultDataDir is where a node keeps its state when --data is not given:
+// $XDG_DATA_HOME/agora, else ~/.local/share/agora, else ./agora-data.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "agora")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "agora")
+	}
+	return "agora-data"
+}
+
+// Config is everything a node needs to start. Zero values take defaults
+// (see withDefaults); New validates the rest.
+type Config struct {
+	DataDir        string            // node state: identity, database, task work dirs
+	Listen         []string          // libp2p listen multiaddrs
+	API            string            // HTTP API host:port ("" = DefaultAPI; port 0 picks one)
+	Bootstrap      []string          // full multiaddrs (ending /p2p/ID) of peers to join through
+	SwarmKeyFile   string            // optional pre-shared key file for a private network
+	Site           string            // site name advertised to peers
+	Labels         map[string]string // k=v labels advertised to peers
+	ResourcesFile  string            // optional YAML declaring or overriding resources
+	Resources      *devices.Overrides
+	MDNS           bool          // enable mDNS discovery on the LAN (off by default)
+	Network        string        // Agora network name, part of every topic
+	AdvertInterval time.Duration // resource advert period
+	DisableNVML    bool          // skip GPU discovery (tests)
+}
+
+// ConfigError is a problem with the node's configuration or environment
+// found before the node started: a bad flag, a malformed file, an address in
+// use, a data dir held by another node. The CLI exits 2 for it.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsConfigError reports whether err is (or wraps) a ConfigError.
+func IsConfigError(err error) bool {
+	var ce *ConfigError
+	return errors.As(err, &ce)
+}
+
+func (c Config) withDefaults() Config {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
+	}
+	if len(c.Listen) == 0 {
+		c.Listen = DefaultListen
+	}
+	if c.API == "" {
+		c.API = DefaultAPI
+	}
+	if c.Network == "" {
+		c.Network = DefaultNetwork
+	}
+	if c.AdvertInterval <= 0 {
+		c.AdvertInterval = DefaultAdvertInterval
+	}
+	return c
+}
+
+// parseListen validates listen addresses.
+func parseListen(addrs []string) ([]ma.Multiaddr, error) {
+	var out []ma.Multiaddr
+	for _, s := range addrs {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, configErr("invalid --listen multiaddr %q: %v", s, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// ParseLabel parses one k=v label.
+func ParseLabel(s string) (string, string, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return "", "", fmt.Errorf("invalid label %q: want key=value", s)
+	}
+	return k, v, nil
+}

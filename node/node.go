@@ -1,0 +1,433 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agora-sched/agora/devices"
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/store"
+)
+
+var log = logging.Logger("node")
+
+// DHTPrefix is the protocol prefix of Agora's private Kademlia DHT.
+const DHTPrefix = "/agora"
+
+// apiAddrFile holds the API's actual host:port inside the data dir, so
+// that tools and tests can find a node started with --api 127.0.0.1:0.
+const apiAddrFile = "api.addr"
+
+// Node is one running Agora node.
+type Node struct {
+	cfg      Config
+	store    *store.Store
+	host     host.Host
+	dht      *dht.IpfsDHT
+	ps       *pubsub.PubSub
+	gossip   *gossip.Service
+	gater    *Gater
+	reg      *prometheus.Registry
+	info     devices.Info
+	capacity resource.Vector
+	members  *store.Bucket[memberRecord]
+	mdns     interface{ Close() error }
+
+	apiSrv *http.Server
+	apiLn  net.Listener
+
+	mu   sync.Mutex
+	free resource.Vector
+	load float64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed chan struct{}
+	once   sync.Once
+}
+
+// memberRecord is the persisted membership snapshot of one peer: enough
+// to dial it again after a restart.
+type memberRecord struct {
+	Peer     string    `json:"peer"`
+	Addrs    []string  `json:"addrs"`
+	Site     string    `json:"site"`
+	LastSeen time.Time `json:"last_seen"`
+}
+
+// New validates cfg, starts a node and returns it running; it runs until
+// Close or Kill, whatever becomes of ctx. Errors caused
+// by configuration or environment (bad flags or files, addresses in use, a
+// locked data dir) are *ConfigError.
+func New(ctx context.Context, cfg Config) (_ *Node, err error) {
+	cfg = cfg.withDefaults()
+	listen, err := parseListen(cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	boot, err := parseBootstrap(cfg.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	overrides := cfg.Resources
+	if cfg.ResourcesFile != "" {
+		ov, err := devices.LoadFile(cfg.ResourcesFile)
+		if err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		overrides = &ov
+	}
+	var psk []byte
+	if cfg.SwarmKeyFile != "" {
+		if psk, err = loadSwarmKey(cfg.SwarmKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
+	}
+
+	n := &Node{cfg: cfg, gater: &Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{})}
+	// The node lives until Close, not until ctx ends: a caller that cancels
+	// ctx on SIGTERM must still get a graceful leave from Close.
+	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			n.teardown(false)
+		}
+	}()
+
+	if n.store, err = store.Open(filepath.Join(cfg.DataDir, "db")); err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, &ConfigError{Err: fmt.Errorf("data dir %s is in use by another running agora node", cfg.DataDir)}
+		}
+		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
+	}
+	n.members = store.NewBucket[memberRecord](n.store, "members")
+	bootNo, err := n.nextBoot()
+	if err != nil {
+		return nil, err
+	}
+
+	if n.apiLn, err = net.Listen("tcp", cfg.API); err != nil {
+		return nil, configErr("API address %s: %v", cfg.API, err)
+	}
+
+	info, err := devices.Discover(devices.DiscoverOptions{DiskPath: cfg.DataDir, DisableNVML: cfg.DisableNVML})
+	if err != nil {
+		return nil, fmt.Errorf("node: discover resources: %w", err)
+	}
+	n.info = info
+	n.capacity = info.Capacity
+	if overrides != nil {
+		n.capacity = overrides.Apply(n.capacity)
+	}
+	n.free = n.capacity.Clone()
+
+	key, err := loadIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if n.host, err = newHost(key, listen, psk, n.gater); err != nil {
+		return nil, err
+	}
+	if err := n.store.PutMeta("peer_id", n.host.ID().String()); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.dht, err = dht.New(n.host,
+		dht.Mode(dht.ModeServer),
+		dht.ProtocolPrefix(DHTPrefix),
+		dht.BootstrapPeers(boot...))
+	if err != nil {
+		return nil, fmt.Errorf("node: start DHT: %w", err)
+	}
+	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host); err != nil {
+		return nil, fmt.Errorf("node: start gossipsub: %w", err)
+	}
+	metrics := gossip.NewMetrics(n.reg)
+	n.gossip, err = gossip.New(n.host, n.ps, gossip.Config{
+		Network:  cfg.Network,
+		Interval: cfg.AdvertInterval,
+		Boot:     bootNo,
+		Local:    n.localAdvert,
+		OnChange: n.onAdvert,
+		Metrics:  metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MDNS {
+		svc := mdns.NewMdnsService(n.host, "agora-"+cfg.Network, &mdnsNotifee{n: n})
+		if err := svc.Start(); err != nil {
+			return nil, fmt.Errorf("node: start mDNS: %w", err)
+		}
+		n.mdns = svc
+	}
+
+	n.startAPI()
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiAddrFile), []byte(n.APIAddr()+"\n"), 0o600); err != nil {
+		return nil, configErr("write %s: %v", apiAddrFile, err)
+	}
+	n.gossip.Start(n.ctx)
+	n.wg.Add(2)
+	go n.joinLoop(boot)
+	go n.sampleLoop()
+	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
+	return n, nil
+}
+
+// nextBoot increments and returns the persisted boot counter, which orders
+// this node's adverts across restarts.
+func (n *Node) nextBoot() (uint64, error) {
+	v, _, err := n.store.GetMeta("boot")
+	if err != nil {
+		return 0, fmt.Errorf("node: read boot counter: %w", err)
+	}
+	b, _ := strconv.ParseUint(v, 10, 64)
+	b++
+	if err := n.store.PutMeta("boot", strconv.FormatUint(b, 10)); err != nil {
+		return 0, fmt.Errorf("node: write boot counter: %w", err)
+	}
+	return b, nil
+}
+
+// joinLoop connects to the bootstrap peers and the peers remembered from
+// the last run, then keeps retrying while the node has no connections, so
+// nodes may be started in any order.
+func (n *Node) joinLoop(boot []peer.AddrInfo) {
+	defer n.wg.Done()
+	known := append([]peer.AddrInfo(nil), boot...)
+	known = append(known, n.rememberedPeers()...)
+	bootstrapped := false
+	delay := 250 * time.Millisecond
+	for {
+		if len(n.host.Network().Peers()) == 0 {
+			n.connectAll(known)
+		}
+		if !bootstrapped && len(n.host.Network().Peers()) > 0 {
+			if err := n.dht.Bootstrap(n.ctx); err == nil {
+				bootstrapped = true
+			}
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+func (n *Node) connectAll(peers []peer.AddrInfo) {
+	var wg sync.WaitGroup
+	for _, ai := range peers {
+		if ai.ID == n.host.ID() {
+			continue
+		}
+		wg.Add(1)
+		go func(ai peer.AddrInfo) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+			defer cancel()
+			if err := n.host.Connect(ctx, ai); err != nil {
+				log.Debugw("connect", "peer", ai.ID, "err", err)
+			}
+		}(ai)
+	}
+	wg.Wait()
+}
+
+func (n *Node) rememberedPeers() []peer.AddrInfo {
+	recs, err := n.members.List("")
+	if err != nil {
+		log.Warnw("read membership snapshot", "err", err)
+		return nil
+	}
+	var out []peer.AddrInfo
+	for _, r := range recs {
+		id, err := peer.Decode(r.Value.Peer)
+		if err != nil {
+			continue
+		}
+		ai := peer.AddrInfo{ID: id}
+		for _, s := range r.Value.Addrs {
+			if a, err := ma.NewMultiaddr(s); err == nil {
+				ai.Addrs = append(ai.Addrs, a)
+			}
+		}
+		out = append(out, ai)
+	}
+	return out
+}
+
+// sampleLoop measures live usage for the adverts.
+func (n *Node) sampleLoop() {
+	defer n.wg.Done()
+	s := devices.NewSampler(devices.SamplerOptions{})
+	t := time.NewTicker(n.cfg.AdvertInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+			u, err := s.Sample()
+			if err != nil {
+				log.Debugw("usage sample", "err", err)
+				continue
+			}
+			n.mu.Lock()
+			n.load = min(max(u.CPUBusy, 0), 1)
+			n.mu.Unlock()
+		}
+	}
+}
+
+// onAdvert keeps the peerstore and the membership snapshot current.
+func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
+	if ch == gossip.Left {
+		_ = n.members.Delete(a.Peer.String())
+		return
+	}
+	n.host.Peerstore().AddAddrs(a.Peer, a.Addrs, peerstore.RecentlyConnectedAddrTTL)
+	if ch == gossip.Joined {
+		log.Infow("peer joined", "peer", a.Peer, "site", a.Site, "resources", a.Capacity.String())
+		rec := memberRecord{Peer: a.Peer.String(), Site: a.Site, LastSeen: time.Now()}
+		for _, ad := range a.Addrs {
+			rec.Addrs = append(rec.Addrs, ad.String())
+		}
+		if err := n.members.Put(rec.Peer, rec); err != nil {
+			log.Warnw("save member", "err", err)
+		}
+	}
+}
+
+// localAdvert is this node's advert as of now.
+func (n *Node) localAdvert() gossip.Advert {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return gossip.Advert{
+		Site:     n.cfg.Site,
+		Labels:   n.cfg.Labels,
+		Capacity: n.capacity,
+		Free:     n.free.Clone(),
+		Load:     n.load,
+	}
+}
+
+// ID is the node's peer ID.
+func (n *Node) ID() peer.ID { return n.host.ID() }
+
+// Host is the node's libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// Gater is the node's connection gater (used by the testnet for partitions).
+func (n *Node) Gater() *Gater { return n.gater }
+
+// Addrs are the node's full listen multiaddrs, each ending in /p2p/<id>.
+func (n *Node) Addrs() []ma.Multiaddr {
+	addrs, _ := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.host.ID(), Addrs: n.host.Addrs()})
+	return addrs
+}
+
+// APIAddr is the host:port the HTTP API listens on.
+func (n *Node) APIAddr() string { return n.apiLn.Addr().String() }
+
+// Capacity is the node's resource vector (discovered, then overridden).
+func (n *Node) Capacity() resource.Vector { return n.capacity }
+
+// Peers lists every other live peer from the membership view.
+func (n *Node) Peers() []gossip.Member { return n.gossip.Members() }
+
+// Done is closed when the node has stopped.
+func (n *Node) Done() <-chan struct{} { return n.closed }
+
+// Close stops the node gracefully: it announces its departure, saves its
+// membership snapshot and closes everything in reverse order of start.
+func (n *Node) Close() error {
+	n.once.Do(func() { n.teardown(true) })
+	return nil
+}
+
+// Kill stops the node abruptly, the way kill -9 would look to its peers:
+// no leave advert; the data dir is left as it is. For tests.
+func (n *Node) Kill() {
+	n.once.Do(func() { n.teardown(false) })
+}
+
+func (n *Node) teardown(graceful bool) {
+	if graceful && n.gossip != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n.gossip.Leave(ctx)
+		cancel()
+	}
+	if n.apiSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = n.apiSrv.Shutdown(ctx)
+		cancel()
+	} else if n.apiLn != nil {
+		_ = n.apiLn.Close()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if n.gossip != nil {
+		_ = n.gossip.Close()
+	}
+	n.wg.Wait()
+	if n.mdns != nil {
+		_ = n.mdns.Close()
+	}
+	if n.dht != nil {
+		_ = n.dht.Close()
+	}
+	if n.host != nil {
+		_ = n.host.Close()
+	}
+	if n.store != nil {
+		if graceful {
+			_ = os.Remove(filepath.Join(n.cfg.DataDir, apiAddrFile))
+		}
+		_ = n.store.Close()
+	}
+	select {
+	case <-n.closed:
+	default:
+		close(n.closed)
+	}
+	if graceful {
+		log.Infow("node stopped")
+	}
+}
+
+type mdnsNotifee struct{ n *Node }
+
+// HandlePeerFound connects to a peer found on the LAN by mDNS.
+func (m *mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
+	if ai.ID == m.n.host.ID() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.n.ctx, 5*time.Second)
+	defer cancel()
+	_ = m.n.host.Connect(ctx, ai)
+}

@@ -1,0 +1,209 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultDrainTimeout is how long a Runner waits, after a task's process
+// group has been killed, for its output pipes to close before abandoning
+// them; see Options.DrainTimeout.
+const DefaultDrainTimeout = 2 * time.Second
+
+// Options configures a Runner. The zero value is ready to use.
+type Options struct {
+	// BaseEnv is the environment tasks inherit before Spec.Env and Agora's
+	// variables are applied. Nil means the node's own environment
+	// (os.Environ) at the time of each Start.
+	BaseEnv []string
+	// DrainTimeout bounds the wait for a task's output pipes to close after
+	// its process group is gone; a process that escaped the group (for
+	// example with setsid) may hold them open. Zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// DisableCgroups turns off the best-effort cgroup v2 resource limits.
+	DisableCgroups bool
+	// CgroupParent, when set, is the cgroup v2 directory under which task
+	// cgroups are created, instead of the node's own cgroup as found in
+	// /proc/self/cgroup and /proc/self/mountinfo.
+	CgroupParent string
+}
+
+// Runner starts task processes and tracks them until they end. It is safe
+// for concurrent use.
+type Runner struct {
+	opts    Options
+	cgroups *cgroupManager // nil when cgroups are unavailable
+
+	mu     sync.Mutex
+	tasks  map[string]*task
+	active int           // tasks whose done callback has not returned yet
+	idle   chan struct{} // closed when active drops to zero
+}
+
+// NewRunner returns a Runner configured by opts. It probes cgroup v2 support
+// once; cgroups being unavailable is never an error.
+func NewRunner(opts Options) *Runner {
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	r := &Runner{
+		opts:  opts,
+		tasks: make(map[string]*task),
+	}
+	if !opts.DisableCgroups {
+		r.cgroups = detectCgroups(opts.CgroupParent)
+	}
+	return r
+}
+
+func (r *Runner) baseEnv() []string {
+	if r.opts.BaseEnv != nil {
+		return r.opts.BaseEnv
+	}
+	return os.Environ()
+}
+
+// Start runs spec as the attempt identified by id, which must be unique
+// among the attempts the Runner is tracking. Output goes to sink (nil
+// discards it) and done, which may be nil, is called exactly once, from
+// another goroutine, after the process has exited and both output streams
+// are drained. done must not call Wait, which waits for done to return.
+//
+// Start returns an error only when id is empty or already in use; then done
+// is never called. Every other failure, including an invalid spec, a work
+// directory that cannot be created or a missing executable, is reported
+// through done with ExitCode -1 and a Reason starting with "start: ".
+func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) error {
+	if id == "" {
+		return errors.New("runtime: empty task id")
+	}
+	t := &task{id: id, spec: spec, done: done, out: newOutput(sink)}
+	t.spec.Command = slices.Clone(spec.Command)
+	t.spec.GPUs = slices.Clone(spec.GPUs)
+	t.spec.Env = maps.Clone(spec.Env)
+	t.spec.ExtraEnv = maps.Clone(spec.ExtraEnv)
+
+	r.mu.Lock()
+	if _, ok := r.tasks[id]; ok {
+		r.mu.Unlock()
+		return fmt.Errorf("runtime: task %q is already running", id)
+	}
+	r.tasks[id] = t
+	if r.active == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.active++
+	r.mu.Unlock()
+
+	// Holding t.mu while starting makes a concurrent Stop or Kill wait until
+	// there is a process to signal.
+	t.mu.Lock()
+	err := t.start(r)
+	t.mu.Unlock()
+	if err != nil {
+		log.Debugw("task failed to start", "id", id, "err", err)
+		res := startFailure(err)
+		go r.finish(t, res)
+		return nil
+	}
+	go func() {
+		r.finish(t, t.supervise(r.opts.DrainTimeout))
+	}()
+	return nil
+}
+
+// finish reports res for t and forgets it.
+func (r *Runner) finish(t *task, res Result) {
+	t.out.close()
+	r.mu.Lock()
+	delete(r.tasks, t.id)
+	r.mu.Unlock()
+
+	log.Debugw("task finished", "id", t.id, "reason", res.Reason)
+	if t.done != nil {
+		t.done(res)
+	}
+
+	r.mu.Lock()
+	r.active--
+	if r.active == 0 {
+		close(r.idle)
+	}
+	r.mu.Unlock()
+}
+
+func (r *Runner) lookup(id string) *task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tasks[id]
+}
+
+// Stop asks the attempt id to end, for cancellation, preemption or drain:
+// SIGTERM goes to its whole process group, and SIGKILL follows after the
+// spec's grace period if the main process is still running. The result is
+// marked Cancelled with a Reason of "cancelled: " followed by reason (or
+// just "cancelled" when reason is empty), unless its timeout fired first.
+// Stop returns false when id is unknown. Repeated calls have no further
+// effect.
+func (r *Runner) Stop(id string, reason string) bool {
+	t := r.lookup(id)
+	if t == nil {
+		return false
+	}
+	t.terminate(stopState{cancelled: true, reason: reason})
+	return true
+}
+
+// Kill sends SIGKILL to the whole process group of the attempt id at once.
+// The result is marked Cancelled with the reason "killed" unless it was
+// already being stopped. Kill returns false when id is unknown.
+func (r *Runner) Kill(id string) bool {
+	t := r.lookup(id)
+	if t == nil {
+		return false
+	}
+	t.kill()
+	return true
+}
+
+// Running returns the sorted ids of the attempts whose done callback has not
+// been called yet.
+func (r *Runner) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.tasks))
+}
+
+// StopAll calls Stop with reason for every tracked attempt, for shutdown.
+// Use Wait to wait for them to end.
+func (r *Runner) StopAll(reason string) {
+	for _, id := range r.Running() {
+		r.Stop(id, reason)
+	}
+}
+
+// Wait blocks until no attempt is tracked and every done callback has
+// returned, or until ctx is done, in which case it returns an error
+// wrapping ctx.Err().
+func (r *Runner) Wait(ctx context.Context) error {
+	r.mu.Lock()
+	if r.active == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	idle := r.idle
+	r.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runtime: wait: %w", ctx.Err())
+	}
+}

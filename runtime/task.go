@@ -1,0 +1,229 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopState records why a task is being stopped; the first cause wins.
+type stopState struct {
+	timedOut  bool
+	cancelled bool
+	reason    string
+}
+
+// task is one running attempt.
+type task struct {
+	id   string
+	spec Spec
+	done func(Result)
+	out  *output
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd // nil until started, and forever if starting failed
+	pid      int
+	started  time.Time
+	exited   bool // the main process has exited; the group must not be signalled
+	stop     stopState
+	termSent bool
+	timeout  *time.Timer
+	killer   *time.Timer
+	cg       *taskCgroup
+	stdout   *os.File // read ends of the output pipes
+	stderr   *os.File
+}
+
+// start prepares and starts the process. The caller holds t.mu.
+func (t *task) start(r *Runner) error {
+	if err := t.spec.validate(); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(t.spec.WorkDir)
+	if err != nil {
+		return fmt.Errorf("work dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create work dir: %w", err)
+	}
+	env := buildEnv(r.baseEnv(), t.spec, dir)
+	path, err := lookPath(t.spec.Command[0], env)
+	if err != nil {
+		return err
+	}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return fmt.Errorf("stderr pipe: %w", err)
+	}
+
+	cg := r.cgroups.create(t.id, t.spec)
+	newCmd := func(cgfd int) *exec.Cmd {
+		attr := &syscall.SysProcAttr{Setpgid: true}
+		if cgfd >= 0 {
+			attr.UseCgroupFD = true
+			attr.CgroupFD = cgfd
+		}
+		return &exec.Cmd{
+			Path:        path,
+			Args:        t.spec.Command,
+			Env:         env,
+			Dir:         dir,
+			Stdout:      outW,
+			Stderr:      errW,
+			SysProcAttr: attr,
+		}
+	}
+	cmd := newCmd(cg.fd())
+	err = cmd.Start()
+	if err != nil && cg.fd() >= 0 {
+		// The kernel may not support starting straight into a cgroup;
+		// resource limits are best effort, so retry without and move the
+		// process afterwards.
+		log.Debugw("starting in cgroup failed, retrying without", "id", t.id, "err", err)
+		cmd = newCmd(-1)
+		if err = cmd.Start(); err == nil {
+			cg.addProcess(cmd.Process.Pid)
+		}
+	}
+	cg.closeFD()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		cg.remove()
+		return err
+	}
+
+	t.cmd = cmd
+	t.pid = cmd.Process.Pid
+	t.started = time.Now()
+	t.cg = cg
+	t.stdout, t.stderr = outR, errR
+	t.out.pump(StreamStdout, outR)
+	t.out.pump(StreamStderr, errR)
+	if t.spec.Timeout > 0 {
+		t.timeout = time.AfterFunc(t.spec.Timeout, func() {
+			t.terminate(stopState{timedOut: true})
+		})
+	}
+	log.Debugw("task started", "id", t.id, "pid", t.pid, "cmd", t.spec.Command, "dir", dir)
+	return nil
+}
+
+// supervise waits for the main process to exit, cleans up after it and
+// returns its result. It runs on its own goroutine after a successful start.
+func (t *task) supervise(drainTimeout time.Duration) Result {
+	waitErr := waitExited(t.pid)
+	finished := time.Now()
+
+	// The main process is now a zombie, which keeps its process group id
+	// reserved: kill whatever it left behind before reaping it. If waiting
+	// failed, the process may already be gone and its id reused, so the
+	// group is left alone.
+	t.mu.Lock()
+	if waitErr == nil {
+		t.signalLocked(syscall.SIGKILL)
+	} else {
+		log.Warnw("waiting for task", "id", t.id, "err", waitErr)
+	}
+	t.exited = true
+	if t.timeout != nil {
+		t.timeout.Stop()
+	}
+	if t.killer != nil {
+		t.killer.Stop()
+	}
+	st := t.stop
+	t.mu.Unlock()
+
+	waitErr = t.cmd.Wait()
+
+	// Everything in the group is dead, so the pipes close promptly unless a
+	// process that left the group (setsid) still holds them.
+	drained := make(chan struct{})
+	go func() {
+		t.out.wg.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		log.Warnw("task output still open after exit, abandoning it", "id", t.id)
+		t.stdout.SetReadDeadline(time.Now())
+		t.stderr.SetReadDeadline(time.Now())
+		<-drained
+	}
+	t.stdout.Close()
+	t.stderr.Close()
+	t.cg.remove()
+
+	res := exitResult(t.cmd.ProcessState, waitErr, st, t.spec.Timeout)
+	res.Started = t.started
+	res.Finished = finished
+	res.Pid = t.pid
+	return res
+}
+
+// terminate asks the task to stop: SIGTERM to its group now, SIGKILL after
+// the grace period. Only the first call has an effect.
+func (t *task) terminate(why stopState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cmd == nil || t.exited || t.termSent {
+		return
+	}
+	t.termSent = true
+	if !t.stop.timedOut && !t.stop.cancelled {
+		t.stop = why
+	}
+	log.Debugw("stopping task", "id", t.id, "timedOut", why.timedOut, "reason", why.reason)
+	t.signalLocked(syscall.SIGTERM)
+	t.killer = time.AfterFunc(t.spec.grace(), func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.exited {
+			log.Debugw("grace period over, killing task", "id", t.id)
+			t.signalLocked(syscall.SIGKILL)
+		}
+	})
+}
+
+// kill sends SIGKILL to the task's group at once.
+func (t *task) kill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cmd == nil || t.exited {
+		return
+	}
+	if !t.stop.timedOut && !t.stop.cancelled {
+		t.stop = stopState{cancelled: true, reason: "killed"}
+	}
+	t.signalLocked(syscall.SIGKILL)
+}
+
+// signalLocked signals the task's process group (and, for SIGKILL, its
+// cgroup). The caller holds t.mu and has checked that the main process has
+// not been reaped.
+func (t *task) signalLocked(sig syscall.Signal) {
+	if t.cmd == nil || t.exited {
+		return
+	}
+	if err := signalGroup(t.pid, sig); err != nil {
+		log.Warnw("signalling task", "id", t.id, "err", err)
+	}
+	if sig == syscall.SIGKILL {
+		t.cg.kill()
+	}
+}
