@@ -1,0 +1,237 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// cluster drives several markets with a virtual clock and instant-ish
+// message delivery, and simulates task execution: a task's runtime comes
+// from run(spec) (exit code and duration).
+type cluster struct {
+	t       *testing.T
+	now     time.Time
+	nodes   []*Market
+	ids     []NodeID
+	latency time.Duration
+	queue   []delivery
+	running map[NodeID]map[TaskKey]runningTask
+	run     func(TaskSpec, NodeID) (int, time.Duration)
+	starts  []startRec
+	events  []string
+	peak    map[NodeID]int64
+}
+
+type delivery struct {
+	at   time.Time
+	from NodeID
+	to   NodeID
+	msg  Msg
+	seq  int
+}
+
+type runningTask struct {
+	spec  TaskSpec
+	end   time.Time
+	code  int
+	stop  bool
+	alloc resource.Allocation
+}
+
+type startRec struct {
+	key  TaskKey
+	node NodeID
+	at   time.Time
+	end  time.Time
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newCluster(t *testing.T, caps ...resource.Vector) *cluster {
+	c := &cluster{t: t, now: t0, latency: time.Millisecond, running: map[NodeID]map[TaskKey]runningTask{}, peak: map[NodeID]int64{}}
+	for i, cp := range caps {
+		id := NodeID(fmt.Sprintf("n%d", i))
+		m, err := New(Config{Self: id, Capacity: cp, Seed: int64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, m)
+		c.ids = append(c.ids, id)
+		c.running[id] = map[TaskKey]runningTask{}
+	}
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, time.Second }
+	c.adverts()
+	return c
+}
+
+func (c *cluster) index(id NodeID) int {
+	for i, x := range c.ids {
+		if x == id {
+			return i
+		}
+	}
+	c.t.Fatalf("unknown node %s", id)
+	return -1
+}
+
+// adverts gives every market a fresh view of every other.
+func (c *cluster) adverts() {
+	for i, m := range c.nodes {
+		for j, o := range c.nodes {
+			if i != j {
+				m.Advert(c.now, Peer{ID: c.ids[j], Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(c.now)})
+			}
+		}
+	}
+}
+
+var seqNo int
+
+// drain carries out every node's effects.
+func (c *cluster) drain() {
+	for i, m := range c.nodes {
+		for _, e := range m.Ready() {
+			switch x := e.(type) {
+			case Send:
+				seqNo++
+				c.queue = append(c.queue, delivery{at: c.now.Add(c.latency), from: c.ids[i], to: x.To, msg: x.Msg, seq: seqNo})
+			case Broadcast:
+				for j := range c.nodes {
+					if j != i {
+						seqNo++
+						c.queue = append(c.queue, delivery{at: c.now.Add(c.latency), from: c.ids[i], to: c.ids[j], msg: x.Msg, seq: seqNo})
+					}
+				}
+			case StartTask:
+				code, d := c.run(x.Task, c.ids[i])
+				c.running[c.ids[i]][x.Task.Key] = runningTask{spec: x.Task, end: c.now.Add(d), code: code, alloc: x.Alloc}
+				c.starts = append(c.starts, startRec{key: x.Task.Key, node: c.ids[i], at: c.now, end: c.now.Add(d)})
+				var used int64
+				for _, r := range c.running[c.ids[i]] {
+					used += r.spec.Request.CPU
+				}
+				c.peak[c.ids[i]] = max(c.peak[c.ids[i]], used)
+				if used > m.Capacity().CPU {
+					c.t.Fatalf("node %s over-committed: %d millicores of %d", c.ids[i], used, m.Capacity().CPU)
+				}
+			case StopTask:
+				r := c.running[c.ids[i]][x.Key]
+				r.stop, r.end, r.code = true, c.now.Add(10*time.Millisecond), -1
+				c.running[c.ids[i]][x.Key] = r
+			case Event:
+				c.events = append(c.events, fmt.Sprintf("%s %s: %s", x.Time.Sub(t0), c.ids[i], x.Text))
+			}
+		}
+	}
+}
+
+// step advances virtual time to the next delivery, task end or tick.
+func (c *cluster) step() {
+	c.drain()
+	next := c.now.Add(10 * time.Millisecond)
+	for _, d := range c.queue {
+		if d.at.Before(next) {
+			next = d.at
+		}
+	}
+	for _, rs := range c.running {
+		for _, r := range rs {
+			if r.end.Before(next) {
+				next = r.end
+			}
+		}
+	}
+	c.now = next
+	sort.Slice(c.queue, func(i, j int) bool {
+		if !c.queue[i].at.Equal(c.queue[j].at) {
+			return c.queue[i].at.Before(c.queue[j].at)
+		}
+		return c.queue[i].seq < c.queue[j].seq
+	})
+	for len(c.queue) > 0 && !c.queue[0].at.After(c.now) {
+		d := c.queue[0]
+		c.queue = c.queue[1:]
+		c.nodes[c.index(d.to)].Step(c.now, d.from, d.msg)
+		c.drain()
+	}
+	for i, id := range c.ids {
+		var done []TaskKey
+		for k, r := range c.running[id] {
+			if !r.end.After(c.now) {
+				done = append(done, k)
+			}
+		}
+		sort.Slice(done, func(a, b int) bool { return done[a].String() < done[b].String() })
+		for _, k := range done {
+			r := c.running[id][k]
+			delete(c.running[id], k)
+			reason := fmt.Sprintf("exit status %d", r.code)
+			c.nodes[i].TaskExited(c.now, k, r.spec.Epoch, r.code, reason)
+			c.drain()
+		}
+	}
+	for _, m := range c.nodes {
+		m.Tick(c.now)
+	}
+	c.adverts()
+	c.drain()
+}
+
+// until steps until cond holds or the virtual deadline passes.
+func (c *cluster) until(d time.Duration, what string, cond func() bool) {
+	end := c.now.Add(d)
+	for !cond() {
+		if c.now.After(end) {
+			c.t.Fatalf("virtual %v passed waiting for %s; events:\n%s", d, what, c.eventLog())
+		}
+		c.step()
+	}
+}
+
+func (c *cluster) eventLog() string {
+	s := ""
+	for _, e := range c.events {
+		s += e + "\n"
+	}
+	return s
+}
+
+func (c *cluster) submit(node int, id string, js spec.Job) {
+	if err := c.nodes[node].Submit(c.now, id, js); err != nil {
+		c.t.Fatal(err)
+	}
+	c.drain()
+}
+
+func (c *cluster) job(node int, id string) JobRecord {
+	j, ok := c.nodes[node].Job(id)
+	if !ok {
+		c.t.Fatalf("node %d has no job %s", node, id)
+	}
+	return j
+}
+
+func cpuNode(cores int) resource.Vector {
+	return resource.Vector{CPU: int64(cores) * 1000, Memory: 64 << 30, Disk: 1 << 40}
+}
+
+func gpuNode(cores, gpus int, mem int64, model string) resource.Vector {
+	v := cpuNode(cores)
+	for i := 0; i < gpus; i++ {
+		v.GPUs = append(v.GPUs, resource.GPU{Index: i, Model: model, Memory: mem, Free: resource.WholeGPU})
+	}
+	return v
+}
+
+func task(name string, cpu int64, after ...string) spec.Task {
+	return spec.Task{Name: name, Command: []string{"true"}, Request: resource.Request{CPU: cpu}, Retries: 3, Replicas: 1, After: after}
+}
+
+func job(name string, tasks ...spec.Task) spec.Job {
+	return spec.Job{Name: name, Type: name, Priority: 5, Tasks: tasks}
+}

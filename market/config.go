@@ -1,0 +1,115 @@
+package market
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/predict"
+)
+
+// Weights are the coefficients of the weighted bid score.
+type Weights struct {
+	Urgency    float64 `json:"urgency" yaml:"urgency"`
+	Match      float64 `json:"match" yaml:"match"`
+	Efficiency float64 `json:"efficiency" yaml:"efficiency"`
+}
+
+// DefaultWeights are the seed weights: urgency 0.4, match 0.3,
+// efficiency 0.3.
+var DefaultWeights = Weights{Urgency: 0.4, Match: 0.3, Efficiency: 0.3}
+
+// Config configures one node's market. Zero fields take the defaults
+// listed with each.
+type Config struct {
+	Self     NodeID
+	Site     string
+	Labels   map[string]string
+	Capacity resource.Vector
+
+	// D is how many candidates receive a CFP (power of d choices); 3.
+	D int
+	// BidWindow is how long a manager waits for bids; 50ms.
+	BidWindow time.Duration
+	// AwardTimeout is how long a manager waits for an award's answer; 2s.
+	AwardTimeout time.Duration
+	// SchedulingTimeout is how long a task may find no bidder before it
+	// fails with a reason; 10s.
+	SchedulingTimeout time.Duration
+	// RetryBase and RetryMax bound the exponential back-off between
+	// attempts of a failed task; 1s and 30s.
+	RetryBase, RetryMax time.Duration
+	// RoundBackoff is the pause before a new round when nobody bid; it
+	// doubles per round up to 2s; 100ms.
+	RoundBackoff time.Duration
+	// BidSlack is how much later than its bid a contractor may start a
+	// task and still accept the award; 250ms (or 10% of the runtime).
+	BidSlack time.Duration
+	// PreemptWait: a manager prefers a preempting bid when no other bid
+	// starts within this long; 1s.
+	PreemptWait time.Duration
+	// PreemptMargin is how much higher a task's priority must be than a
+	// running task's to evict it; 1.
+	PreemptMargin int
+	// PreemptGrace is the SIGTERM grace given to evicted tasks; 2s.
+	PreemptGrace time.Duration
+	// Scorer names the bid scorer (see Scorers); "weighted".
+	Scorer string
+	// Weights of the weighted scorer; DefaultWeights.
+	Weights Weights
+	// Runtime configures the runtime predictor.
+	Runtime predict.RuntimeConfig
+	// TickEvery is how often the caller must call Tick; 10ms (advisory).
+	TickEvery time.Duration
+	// Seed seeds the market's random source (tie-breaking among equal
+	// candidates).
+	Seed int64
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.D <= 0 {
+		c.D = 3
+	}
+	def(&c.BidWindow, 50*time.Millisecond)
+	def(&c.AwardTimeout, 2*time.Second)
+	def(&c.SchedulingTimeout, 10*time.Second)
+	def(&c.RetryBase, time.Second)
+	def(&c.RetryMax, 30*time.Second)
+	def(&c.RoundBackoff, 100*time.Millisecond)
+	def(&c.BidSlack, 250*time.Millisecond)
+	def(&c.PreemptWait, time.Second)
+	def(&c.PreemptGrace, 2*time.Second)
+	def(&c.TickEvery, 10*time.Millisecond)
+	if c.PreemptMargin <= 0 {
+		c.PreemptMargin = 1
+	}
+	if c.Scorer == "" {
+		c.Scorer = "weighted"
+	}
+	if c.Weights == (Weights{}) {
+		c.Weights = DefaultWeights
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Self == "" {
+		return fmt.Errorf("market: Config.Self is empty")
+	}
+	if _, ok := Scorers[c.Scorer]; !ok {
+		return fmt.Errorf("market: unknown scorer %q (have %v)", c.Scorer, ScorerNames())
+	}
+	w := c.Weights
+	if w.Urgency < 0 || w.Match < 0 || w.Efficiency < 0 || w.Urgency+w.Match+w.Efficiency == 0 {
+		return fmt.Errorf("market: weights must be >= 0 and not all zero, got %+v", w)
+	}
+	return nil
+}
+
+func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }

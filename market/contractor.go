@@ -1,0 +1,372 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/predict"
+)
+
+// contract is a task replica this node accepted: queued until it fits,
+// then running until the runtime reports its exit.
+type contract struct {
+	spec       TaskSpec
+	manager    NodeID
+	accepted   time.Time
+	seq        uint64 // acceptance order, the last queue tie-breaker
+	runtime    time.Duration
+	preempt    bool
+	alloc      resource.Allocation
+	started    time.Time
+	running    bool
+	stopReason string // "preempted" or "cancelled" once a stop was issued
+}
+
+// ahead reports whether a sorts before b in the queue: higher priority,
+// then earlier deadline (none is latest), then earlier acceptance.
+func ahead(a, b *contract) bool {
+	if a.spec.Priority != b.spec.Priority {
+		return a.spec.Priority > b.spec.Priority
+	}
+	ad, bd := a.spec.Deadline, b.spec.Deadline
+	if !ad.Equal(bd) {
+		if ad.IsZero() {
+			return false
+		}
+		if bd.IsZero() {
+			return true
+		}
+		return ad.Before(bd)
+	}
+	return a.seq < b.seq
+}
+
+// contractor is the bidding and executing half of a node's market.
+type contractor struct {
+	capacity resource.Vector
+	free     resource.Vector
+	queue    []*contract
+	running  map[TaskKey]*contract
+	seq      uint64
+	runtime  *predict.Runtime
+	load     *predict.Load
+	runs     map[string][2]int // per job type: successes, runs
+}
+
+func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
+	return contractor{
+		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
+		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
+	}
+}
+
+// wholeCapacity is the capacity with every GPU unallocated: what Fit uses
+// to decide whether the node could ever run a request.
+func (c *contractor) wholeCapacity() resource.Vector {
+	v := c.capacity.Clone()
+	for i := range v.GPUs {
+		v.GPUs[i].Free = resource.WholeGPU
+	}
+	return v
+}
+
+// predictRuntime is the runtime this node expects for an offer, inflated
+// when the forecast load from outside Agora leaves less CPU: R / max(0.25,
+// 1 − external), external = forecast load − Agora's reserved share.
+func (c *contractor) predictRuntime(o TaskOffer, now time.Time) time.Duration {
+	p := c.runtime.Predict(o.Type, o.Estimate).Runtime
+	if c.capacity.CPU > 0 {
+		reserved := 1 - float64(c.free.CPU)/float64(c.capacity.CPU)
+		external := c.load.Forecast(now) - reserved
+		if external > 0 {
+			p = time.Duration(float64(p) / max(0.25, 1-external))
+		}
+	}
+	return max(p, time.Millisecond)
+}
+
+// endOf is when a running contract is predicted to end: its start plus
+// its predicted runtime, or just after now if it overran.
+func endOf(k *contract, now time.Time) time.Time {
+	e := k.started.Add(k.runtime)
+	if !e.After(now) {
+		e = now.Add(time.Millisecond)
+	}
+	return e
+}
+
+// predictStart simulates the node's schedule — running tasks ending at
+// their predicted times, queued tasks that sort ahead of the offer started
+// greedily as they fit — and returns the first time the offer would fit.
+func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
+	type ev struct {
+		at  time.Time
+		req resource.Request
+		al  resource.Allocation
+	}
+	free := c.free.Clone()
+	var evs []ev
+	for _, k := range c.running {
+		evs = append(evs, ev{endOf(k, now), k.spec.Request, k.alloc})
+	}
+	probe := &contract{spec: TaskSpec{TaskOffer: o}, seq: c.seq + 1}
+	var pending []*contract
+	for _, k := range c.queue {
+		if ahead(k, probe) {
+			pending = append(pending, k)
+		}
+	}
+	t := now
+	for {
+		rest := pending[:0:0]
+		for _, k := range pending {
+			if al, why := resource.Fit(free, k.spec.Request); why == "" {
+				free.Take(k.spec.Request, al)
+				evs = append(evs, ev{t.Add(k.runtime), k.spec.Request, al})
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		pending = rest
+		if _, why := resource.Fit(free, o.Request); why == "" {
+			return t
+		}
+		if len(evs) == 0 {
+			return t.Add(24 * time.Hour) // cannot happen when capacity fits; be safe
+		}
+		sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+		t = evs[0].at
+		for len(evs) > 0 && !evs[0].at.After(t) {
+			free.Give(evs[0].req, evs[0].al)
+			evs = evs[1:]
+		}
+	}
+}
+
+// victims picks running tasks of priority at most p − margin to evict so
+// that req fits now: lowest priority first, most recently started first.
+// It returns nil when eviction cannot make room.
+func (c *contractor) victims(req resource.Request, p, margin int) []*contract {
+	var cands []*contract
+	for _, k := range c.running {
+		if k.stopReason == "" && k.spec.Priority <= p-margin {
+			cands = append(cands, k)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.spec.Priority != b.spec.Priority {
+			return a.spec.Priority < b.spec.Priority
+		}
+		if !a.started.Equal(b.started) {
+			return a.started.After(b.started)
+		}
+		return a.spec.Key.String() < b.spec.Key.String()
+	})
+	free := c.free.Clone()
+	for _, k := range c.running {
+		if k.stopReason != "" { // already being stopped: count it as gone
+			free.Give(k.spec.Request, k.alloc)
+		}
+	}
+	var out []*contract
+	for _, k := range cands {
+		if _, why := resource.Fit(free, req); why == "" {
+			return out
+		}
+		free.Give(k.spec.Request, k.alloc)
+		out = append(out, k)
+	}
+	if _, why := resource.Fit(free, req); why == "" {
+		return out
+	}
+	return nil
+}
+
+// successRate is (ok+1)/(runs+2) for a job type.
+func (c *contractor) successRate(jobType string) float64 {
+	r := c.runs[jobType]
+	return float64(r[0]+1) / float64(r[1]+2)
+}
+
+// enqueue inserts an accepted contract in queue order.
+func (c *contractor) enqueue(k *contract) {
+	c.seq++
+	k.seq = c.seq
+	i := sort.Search(len(c.queue), func(i int) bool { return ahead(k, c.queue[i]) })
+	c.queue = append(c.queue, nil)
+	copy(c.queue[i+1:], c.queue[i:])
+	c.queue[i] = k
+}
+
+func (c *contractor) dequeue(key TaskKey) *contract {
+	for i, k := range c.queue {
+		if k.spec.Key == key {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			return k
+		}
+	}
+	return nil
+}
+
+// onCFP answers a call for proposals: a NoBid when the node could never
+// run the task, else a Bid with its score and predicted start and finish.
+func (m *Market) onCFP(from NodeID, cfp CFP) {
+	c := &m.c
+	o := cfp.Task
+	if why := resource.Constraints(m.cfg.Site, m.cfg.Labels, o.Request); why != "" {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		return
+	}
+	if _, why := resource.Fit(c.wholeCapacity(), o.Request); why != "" {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		return
+	}
+	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
+		return
+	}
+	m.send(cfp.Manager, m.makeBid(cfp.Auction, o))
+}
+
+func (c *contractor) queued(key TaskKey) bool {
+	for _, k := range c.queue {
+		if k.spec.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// makeBid computes this node's bid for an offer at the current time.
+func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
+	c := &m.c
+	now := m.now
+	rt := c.predictRuntime(o, now)
+	start := c.predictStart(o, now)
+	preempt := false
+	if start.Sub(now) > m.cfg.PreemptWait && c.victims(o.Request, o.Priority, m.cfg.PreemptMargin) != nil {
+		start, preempt = now, true
+	}
+	finish := start.Add(rt)
+	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
+		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
+	return Bid{Auction: id, Bidder: m.cfg.Self, Score: m.scorer.Score(in), Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
+}
+
+// onAward accepts an award if the node can still honour its bid (start no
+// later than bid start + slack, or the eviction still works), else declines.
+func (m *Market) onAward(a Award) {
+	c := &m.c
+	key := a.Task.Key
+	reply := AwardReply{Auction: a.Auction, Bidder: m.cfg.Self}
+	if _, busy := c.running[key]; busy || c.queued(key) {
+		reply.Reason = "already holds this task"
+		m.send(a.Manager, reply)
+		return
+	}
+	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
+	slack := max(m.cfg.BidSlack, rt/10)
+	start := c.predictStart(a.Task.TaskOffer, m.now)
+	ok := !start.After(a.Bid.Start.Add(slack))
+	preempt := false
+	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, m.cfg.PreemptMargin) != nil {
+		ok, preempt = true, true
+	}
+	if !ok {
+		reply.Reason = fmt.Sprintf("state changed: would start %v later than bid", start.Sub(a.Bid.Start).Round(time.Millisecond))
+		m.send(a.Manager, reply)
+		return
+	}
+	reply.Accept = true
+	m.send(a.Manager, reply)
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, runtime: rt, preempt: preempt})
+	m.schedule()
+}
+
+// schedule starts queued contracts that fit, in queue order, and issues
+// the evictions a preempting contract needs.
+func (m *Market) schedule() {
+	c := &m.c
+	for i := 0; i < len(c.queue); {
+		k := c.queue[i]
+		al, why := resource.Fit(c.free, k.spec.Request)
+		if why == "" {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			c.free.Take(k.spec.Request, al)
+			k.alloc, k.started, k.running = al, m.now, true
+			c.running[k.spec.Key] = k
+			m.emit(StartTask{Task: k.spec, Alloc: al})
+			m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+			continue
+		}
+		if k.preempt {
+			for _, v := range c.victims(k.spec.Request, k.spec.Priority, m.cfg.PreemptMargin) {
+				v.stopReason = "preempted"
+				m.emit(StopTask{Key: v.spec.Key, Epoch: v.spec.Epoch, Reason: fmt.Sprintf("preempted by %s (priority %d > %d)", k.spec.Key, k.spec.Priority, v.spec.Priority), Grace: m.cfg.PreemptGrace})
+			}
+			k.preempt = false
+		}
+		i++
+	}
+}
+
+// onCancelTask drops a queued contract or stops a running one.
+func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
+	c := &m.c
+	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch {
+		if k.stopReason == "" {
+			k.stopReason = "cancelled"
+			m.emit(StopTask{Key: ct.Key, Epoch: ct.Epoch, Reason: ct.Reason, Grace: m.cfg.PreemptGrace})
+		}
+		return
+	}
+	for _, k := range c.queue {
+		if k.spec.Key == ct.Key && k.spec.Epoch == ct.Epoch {
+			c.dequeue(ct.Key)
+			m.send(k.manager, TaskStatus{Key: ct.Key, Epoch: ct.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskCancelled, ExitCode: -1, Reason: ct.Reason, Time: m.now})
+			return
+		}
+	}
+}
+
+// TaskExited reports that a task this market started has exited, with its
+// exit code (-1 when killed or failed to start) and reason.
+func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode int, reason string) {
+	m.enter(now)
+	defer m.leave()
+	c := &m.c
+	k, ok := c.running[key]
+	if !ok || k.spec.Epoch != epoch {
+		m.event(key.Job, fmt.Sprintf("exit of unknown task %s epoch %d ignored", key, epoch))
+		return
+	}
+	delete(c.running, key)
+	c.free.Give(k.spec.Request, k.alloc)
+	ran := now.Sub(k.started)
+	st := TaskStatus{Key: key, Epoch: epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, ExitCode: exitCode, Reason: reason, Time: now, Runtime: ran}
+	switch {
+	case k.stopReason == "preempted":
+		st.State = TaskPreempted
+	case k.stopReason == "cancelled":
+		st.State = TaskCancelled
+	case exitCode == 0:
+		st.State = TaskSucceeded
+	default:
+		st.State = TaskFailed
+	}
+	if st.State == TaskSucceeded || st.State == TaskFailed {
+		r := c.runs[k.spec.Type]
+		r[1]++
+		if st.State == TaskSucceeded {
+			r[0]++
+			c.runtime.Observe(k.spec.Type, ran)
+			m.emit(RecordRuntime{Type: k.spec.Type, Runtime: ran})
+		}
+		c.runs[k.spec.Type] = r
+	}
+	m.send(k.manager, st)
+	m.schedule()
+}

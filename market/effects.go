@@ -1,0 +1,58 @@
+package market
+
+import (
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// Effect is something the caller must do on the market's behalf.
+type Effect interface{ effect() }
+
+// Send delivers Msg to one node.
+type Send struct {
+	To  NodeID
+	Msg Msg
+}
+
+// Broadcast delivers Msg (a CFP) to every peer, e.g. on the jobs topic.
+type Broadcast struct{ Msg Msg }
+
+// StartTask starts a task replica on this node with the given GPUs.
+type StartTask struct {
+	Task  TaskSpec
+	Alloc resource.Allocation
+}
+
+// StopTask stops a running task replica (SIGTERM, Grace, SIGKILL). The
+// caller still reports its exit through TaskExited.
+type StopTask struct {
+	Key    TaskKey
+	Epoch  uint64
+	Reason string
+	Grace  time.Duration
+}
+
+// SaveJob persists a manager's job record (it changed).
+type SaveJob struct{ Job JobRecord }
+
+// RecordRuntime persists one observed runtime for the prediction history.
+type RecordRuntime struct {
+	Type    string
+	Runtime time.Duration
+}
+
+// Event is a line for the job's event log.
+type Event struct {
+	Job  string
+	Time time.Time
+	Text string
+}
+
+func (Send) effect()          {}
+func (Broadcast) effect()     {}
+func (StartTask) effect()     {}
+func (StopTask) effect()      {}
+func (SaveJob) effect()       {}
+func (RecordRuntime) effect() {}
+func (Event) effect()         {}

@@ -1,0 +1,125 @@
+package market
+
+import (
+	"time"
+
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// JobState is a job's lifecycle state.
+type JobState string
+
+// Job states.
+const (
+	JobPending   JobState = "pending"
+	JobRunning   JobState = "running"
+	JobSucceeded JobState = "succeeded"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// Terminal reports whether the job can change no more.
+func (s JobState) Terminal() bool {
+	return s == JobSucceeded || s == JobFailed || s == JobCancelled
+}
+
+// TaskState is a task replica's lifecycle state.
+type TaskState string
+
+// Task states. Preempted is only reported by executors; the manager turns
+// it back into Pending.
+const (
+	TaskWaiting   TaskState = "waiting" // dependencies not done
+	TaskPending   TaskState = "pending" // ready, not yet placed (auctioning or backing off)
+	TaskAwarded   TaskState = "awarded" // accepted by an executor, queued there
+	TaskRunning   TaskState = "running"
+	TaskSucceeded TaskState = "succeeded"
+	TaskFailed    TaskState = "failed"
+	TaskCancelled TaskState = "cancelled"
+	TaskPreempted TaskState = "preempted"
+)
+
+// Terminal reports whether the task replica can change no more.
+func (s TaskState) Terminal() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
+}
+
+// AttemptRecord is one placement of a task replica.
+type AttemptRecord struct {
+	Attempt  int       `json:"attempt"`
+	Epoch    uint64    `json:"epoch"`
+	Node     NodeID    `json:"node"`
+	State    TaskState `json:"state"`
+	ExitCode int       `json:"exit_code"`
+	Reason   string    `json:"reason,omitempty"`
+	Awarded  time.Time `json:"awarded"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
+}
+
+// TaskRecord is the manager's record of one task replica.
+type TaskRecord struct {
+	Key       TaskKey         `json:"key"`
+	State     TaskState       `json:"state"`
+	Node      NodeID          `json:"node,omitempty"`
+	Epoch     uint64          `json:"epoch"`
+	Attempts  int             `json:"attempts"`
+	Failures  int             `json:"failures"`
+	ExitCode  int             `json:"exit_code"`
+	Reason    string          `json:"reason,omitempty"`
+	Ready     time.Time       `json:"ready,omitzero"`      // when it became ready to place
+	NotBefore time.Time       `json:"not_before,omitzero"` // retry back-off
+	Started   time.Time       `json:"started,omitzero"`
+	Finished  time.Time       `json:"finished,omitzero"`
+	History   []AttemptRecord `json:"history,omitempty"`
+}
+
+// JobRecord is the manager's durable record of a job.
+type JobRecord struct {
+	ID        string       `json:"id"`
+	Spec      spec.Job     `json:"spec"`
+	Manager   NodeID       `json:"manager"`
+	Submitted time.Time    `json:"submitted"`
+	State     JobState     `json:"state"`
+	Reason    string       `json:"reason,omitempty"`
+	Finished  time.Time    `json:"finished,omitzero"`
+	Tasks     []TaskRecord `json:"tasks"`
+}
+
+// Clone returns a deep copy, safe to hand to another goroutine.
+func (j *JobRecord) Clone() JobRecord {
+	c := *j
+	c.Tasks = make([]TaskRecord, len(j.Tasks))
+	for i, t := range j.Tasks {
+		c.Tasks[i] = t
+		c.Tasks[i].History = append([]AttemptRecord(nil), t.History...)
+	}
+	return c
+}
+
+// task returns the record of a replica.
+func (j *JobRecord) task(k TaskKey) *TaskRecord {
+	for i := range j.Tasks {
+		if j.Tasks[i].Key == k {
+			return &j.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// newJobRecord builds the record of a freshly submitted job: one task
+// record per replica, those without dependencies ready at once.
+func newJobRecord(id string, js spec.Job, manager NodeID, now time.Time) JobRecord {
+	j := JobRecord{ID: id, Spec: js, Manager: manager, Submitted: now, State: JobPending}
+	for _, t := range js.Tasks {
+		n := max(t.Replicas, 1)
+		for r := 0; r < n; r++ {
+			tr := TaskRecord{Key: TaskKey{Job: id, Task: t.Name, Replica: r}, State: TaskWaiting}
+			if len(t.After) == 0 {
+				tr.State, tr.Ready = TaskPending, now
+			}
+			j.Tasks = append(j.Tasks, tr)
+		}
+	}
+	return j
+}

@@ -1,0 +1,648 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// auction is the manager's state for one task replica being placed.
+type auction struct {
+	id        AuctionID
+	offer     TaskOffer
+	opened    time.Time
+	closeAt   time.Time
+	broadcast bool
+	invited   map[NodeID]bool
+	answered  map[NodeID]bool
+	bids      []Bid
+	nobids    []NoBid
+	closed    bool
+	ranked    []Bid     // remaining bids in award order, after close
+	awardee   *Bid      // award sent, answer awaited
+	awardBy   time.Time // award answer deadline
+	nextAt    time.Time // when a new round may open (back-off)
+}
+
+// Submit accepts a validated job under the given ID and starts placing its
+// ready tasks. The job spec must have passed spec validation.
+func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
+	m.enter(now)
+	defer m.leave()
+	if _, dup := m.jobs[id]; dup {
+		return fmt.Errorf("market: job %s already exists", id)
+	}
+	if err := js.Validate(); err != nil {
+		return err
+	}
+	j := newJobRecord(id, js, m.cfg.Self, m.now)
+	m.jobs[id] = &j
+	m.jobOrder = append(m.jobOrder, id)
+	m.touch(id)
+	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
+	m.placeReady()
+	return nil
+}
+
+// Restore reloads job records after a restart. Tasks this node was
+// running died with it and are placed again; tasks elsewhere keep their
+// state until their executor reports or is seen gone.
+func (m *Market) Restore(now time.Time, jobs []JobRecord) {
+	m.enter(now)
+	defer m.leave()
+	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].Submitted.Before(jobs[j].Submitted) })
+	for _, jr := range jobs {
+		if _, dup := m.jobs[jr.ID]; dup {
+			continue
+		}
+		j := jr.Clone()
+		m.jobs[j.ID] = &j
+		m.jobOrder = append(m.jobOrder, j.ID)
+		if j.State.Terminal() {
+			continue
+		}
+		j.Manager = m.cfg.Self
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
+				m.closeAttempt(&j, t, TaskFailed, -1, "node restarted")
+				m.requeue(&j, t, m.now)
+			}
+		}
+		m.touch(j.ID)
+	}
+	m.placeReady()
+}
+
+// Cancel cancels a job: queued and running replicas are stopped, nothing
+// new is placed. Cancelling a finished job is an error.
+func (m *Market) Cancel(now time.Time, id, reason string) error {
+	m.enter(now)
+	defer m.leave()
+	j, ok := m.jobs[id]
+	if !ok {
+		return fmt.Errorf("market: no job %s", id)
+	}
+	if j.State.Terminal() {
+		return fmt.Errorf("market: job %s already %s", id, j.State)
+	}
+	m.endJob(j, JobCancelled, reason)
+	return nil
+}
+
+// Job returns a copy of a job record this node manages.
+func (m *Market) Job(id string) (JobRecord, bool) {
+	j, ok := m.jobs[id]
+	if !ok {
+		return JobRecord{}, false
+	}
+	return j.Clone(), true
+}
+
+// Jobs returns copies of all job records this node manages, oldest first.
+func (m *Market) Jobs() []JobRecord {
+	out := make([]JobRecord, 0, len(m.jobOrder))
+	for _, id := range m.jobOrder {
+		out = append(out, m.jobs[id].Clone())
+	}
+	return out
+}
+
+// Tick advances time: closes bid windows, times out awards, opens new
+// rounds and retries whose back-off ended, and fails tasks nobody can run.
+func (m *Market) Tick(now time.Time) {
+	m.enter(now)
+	defer m.leave()
+	keys := make([]TaskKey, 0, len(m.auctions))
+	for k := range m.auctions {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		a, ok := m.auctions[k]
+		if !ok {
+			continue
+		}
+		switch {
+		case !a.closed && !m.now.Before(a.closeAt):
+			m.closeAuction(a)
+		case a.awardee != nil && !m.now.Before(a.awardBy):
+			m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s", k, a.awardee.Bidder))
+			a.awardee = nil
+			m.awardNext(a)
+		case a.closed && a.awardee == nil && !a.nextAt.IsZero() && !m.now.Before(a.nextAt):
+			m.newRound(a)
+		}
+	}
+	m.placeReady()
+}
+
+// placeReady opens an auction for every pending replica without one whose
+// back-off has passed.
+func (m *Market) placeReady() {
+	for _, id := range m.jobOrder {
+		j := m.jobs[id]
+		if j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
+				continue
+			}
+			m.openAuction(j, t)
+		}
+	}
+}
+
+func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
+	ts, _ := j.Spec.Task(t.Key.Task)
+	return TaskOffer{Key: t.Key, Type: j.Spec.Type, Priority: j.Spec.Priority, Deadline: j.Spec.Deadline,
+		Estimate: ts.Estimate, Request: ts.Request}
+}
+
+func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
+	t.Epoch++
+	m.touch(j.ID)
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), opened: m.now}
+	m.auctions[t.Key] = a
+	m.sendCFPs(a, t)
+}
+
+// candidate is a peer ranked for a CFP.
+type candidate struct {
+	id    NodeID
+	tried bool
+	wait  time.Duration
+	fit   float64
+	tie   int64
+}
+
+// sendCFPs invites the best D·2^round candidates from the view (this node
+// included), and broadcasts as well when fewer than D feasible candidates
+// are known.
+func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
+	a.invited, a.answered, a.bids, a.nobids = map[NodeID]bool{}, map[NodeID]bool{}, nil, nil
+	a.closed, a.ranked, a.awardee, a.nextAt = false, nil, nil, time.Time{}
+	a.closeAt = m.now.Add(m.cfg.BidWindow)
+	tried := map[NodeID]bool{}
+	for _, h := range t.History {
+		if h.State == TaskFailed {
+			tried[h.Node] = true
+		}
+	}
+	req := a.offer.Request
+	var cands []candidate
+	consider := func(id NodeID, site string, labels map[string]string, capv, free resource.Vector, wait time.Duration) {
+		if resource.Constraints(site, labels, req) != "" {
+			return
+		}
+		whole := capv.Clone()
+		for i := range whole.GPUs {
+			whole.GPUs[i].Free = resource.WholeGPU
+		}
+		if _, why := resource.Fit(whole, req); why != "" {
+			return
+		}
+		c := candidate{id: id, tried: tried[id], wait: wait, tie: m.rng.Int63()}
+		if _, why := resource.Fit(free, req); why == "" {
+			c.wait = 0
+		} else if c.wait <= 0 {
+			c.wait = time.Millisecond
+		}
+		if capv.CPU > 0 {
+			c.fit = float64(free.CPU-req.CPU) / float64(capv.CPU)
+		}
+		cands = append(cands, c)
+	}
+	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free, m.PredictedWait(m.now))
+	ids := make([]NodeID, 0, len(m.view))
+	for id := range m.view {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := m.view[id]
+		consider(p.ID, p.Site, p.Labels, p.Capacity, p.Free, p.PredictedWait)
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.tried != b.tried {
+			return !a.tried
+		}
+		if a.wait != b.wait {
+			return a.wait < b.wait
+		}
+		return a.tie < b.tie
+	})
+	n := m.cfg.D << min(a.id.Round, 10)
+	if len(cands) < m.cfg.D {
+		a.broadcast = true
+		m.emit(Broadcast{Msg: CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}})
+	}
+	for i, c := range cands {
+		if i >= n {
+			break
+		}
+		a.invited[c.id] = true
+		m.send(c.id, CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer})
+	}
+}
+
+func (m *Market) liveAuction(id AuctionID) *auction {
+	a := m.auctions[id.Key]
+	if a == nil || a.id != id {
+		return nil
+	}
+	return a
+}
+
+func (m *Market) onBid(b Bid) {
+	a := m.liveAuction(b.Auction)
+	if a == nil || a.closed || a.answered[b.Bidder] {
+		return
+	}
+	a.answered[b.Bidder] = true
+	a.bids = append(a.bids, b)
+	m.maybeClose(a)
+}
+
+func (m *Market) onNoBid(nb NoBid) {
+	a := m.liveAuction(nb.Auction)
+	if a == nil || a.closed || a.answered[nb.Bidder] {
+		return
+	}
+	a.answered[nb.Bidder] = true
+	a.nobids = append(a.nobids, nb)
+	m.maybeClose(a)
+}
+
+// maybeClose closes the auction early once every invited node answered
+// (never for a broadcast, whose audience is unknown).
+func (m *Market) maybeClose(a *auction) {
+	if a.broadcast {
+		return
+	}
+	for id := range a.invited {
+		if !a.answered[id] {
+			return
+		}
+	}
+	m.closeAuction(a)
+}
+
+// rank orders bids for award: bids from nodes the task failed on come
+// last; if some bid starts within PreemptWait without preempting, only
+// such bids are considered first; then highest score, earliest finish,
+// lowest node ID.
+func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
+	tried := map[NodeID]bool{}
+	for _, h := range t.History {
+		if h.State == TaskFailed {
+			tried[h.Node] = true
+		}
+	}
+	soon := false
+	for _, b := range a.bids {
+		if !b.Preempt && !b.Start.After(m.now.Add(m.cfg.PreemptWait)) {
+			soon = true
+		}
+	}
+	class := func(b Bid) int {
+		c := 0
+		if tried[b.Bidder] {
+			c += 4
+		}
+		if soon && (b.Preempt || b.Start.After(m.now.Add(m.cfg.PreemptWait))) {
+			c += 2
+		}
+		if !soon && !b.Preempt {
+			c++
+		}
+		return c
+	}
+	out := append([]Bid(nil), a.bids...)
+	sort.SliceStable(out, func(i, j int) bool {
+		x, y := out[i], out[j]
+		if cx, cy := class(x), class(y); cx != cy {
+			return cx < cy
+		}
+		if x.Score != y.Score {
+			return x.Score > y.Score
+		}
+		if !x.Finish.Equal(y.Finish) {
+			return x.Finish.Before(y.Finish)
+		}
+		return x.Bidder < y.Bidder
+	})
+	return out
+}
+
+func (m *Market) closeAuction(a *auction) {
+	a.closed = true
+	j, t := m.find(a.id.Key)
+	if t == nil || t.State != TaskPending {
+		delete(m.auctions, a.id.Key)
+		return
+	}
+	if len(a.bids) == 0 {
+		if m.now.Sub(t.Ready) >= m.cfg.SchedulingTimeout {
+			m.failUnplaceable(j, t, a)
+			return
+		}
+		back := m.cfg.RoundBackoff << min(a.id.Round, 5)
+		a.nextAt = m.now.Add(min(back, 2*time.Second))
+		return
+	}
+	a.ranked = m.rank(a, t)
+	m.awardNext(a)
+}
+
+// awardNext sends the award to the best remaining bid, or opens a new
+// round when every bidder declined.
+func (m *Market) awardNext(a *auction) {
+	j, t := m.find(a.id.Key)
+	if t == nil || t.State != TaskPending {
+		delete(m.auctions, a.id.Key)
+		return
+	}
+	if len(a.ranked) == 0 {
+		a.nextAt = m.now.Add(m.cfg.RoundBackoff)
+		return
+	}
+	b := a.ranked[0]
+	a.ranked = a.ranked[1:]
+	a.awardee, a.awardBy = &b, m.now.Add(m.cfg.AwardTimeout)
+	ts, _ := j.Spec.Task(t.Key.Task)
+	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
+		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1}
+	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b})
+}
+
+func (m *Market) newRound(a *auction) {
+	_, t := m.find(a.id.Key)
+	if t == nil || t.State != TaskPending {
+		delete(m.auctions, a.id.Key)
+		return
+	}
+	a.id.Round++
+	m.sendCFPs(a, t)
+}
+
+func (m *Market) onAwardReply(r AwardReply) {
+	a := m.liveAuction(r.Auction)
+	if a == nil || a.awardee == nil || a.awardee.Bidder != r.Bidder {
+		return
+	}
+	j, t := m.find(a.id.Key)
+	if t == nil || t.State != TaskPending {
+		if r.Accept { // the task moved on meanwhile: withdraw
+			m.send(r.Bidder, CancelTask{Key: a.id.Key, Epoch: a.id.Epoch, Reason: "award withdrawn"})
+		}
+		delete(m.auctions, a.id.Key)
+		return
+	}
+	if !r.Accept {
+		a.awardee = nil
+		m.awardNext(a)
+		return
+	}
+	delete(m.auctions, a.id.Key)
+	t.State, t.Node = TaskAwarded, r.Bidder
+	t.Attempts++
+	t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: r.Bidder, State: TaskAwarded, Awarded: m.now})
+	if j.State == JobPending {
+		j.State = JobRunning
+	}
+	m.touch(j.ID)
+	m.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))
+}
+
+func (m *Market) find(k TaskKey) (*JobRecord, *TaskRecord) {
+	j, ok := m.jobs[k.Job]
+	if !ok {
+		return nil, nil
+	}
+	return j, j.task(k)
+}
+
+// onTaskStatus applies an executor's report, rejecting stale epochs.
+func (m *Market) onTaskStatus(s TaskStatus) {
+	j, t := m.find(s.Key)
+	if t == nil {
+		return
+	}
+	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
+		if s.State == TaskRunning && !j.State.Terminal() && s.Epoch != t.Epoch {
+			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
+		}
+		m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (current epoch %d)", s.Key, s.State, s.Node, s.Epoch, t.Epoch))
+		return
+	}
+	m.touch(j.ID)
+	switch s.State {
+	case TaskRunning:
+		t.State, t.Started = TaskRunning, s.Time
+		if h := lastAttempt(t); h != nil {
+			h.State, h.Started = TaskRunning, s.Time
+		}
+		j.State = JobRunning
+		m.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
+	case TaskSucceeded:
+		m.closeAttempt(j, t, TaskSucceeded, s.ExitCode, s.Reason)
+		t.State, t.ExitCode, t.Reason, t.Finished = TaskSucceeded, s.ExitCode, "", m.now
+		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
+		m.release(j)
+	case TaskFailed:
+		m.closeAttempt(j, t, TaskFailed, s.ExitCode, s.Reason)
+		t.Failures++
+		t.ExitCode, t.Reason = s.ExitCode, s.Reason
+		ts, _ := j.Spec.Task(t.Key.Task)
+		if t.Failures > ts.Retries {
+			t.State, t.Finished = TaskFailed, m.now
+			reason := fmt.Sprintf("task %s failed after %d attempts: exit code %d: %s", t.Key.Task, t.Attempts, s.ExitCode, s.Reason)
+			if t.Key.Replica > 0 || ts.Replicas > 1 {
+				reason = fmt.Sprintf("task %s replica %d failed after %d attempts: exit code %d: %s", t.Key.Task, t.Key.Replica, t.Attempts, s.ExitCode, s.Reason)
+			}
+			m.event(j.ID, reason)
+			m.endJob(j, JobFailed, reason)
+			return
+		}
+		back := min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax)
+		m.requeue(j, t, m.now.Add(back))
+		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
+	case TaskPreempted, TaskCancelled:
+		m.closeAttempt(j, t, s.State, s.ExitCode, s.Reason)
+		m.requeue(j, t, m.now)
+		m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
+	}
+	m.placeReady()
+}
+
+func lastAttempt(t *TaskRecord) *AttemptRecord {
+	if len(t.History) == 0 {
+		return nil
+	}
+	return &t.History[len(t.History)-1]
+}
+
+func (m *Market) closeAttempt(j *JobRecord, t *TaskRecord, st TaskState, code int, reason string) {
+	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
+		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, m.now
+	}
+	m.touch(j.ID)
+}
+
+// requeue makes a replica pending again, to be placed from notBefore on.
+func (m *Market) requeue(j *JobRecord, t *TaskRecord, notBefore time.Time) {
+	t.State, t.Node, t.NotBefore, t.Ready = TaskPending, "", notBefore, notBefore
+	delete(m.auctions, t.Key)
+	m.touch(j.ID)
+}
+
+// release marks replicas whose dependencies all succeeded as pending, and
+// finishes the job when every replica succeeded.
+func (m *Market) release(j *JobRecord) {
+	done := map[string]bool{}
+	all := true
+	for _, ts := range j.Spec.Tasks {
+		done[ts.Name] = true
+	}
+	for _, t := range j.Tasks {
+		if t.State != TaskSucceeded {
+			done[t.Key.Task] = false
+			all = false
+		}
+	}
+	if all {
+		m.endJob(j, JobSucceeded, "")
+		return
+	}
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.State != TaskWaiting {
+			continue
+		}
+		ts, _ := j.Spec.Task(t.Key.Task)
+		ok := true
+		for _, dep := range ts.After {
+			ok = ok && done[dep]
+		}
+		if ok {
+			t.State, t.Ready = TaskPending, m.now
+		}
+	}
+}
+
+// endJob moves a job to a terminal state, stopping whatever still runs.
+func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
+	j.State, j.Reason, j.Finished = st, reason, m.now
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.State.Terminal() {
+			continue
+		}
+		if t.State == TaskAwarded || t.State == TaskRunning {
+			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
+			m.closeAttempt(j, t, TaskCancelled, -1, "job "+string(st))
+		}
+		delete(m.auctions, t.Key)
+		t.State, t.Finished = TaskCancelled, m.now
+	}
+	m.touch(j.ID)
+	m.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
+}
+
+func suffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
+// failUnplaceable fails a replica nobody bid for within the scheduling
+// timeout, naming the unmet requirement and the closest peer.
+func (m *Market) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
+	delete(m.auctions, t.Key)
+	reason := m.unplaceableReason(a)
+	t.State, t.Reason, t.ExitCode, t.Finished = TaskFailed, reason, -1, m.now
+	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
+	m.event(j.ID, full)
+	m.endJob(j, JobFailed, full)
+}
+
+// unplaceableReason explains why no node bid: from the refusals received
+// and the advert view, the requirement that the closest node misses.
+func (m *Market) unplaceableReason(a *auction) string {
+	type miss struct {
+		id     NodeID
+		reason string
+		stage  int
+		cpu    int64
+	}
+	var misses []miss
+	add := func(id NodeID, reason string, capv resource.Vector) {
+		misses = append(misses, miss{id, reason, stageOf(reason), capv.CPU})
+	}
+	seen := map[NodeID]bool{}
+	for _, nb := range a.nobids {
+		seen[nb.Bidder] = true
+		var capv resource.Vector
+		if p := m.view[nb.Bidder]; p != nil {
+			capv = p.Capacity
+		}
+		add(nb.Bidder, nb.Reason, capv)
+	}
+	check := func(id NodeID, site string, labels map[string]string, capv resource.Vector) {
+		if seen[id] {
+			return
+		}
+		why := resource.Constraints(site, labels, a.offer.Request)
+		if why == "" {
+			whole := capv.Clone()
+			for i := range whole.GPUs {
+				whole.GPUs[i].Free = resource.WholeGPU
+			}
+			_, why = resource.Fit(whole, a.offer.Request)
+		}
+		if why == "" {
+			why = "did not bid"
+		}
+		add(id, why, capv)
+	}
+	check(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.c.capacity)
+	for _, p := range m.view {
+		check(p.ID, p.Site, p.Labels, p.Capacity)
+	}
+	if len(misses) == 0 {
+		return "no peer answered"
+	}
+	sort.Slice(misses, func(i, j int) bool {
+		x, y := misses[i], misses[j]
+		if x.stage != y.stage {
+			return x.stage > y.stage
+		}
+		if x.cpu != y.cpu {
+			return x.cpu > y.cpu
+		}
+		return x.id < y.id
+	})
+	best := misses[0]
+	return fmt.Sprintf("%s (closest peer %s; %d peers considered)", best.reason, best.id, len(misses))
+}
+
+// stageOf ranks a refusal by how far the node got through the checks:
+// a node that fails only on GPU memory is closer than one with too little
+// CPU.
+func stageOf(reason string) int {
+	for i, p := range []string{"site", "label", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
+		if strings.HasPrefix(reason, p) {
+			return i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,245 @@
+package market
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/predict"
+)
+
+// Peer is the manager's view of another node, from its adverts.
+type Peer struct {
+	ID            NodeID
+	Site          string
+	Labels        map[string]string
+	Capacity      resource.Vector
+	Free          resource.Vector
+	Queue         int
+	PredictedWait time.Duration
+	Seen          time.Time
+}
+
+// Market is one node's scheduling state machine: the manager of the jobs
+// submitted to it and a contractor bidding for and running tasks. It is
+// not safe for concurrent use; the caller serialises all calls.
+type Market struct {
+	cfg    Config
+	now    time.Time
+	rng    *rand.Rand
+	scorer Scorer
+
+	out   []Effect
+	saves []Effect
+	local []localMsg
+	depth int
+	dirty map[string]bool
+
+	// manager role
+	jobs     map[string]*JobRecord
+	jobOrder []string
+	auctions map[TaskKey]*auction
+	view     map[NodeID]*Peer
+
+	// contractor role
+	c contractor
+}
+
+type localMsg struct {
+	from NodeID
+	msg  Msg
+}
+
+// New creates a market for one node.
+func New(cfg Config) (*Market, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Market{
+		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
+		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, view: map[NodeID]*Peer{},
+		c: newContractor(cfg.Capacity, cfg.Runtime),
+	}, nil
+}
+
+// Config returns the market's configuration with defaults applied.
+func (m *Market) Config() Config { return m.cfg }
+
+// enter and leave bracket every public entry point: they set the clock
+// and, on the way out, deliver messages the node sent to itself.
+func (m *Market) enter(now time.Time) {
+	if now.After(m.now) {
+		m.now = now
+	}
+	m.depth++
+}
+
+func (m *Market) leave() {
+	m.depth--
+	if m.depth > 0 {
+		return
+	}
+	for len(m.local) > 0 {
+		lm := m.local[0]
+		m.local = m.local[1:]
+		m.depth++
+		m.step(lm.from, lm.msg)
+		m.depth--
+	}
+	m.flushSaves()
+}
+
+func (m *Market) emit(e Effect) { m.out = append(m.out, e) }
+
+func (m *Market) send(to NodeID, msg Msg) {
+	if to == m.cfg.Self {
+		m.local = append(m.local, localMsg{from: m.cfg.Self, msg: msg})
+		return
+	}
+	m.emit(Send{To: to, Msg: msg})
+}
+
+func (m *Market) event(job, text string) {
+	m.emit(Event{Job: job, Time: m.now, Text: text})
+}
+
+func (m *Market) touch(job string) { m.dirty[job] = true }
+
+// flushSaves turns dirty jobs into SaveJob effects, in submission order.
+func (m *Market) flushSaves() {
+	if len(m.dirty) == 0 {
+		return
+	}
+	for _, id := range m.jobOrder {
+		if m.dirty[id] {
+			if j, ok := m.jobs[id]; ok {
+				m.saves = append(m.saves, SaveJob{Job: j.Clone()})
+			}
+		}
+	}
+	m.dirty = map[string]bool{}
+}
+
+// Ready returns and clears the pending effects: SaveJob records first,
+// then everything else in the order it arose.
+func (m *Market) Ready() []Effect {
+	if len(m.out) == 0 && len(m.saves) == 0 {
+		return nil
+	}
+	out := append(m.saves, m.out...)
+	m.saves, m.out = nil, nil
+	return out
+}
+
+// Step delivers an inbound message from another node.
+func (m *Market) Step(now time.Time, from NodeID, msg Msg) {
+	m.enter(now)
+	defer m.leave()
+	m.step(from, msg)
+}
+
+func (m *Market) step(from NodeID, msg Msg) {
+	switch x := msg.(type) {
+	case CFP:
+		m.onCFP(from, x)
+	case Bid:
+		m.onBid(x)
+	case NoBid:
+		m.onNoBid(x)
+	case Award:
+		m.onAward(x)
+	case AwardReply:
+		m.onAwardReply(x)
+	case TaskStatus:
+		m.onTaskStatus(x)
+	case CancelTask:
+		m.onCancelTask(from, x)
+	default:
+		panic(fmt.Sprintf("market: unknown message %T", msg))
+	}
+}
+
+// Advert updates the manager's view of a peer.
+func (m *Market) Advert(now time.Time, p Peer) {
+	m.enter(now)
+	defer m.leave()
+	if p.ID == m.cfg.Self {
+		return
+	}
+	p.Seen = now
+	m.view[p.ID] = &p
+}
+
+// PeerGone removes a peer from the view and re-places the tasks it held.
+func (m *Market) PeerGone(now time.Time, id NodeID) {
+	m.enter(now)
+	defer m.leave()
+	delete(m.view, id)
+	for _, jid := range m.jobOrder {
+		j := m.jobs[jid]
+		if j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
+				m.closeAttempt(j, t, TaskFailed, -1, "executor "+string(id)+" is gone")
+				m.requeue(j, t, m.now)
+				m.event(j.ID, fmt.Sprintf("%s: executor %s gone; placing again", t.Key, id))
+			}
+		}
+	}
+	for _, a := range m.auctions {
+		if a.invited[id] && !a.answered[id] {
+			a.answered[id] = true
+		}
+	}
+}
+
+// ObserveLoad feeds a measured CPU load sample (0..1) to the load
+// forecaster used when bidding.
+func (m *Market) ObserveLoad(now time.Time, load float64) {
+	m.c.load.Observe(now, load)
+}
+
+// RestoreHistory loads the runtime predictor's persisted state.
+func (m *Market) RestoreHistory(stats []predict.TypeStats) { m.c.runtime.Restore(stats) }
+
+// History returns the runtime predictor's state for persistence.
+func (m *Market) History() []predict.TypeStats { return m.c.runtime.Snapshot() }
+
+// Predict returns this node's runtime prediction for a job type.
+func (m *Market) Predict(jobType string, estimate time.Duration) predict.Prediction {
+	return m.c.runtime.Predict(jobType, estimate)
+}
+
+// Free is what this node has not reserved.
+func (m *Market) Free() resource.Vector { return m.c.free.Clone() }
+
+// Capacity is this node's capacity.
+func (m *Market) Capacity() resource.Vector { return m.c.capacity.Clone() }
+
+// QueueLen is the number of accepted tasks waiting to start here.
+func (m *Market) QueueLen() int { return len(m.c.queue) }
+
+// RunningLen is the number of tasks running here.
+func (m *Market) RunningLen() int { return len(m.c.running) }
+
+// PredictedWait is how long a new one-core task would wait here.
+func (m *Market) PredictedWait(now time.Time) time.Duration {
+	o := TaskOffer{Request: resource.Request{CPU: min(1000, m.c.capacity.CPU)}}
+	return max(m.c.predictStart(o, now).Sub(now), 0)
+}
+
+// Running lists the task replicas running here, sorted by key.
+func (m *Market) Running() []TaskKey {
+	var out []TaskKey
+	for k := range m.c.running {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

@@ -1,0 +1,152 @@
+package market
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+func TestGPUTaskGoesToGPUNode(t *testing.T) {
+	c := newCluster(t, cpuNode(4), gpuNode(16, 2, 40<<30, "A100"), cpuNode(8))
+	tk := task("gpu", 1000)
+	tk.Request.GPU = resource.GPURequest{Count: 1}
+	var env []int
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) { return 0, time.Second }
+	c.submit(0, "j1", job("gpu", tk))
+	c.until(10*time.Second, "job to succeed", func() bool { return c.job(0, "j1").State == JobSucceeded })
+	j := c.job(0, "j1")
+	if j.Tasks[0].Node != "n1" {
+		t.Fatalf("gpu task ran on %s, want n1", j.Tasks[0].Node)
+	}
+	_ = env
+}
+
+func TestManyTasksMakespan(t *testing.T) {
+	c := newCluster(t, cpuNode(4), gpuNode(16, 2, 40<<30, "A100"), cpuNode(8))
+	var tasks []spec.Task
+	for i := 0; i < 40; i++ {
+		tasks = append(tasks, task(fmt.Sprintf("t%02d", i), 2000))
+	}
+	c.submit(0, "j", job("sleep", tasks...))
+	start := c.now
+	c.until(30*time.Second, "job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	makespan := c.now.Sub(start)
+	// 40 tasks × 2 CPU on 28 CPU = 14 slots: 3 whole waves of 1 s.
+	bound := 3 * time.Second
+	t.Logf("makespan %v, bound %v, ratio %.2f", makespan, bound, makespan.Seconds()/bound.Seconds())
+	if makespan > bound*3/2 {
+		t.Fatalf("makespan %v > 1.5 × %v; events:\n%s", makespan, bound, c.eventLog())
+	}
+}
+
+func TestUnplaceableFailsWithReason(t *testing.T) {
+	c := newCluster(t, cpuNode(4), gpuNode(16, 2, 40<<30, "A100"), cpuNode(8))
+	tk := task("big", 1000)
+	tk.Request.GPU = resource.GPURequest{Count: 1, Memory: 200 << 30}
+	c.submit(0, "j", job("big", tk))
+	start := c.now
+	c.until(20*time.Second, "job to fail", func() bool { return c.job(0, "j").State == JobFailed })
+	j := c.job(0, "j")
+	if !strings.Contains(j.Reason, "gpu memory") || !strings.Contains(j.Reason, "n1") {
+		t.Fatalf("reason %q should name the gpu memory requirement and closest peer n1", j.Reason)
+	}
+	if took := c.now.Sub(start); took > 15*time.Second {
+		t.Fatalf("took %v to fail", took)
+	}
+	if len(c.starts) != 0 {
+		t.Fatalf("something ran: %+v", c.starts)
+	}
+}
+
+func TestRetriesThenSuccess(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) {
+		if s.Attempt < 3 {
+			return 3, 100 * time.Millisecond
+		}
+		return 0, 100 * time.Millisecond
+	}
+	c.submit(0, "j", job("flaky", task("t", 1000)))
+	c.until(30*time.Second, "job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	tr := c.job(0, "j").Tasks[0]
+	if tr.Attempts != 3 || len(tr.History) != 3 {
+		t.Fatalf("attempts %d history %d, want 3", tr.Attempts, len(tr.History))
+	}
+	if tr.History[0].Node == tr.History[1].Node {
+		t.Fatalf("retry went to the same node %s although others were free", tr.History[0].Node)
+	}
+}
+
+func TestAlwaysFailing(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 7, 50 * time.Millisecond }
+	c.submit(0, "j", job("bad", task("t", 1000)))
+	c.until(60*time.Second, "job to fail", func() bool { return c.job(0, "j").State == JobFailed })
+	j := c.job(0, "j")
+	if j.Tasks[0].Attempts != 4 || j.Tasks[0].ExitCode != 7 || !strings.Contains(j.Reason, "exit code 7") {
+		t.Fatalf("got attempts %d exit %d reason %q", j.Tasks[0].Attempts, j.Tasks[0].ExitCode, j.Reason)
+	}
+}
+
+func TestDAGOrder(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4))
+	c.submit(1, "j", job("dag", task("a", 1000), task("b", 1000, "a"), task("c", 1000, "a"), task("d", 1000, "b", "c")))
+	c.until(30*time.Second, "job to succeed", func() bool { return c.job(1, "j").State == JobSucceeded })
+	at := map[string]startRec{}
+	for _, s := range c.starts {
+		at[s.key.Task] = s
+	}
+	for _, e := range [][2]string{{"a", "b"}, {"a", "c"}, {"b", "d"}, {"c", "d"}} {
+		if at[e[1]].at.Before(at[e[0]].end) {
+			t.Fatalf("%s started at %v before %s ended at %v", e[1], at[e[1]].at, e[0], at[e[0]].end)
+		}
+	}
+}
+
+func TestPreemption(t *testing.T) {
+	c := newCluster(t, cpuNode(2), cpuNode(2))
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) {
+		if s.Priority == 1 {
+			return 0, 20 * time.Second
+		}
+		return 0, time.Second
+	}
+	low := job("low", task("l0", 1000), task("l1", 1000), task("l2", 1000), task("l3", 1000))
+	low.Priority = 1
+	c.submit(0, "low", low)
+	c.until(5*time.Second, "low tasks to run", func() bool {
+		n := 0
+		for _, tr := range c.job(0, "low").Tasks {
+			if tr.State == TaskRunning {
+				n++
+			}
+		}
+		return n == 4
+	})
+	high := job("high", task("h", 1000))
+	high.Priority = 9
+	c.submit(1, "high", high)
+	start := c.now
+	c.until(5*time.Second, "high task to start", func() bool {
+		return c.job(1, "high").Tasks[0].State != TaskPending && c.job(1, "high").Tasks[0].State != TaskAwarded
+	})
+	t.Logf("high-priority task started %v after submit", c.now.Sub(start))
+	c.until(120*time.Second, "both jobs to succeed", func() bool {
+		return c.job(1, "high").State == JobSucceeded && c.job(0, "low").State == JobSucceeded
+	})
+	pre := 0
+	for _, tr := range c.job(0, "low").Tasks {
+		for _, h := range tr.History {
+			if h.State == TaskPreempted {
+				pre++
+			}
+		}
+	}
+	if pre == 0 {
+		t.Fatal("no low task was preempted")
+	}
+}

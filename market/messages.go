@@ -1,0 +1,111 @@
+package market
+
+import (
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// Msg is a message between markets on different nodes. The node encodes
+// each one on the wire (docs/protocol.md); the simulator passes them as
+// values.
+type Msg interface{ msgKind() string }
+
+// TaskOffer is what a CFP tells bidders about a task: enough to judge
+// feasibility and to bid, not the command.
+type TaskOffer struct {
+	Key      TaskKey          `json:"key"`
+	Type     string           `json:"type"`
+	Priority int              `json:"priority"`
+	Deadline time.Time        `json:"deadline,omitzero"`
+	Estimate time.Duration    `json:"estimate_ns,omitempty"`
+	Request  resource.Request `json:"request"`
+}
+
+// TaskSpec is everything an executor needs to run a task replica.
+type TaskSpec struct {
+	TaskOffer
+	Command            []string          `json:"command"`
+	Env                map[string]string `json:"env,omitempty"`
+	Timeout            time.Duration     `json:"timeout_ns,omitempty"`
+	CheckpointInterval time.Duration     `json:"checkpoint_interval_ns,omitempty"`
+	Epoch              uint64            `json:"epoch"`
+	Attempt            int               `json:"attempt"`
+}
+
+// CFP is a manager's call for proposals for one task replica.
+type CFP struct {
+	Auction AuctionID `json:"auction"`
+	Manager NodeID    `json:"manager"`
+	Task    TaskOffer `json:"task"`
+}
+
+// Bid is a contractor's proposal: its score and when it predicts it would
+// start and finish the task. Preempt says it would evict lower-priority
+// tasks to start it.
+type Bid struct {
+	Auction AuctionID     `json:"auction"`
+	Bidder  NodeID        `json:"bidder"`
+	Score   float64       `json:"score"`
+	Start   time.Time     `json:"start"`
+	Finish  time.Time     `json:"finish"`
+	Runtime time.Duration `json:"runtime_ns"`
+	Preempt bool          `json:"preempt,omitempty"`
+}
+
+// NoBid is a contractor's refusal with the reason. Permanent means the
+// node could never run the task (its capacity or constraints rule it
+// out), as opposed to being busy.
+type NoBid struct {
+	Auction   AuctionID `json:"auction"`
+	Bidder    NodeID    `json:"bidder"`
+	Reason    string    `json:"reason"`
+	Permanent bool      `json:"permanent,omitempty"`
+}
+
+// Award gives a task to the winning bidder, who must accept or decline.
+type Award struct {
+	Auction AuctionID `json:"auction"`
+	Manager NodeID    `json:"manager"`
+	Task    TaskSpec  `json:"task"`
+	Bid     Bid       `json:"bid"`
+}
+
+// AwardReply accepts or declines an award.
+type AwardReply struct {
+	Auction AuctionID `json:"auction"`
+	Bidder  NodeID    `json:"bidder"`
+	Accept  bool      `json:"accept"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// TaskStatus is an executor's report on a task replica to its manager.
+type TaskStatus struct {
+	Key      TaskKey       `json:"key"`
+	Epoch    uint64        `json:"epoch"`
+	Attempt  int           `json:"attempt"`
+	Node     NodeID        `json:"node"`
+	State    TaskState     `json:"state"`
+	ExitCode int           `json:"exit_code"`
+	Reason   string        `json:"reason,omitempty"`
+	Time     time.Time     `json:"time"`
+	Runtime  time.Duration `json:"runtime_ns,omitempty"`
+}
+
+// CancelTask tells an executor to stop (or drop from its queue) a task.
+type CancelTask struct {
+	Key    TaskKey `json:"key"`
+	Epoch  uint64  `json:"epoch"`
+	Reason string  `json:"reason"`
+}
+
+func (CFP) msgKind() string        { return "cfp" }
+func (Bid) msgKind() string        { return "bid" }
+func (NoBid) msgKind() string      { return "nobid" }
+func (Award) msgKind() string      { return "award" }
+func (AwardReply) msgKind() string { return "award_reply" }
+func (TaskStatus) msgKind() string { return "task_status" }
+func (CancelTask) msgKind() string { return "cancel" }
+
+// Kind is the message's wire kind name.
+func Kind(m Msg) string { return m.msgKind() }

@@ -1,0 +1,191 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// ScoreInput is what a contractor knows when it scores a bid.
+type ScoreInput struct {
+	Now      time.Time
+	Offer    TaskOffer
+	Capacity resource.Vector // the contractor's capacity
+	Free     resource.Vector // what is free on it now
+	Start    time.Time       // predicted start
+	Finish   time.Time       // predicted finish
+	Runtime  time.Duration   // predicted runtime on this node
+	// SuccessRate is the Laplace-smoothed share of this job type's runs on
+	// this node that succeeded: (ok+1)/(runs+2) (0.5 with no history).
+	SuccessRate float64
+	Weights     Weights
+}
+
+// Scorer turns a ScoreInput into a bid score; higher wins. Scores should
+// lie in [0, 1]. Implementations are pure.
+type Scorer interface {
+	Name() string
+	Score(in ScoreInput) float64
+}
+
+// Scorers holds every registered scorer by name.
+var Scorers = map[string]Scorer{}
+
+// Register adds a scorer; a duplicate name is an error.
+func Register(s Scorer) error {
+	if _, dup := Scorers[s.Name()]; dup {
+		return fmt.Errorf("market: scorer %q registered twice", s.Name())
+	}
+	Scorers[s.Name()] = s
+	return nil
+}
+
+// ScorerNames lists the registered scorers, sorted.
+func ScorerNames() []string {
+	out := make([]string, 0, len(Scorers))
+	for n := range Scorers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func init() {
+	for _, s := range []Scorer{Weighted{}, BestFit{}, LeastLoaded{}, EarliestFinish{}} {
+		if err := Register(s); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Urgency is U = R / (finish − now): 1 when the task would start at once,
+// falling as its predicted wait grows; a bid that would miss the task's
+// deadline has U quartered.
+func Urgency(in ScoreInput) float64 {
+	span := in.Finish.Sub(in.Now)
+	u := 1.0
+	if span > 0 && in.Runtime > 0 {
+		u = min(1, float64(in.Runtime)/float64(span))
+	}
+	if !in.Offer.Deadline.IsZero() && in.Finish.After(in.Offer.Deadline) {
+		u *= 0.25
+	}
+	return u
+}
+
+// dims lists the (requested, free, capacity) triples of the dimensions a
+// request uses: CPU, memory when asked, and the GPU share when asked.
+func dims(req resource.Request, free, capv resource.Vector) [][3]float64 {
+	d := [][3]float64{{float64(req.CPU), float64(free.CPU), float64(capv.CPU)}}
+	if req.Memory > 0 {
+		d = append(d, [3]float64{float64(req.Memory), float64(free.Memory), float64(capv.Memory)})
+	}
+	if req.GPU.Wants() {
+		want := float64(req.GPU.Count * resource.WholeGPU)
+		if req.GPU.Share > 0 {
+			want = float64(req.GPU.Share)
+		}
+		d = append(d, [3]float64{want, float64(free.GPUShare()), float64(capv.GPUShare())})
+	}
+	return d
+}
+
+// Match is M = 1 − mean over used dimensions of (free − requested) /
+// capacity: the best fit leaves the least behind. A task that asks for no
+// GPU scores half on a node with GPUs, to keep them for GPU work. When the
+// task would queue rather than start, the leftover is taken against the
+// whole capacity (the node will be free when it starts).
+func Match(in ScoreInput) float64 {
+	free := in.Free
+	if in.Start.After(in.Now) {
+		free = in.Capacity
+	}
+	var sum float64
+	ds := dims(in.Offer.Request, free, in.Capacity)
+	for _, d := range ds {
+		if d[2] <= 0 {
+			continue
+		}
+		left := max(d[1]-d[0], 0) / d[2]
+		sum += min(left, 1)
+	}
+	m := 1 - sum/float64(len(ds))
+	if !in.Offer.Request.GPU.Wants() && len(in.Capacity.GPUs) > 0 {
+		m *= 0.5
+	}
+	return m
+}
+
+// Efficiency is E = success rate × min(1, reference / predicted runtime),
+// where the reference is the user's estimate (or the prediction itself
+// when there is none): nodes that run this job type fast and reliably
+// score high.
+func Efficiency(in ScoreInput) float64 {
+	sr := in.SuccessRate
+	if sr <= 0 {
+		sr = 0.5
+	}
+	ref := in.Offer.Estimate
+	if ref <= 0 || in.Runtime <= 0 {
+		return sr
+	}
+	return sr * min(1, float64(ref)/float64(in.Runtime))
+}
+
+// Weighted is the default scorer: (wU·U + wM·M + wE·E) / (wU + wM + wE).
+type Weighted struct{}
+
+// Name is "weighted".
+func (Weighted) Name() string { return "weighted" }
+
+// Score implements Scorer.
+func (Weighted) Score(in ScoreInput) float64 {
+	w := in.Weights
+	total := w.Urgency + w.Match + w.Efficiency
+	if total <= 0 {
+		w, total = DefaultWeights, 1
+	}
+	return (w.Urgency*Urgency(in) + w.Match*Match(in) + w.Efficiency*Efficiency(in)) / total
+}
+
+// BestFit scores by Match alone, with urgency breaking ties.
+type BestFit struct{}
+
+// Name is "best-fit".
+func (BestFit) Name() string { return "best-fit" }
+
+// Score implements Scorer.
+func (BestFit) Score(in ScoreInput) float64 { return 0.9*Match(in) + 0.1*Urgency(in) }
+
+// LeastLoaded prefers the node with the most left over after placement:
+// the mean over used dimensions of (free − requested) / capacity, with
+// urgency breaking ties.
+type LeastLoaded struct{}
+
+// Name is "least-loaded".
+func (LeastLoaded) Name() string { return "least-loaded" }
+
+// Score implements Scorer.
+func (LeastLoaded) Score(in ScoreInput) float64 {
+	var sum float64
+	ds := dims(in.Offer.Request, in.Free, in.Capacity)
+	for _, d := range ds {
+		if d[2] > 0 {
+			sum += max(d[1]-d[0], 0) / d[2]
+		}
+	}
+	return 0.9*sum/float64(len(ds)) + 0.1*Urgency(in)
+}
+
+// EarliestFinish scores 1 / (1 + seconds until the predicted finish).
+type EarliestFinish struct{}
+
+// Name is "earliest-finish".
+func (EarliestFinish) Name() string { return "earliest-finish" }
+
+// Score implements Scorer.
+func (EarliestFinish) Score(in ScoreInput) float64 {
+	return 1 / (1 + max(in.Finish.Sub(in.Now).Seconds(), 0))
+}
