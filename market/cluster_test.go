@@ -25,6 +25,9 @@ type cluster struct {
 	starts  []startRec
 	events  []string
 	peak    map[NodeID]int64
+	// advertEvery is how often (virtual) the markets' views are refreshed.
+	advertEvery time.Duration
+	lastAdvert  time.Time
 }
 
 type delivery struct {
@@ -178,7 +181,10 @@ func (c *cluster) step() {
 	for _, m := range c.nodes {
 		m.Tick(c.now)
 	}
-	c.adverts()
+	if c.now.Sub(c.lastAdvert) >= c.advertEvery {
+		c.adverts()
+		c.lastAdvert = c.now
+	}
 	c.drain()
 }
 

@@ -32,6 +32,9 @@ type Config struct {
 	D int
 	// BidWindow is how long a manager waits for bids; 50ms.
 	BidWindow time.Duration
+	// MaxBidWindow bounds how long a window may be extended while the
+	// bids in hand are poor and invited nodes are still silent; 500ms.
+	MaxBidWindow time.Duration
 	// AwardTimeout is how long a manager waits for an award's answer; 2s.
 	AwardTimeout time.Duration
 	// SchedulingTimeout is how long a task may find no bidder before it
@@ -77,6 +80,7 @@ func (c Config) withDefaults() Config {
 		c.D = 3
 	}
 	def(&c.BidWindow, 50*time.Millisecond)
+	def(&c.MaxBidWindow, 500*time.Millisecond)
 	def(&c.AwardTimeout, 2*time.Second)
 	def(&c.SchedulingTimeout, 10*time.Second)
 	def(&c.RetryBase, time.Second)

@@ -118,13 +118,20 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 			pending = append(pending, k)
 		}
 	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	insert := func(e ev) {
+		i := sort.Search(len(evs), func(i int) bool { return evs[i].at.After(e.at) })
+		evs = append(evs, ev{})
+		copy(evs[i+1:], evs[i:])
+		evs[i] = e
+	}
 	t := now
 	for {
 		rest := pending[:0:0]
 		for _, k := range pending {
 			if al, why := resource.Fit(free, k.spec.Request); why == "" {
 				free.Take(k.spec.Request, al)
-				evs = append(evs, ev{t.Add(k.runtime), k.spec.Request, al})
+				insert(ev{t.Add(k.runtime), k.spec.Request, al})
 			} else {
 				rest = append(rest, k)
 			}
@@ -136,7 +143,6 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 		if len(evs) == 0 {
 			return t.Add(24 * time.Hour) // cannot happen when capacity fits; be safe
 		}
-		sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
 		t = evs[0].at
 		for len(evs) > 0 && !evs[0].at.After(t) {
 			free.Give(evs[0].req, evs[0].al)

@@ -12,20 +12,21 @@ import (
 
 // auction is the manager's state for one task replica being placed.
 type auction struct {
-	id        AuctionID
-	offer     TaskOffer
-	opened    time.Time
-	closeAt   time.Time
-	broadcast bool
-	invited   map[NodeID]bool
-	answered  map[NodeID]bool
-	bids      []Bid
-	nobids    []NoBid
-	closed    bool
-	ranked    []Bid     // remaining bids in award order, after close
-	awardee   *Bid      // award sent, answer awaited
-	awardBy   time.Time // award answer deadline
-	nextAt    time.Time // when a new round may open (back-off)
+	id         AuctionID
+	offer      TaskOffer
+	opened     time.Time
+	closeAt    time.Time
+	broadcast  bool
+	invited    map[NodeID]bool
+	answered   map[NodeID]bool
+	bids       []Bid
+	nobids     []NoBid
+	closed     bool
+	ranked     []Bid     // remaining bids in award order, after close
+	awardee    *Bid      // award sent, answer awaited
+	awardBy    time.Time // award answer deadline
+	nextAt     time.Time // when a new round may open (back-off)
+	roundStart time.Time
 }
 
 // Submit accepts a validated job under the given ID and starts placing its
@@ -129,7 +130,7 @@ func (m *Market) Tick(now time.Time) {
 		}
 		switch {
 		case !a.closed && !m.now.Before(a.closeAt):
-			m.closeAuction(a)
+			m.windowEnd(a)
 		case a.awardee != nil && !m.now.Before(a.awardBy):
 			m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s", k, a.awardee.Bidder))
 			a.awardee = nil
@@ -159,10 +160,20 @@ func (m *Market) placeReady() {
 	}
 }
 
+// offer describes a replica for a CFP. Estimate is the user's estimate
+// or, when there is none, what the manager learned of this job type from
+// completions on any node: a contractor that never ran the type then bids
+// with the cluster's experience instead of a blind default.
 func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
 	ts, _ := j.Spec.Task(t.Key.Task)
+	est := ts.Estimate
+	if est <= 0 {
+		if p := m.learned.Predict(j.Spec.Type, 0); p.Source == "history" {
+			est = p.Runtime
+		}
+	}
 	return TaskOffer{Key: t.Key, Type: j.Spec.Type, Priority: j.Spec.Priority, Deadline: j.Spec.Deadline,
-		Estimate: ts.Estimate, Request: ts.Request}
+		Estimate: est, Request: ts.Request}
 }
 
 func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
@@ -188,7 +199,7 @@ type candidate struct {
 func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	a.invited, a.answered, a.bids, a.nobids = map[NodeID]bool{}, map[NodeID]bool{}, nil, nil
 	a.closed, a.ranked, a.awardee, a.nextAt = false, nil, nil, time.Time{}
-	a.closeAt = m.now.Add(m.cfg.BidWindow)
+	a.closeAt, a.roundStart = m.now.Add(m.cfg.BidWindow), m.now
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
 		if h.State == TaskFailed {
@@ -295,10 +306,13 @@ func (m *Market) maybeClose(a *auction) {
 	m.closeAuction(a)
 }
 
-// rank orders bids for award: bids from nodes the task failed on come
-// last; if some bid starts within PreemptWait without preempting, only
-// such bids are considered first; then highest score, earliest finish,
-// lowest node ID.
+// rank orders bids for award. Bids from nodes the task failed on come
+// last. If some bid starts within PreemptWait without evicting anything,
+// such bids come first, then evicting ones. Within a class, bids whose
+// predicted finish is within tolerance (max(BidSlack, R/4)) of the
+// class's earliest finish come first — the score chooses among bids that
+// are about as fast, it cannot trade a whole wave of waiting for a better
+// fit — then highest score, earliest finish, lowest node ID.
 func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
@@ -315,12 +329,27 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 	class := func(b Bid) int {
 		c := 0
 		if tried[b.Bidder] {
-			c += 4
+			c += 8
 		}
 		if soon && (b.Preempt || b.Start.After(m.now.Add(m.cfg.PreemptWait))) {
-			c += 2
+			c += 4
 		}
 		if !soon && !b.Preempt {
+			c += 2
+		}
+		return c
+	}
+	best := map[int]time.Time{}
+	for _, b := range a.bids {
+		c := class(b)
+		if f, ok := best[c]; !ok || b.Finish.Before(f) {
+			best[c] = b.Finish
+		}
+	}
+	key := func(b Bid) int {
+		c := class(b)
+		tol := max(m.cfg.BidSlack, b.Runtime/4)
+		if b.Finish.After(best[c].Add(tol)) {
 			c++
 		}
 		return c
@@ -328,7 +357,7 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 	out := append([]Bid(nil), a.bids...)
 	sort.SliceStable(out, func(i, j int) bool {
 		x, y := out[i], out[j]
-		if cx, cy := class(x), class(y); cx != cy {
+		if cx, cy := key(x), key(y); cx != cy {
 			return cx < cy
 		}
 		if x.Score != y.Score {
@@ -340,6 +369,28 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 		return x.Bidder < y.Bidder
 	})
 	return out
+}
+
+// windowEnd closes an auction whose bid window ran out, unless it is
+// worth waiting longer, up to MaxBidWindow: invited nodes are still silent
+// and either fewer than two have answered or no bid in hand starts within
+// BidSlack without evicting. On a loaded node a late bid from an idle peer
+// beats an early one from a busy peer — and this node's own bid, which
+// arrives instantly, must not win by default.
+func (m *Market) windowEnd(a *auction) {
+	if !a.broadcast && m.now.Sub(a.roundStart) < m.cfg.MaxBidWindow && len(a.answered) < len(a.invited) {
+		good := false
+		for _, b := range a.bids {
+			if !b.Preempt && !b.Start.After(m.now.Add(m.cfg.BidSlack)) {
+				good = true
+			}
+		}
+		if !good || len(a.answered) < min(2, len(a.invited)) {
+			a.closeAt = m.now.Add(m.cfg.BidWindow / 2)
+			return
+		}
+	}
+	m.closeAuction(a)
 }
 
 func (m *Market) closeAuction(a *auction) {
@@ -359,6 +410,10 @@ func (m *Market) closeAuction(a *auction) {
 		return
 	}
 	a.ranked = m.rank(a, t)
+	if len(a.ranked) > 0 {
+		b := a.ranked[0]
+		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start +%v score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, b.Start.Sub(m.now).Round(time.Millisecond), b.Score))
+	}
 	m.awardNext(a)
 }
 
@@ -407,6 +462,7 @@ func (m *Market) onAwardReply(r AwardReply) {
 		return
 	}
 	if !r.Accept {
+		m.event(a.id.Key.Job, fmt.Sprintf("%s: %s declined the award: %s", a.id.Key, r.Bidder, r.Reason))
 		a.awardee = nil
 		m.awardNext(a)
 		return
@@ -453,6 +509,9 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		j.State = JobRunning
 		m.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
 	case TaskSucceeded:
+		if s.Runtime > 0 {
+			m.learned.Observe(j.Spec.Type, s.Runtime)
+		}
 		m.closeAttempt(j, t, TaskSucceeded, s.ExitCode, s.Reason)
 		t.State, t.ExitCode, t.Reason, t.Finished = TaskSucceeded, s.ExitCode, "", m.now
 		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))

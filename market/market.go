@@ -42,6 +42,9 @@ type Market struct {
 	jobOrder []string
 	auctions map[TaskKey]*auction
 	view     map[NodeID]*Peer
+	// learned is the manager's cluster-wide runtime model per job type,
+	// fed by its tasks' successful completions wherever they ran.
+	learned *predict.Runtime
 
 	// contractor role
 	c contractor
@@ -61,7 +64,7 @@ func New(cfg Config) (*Market, error) {
 	return &Market{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, view: map[NodeID]*Peer{},
-		c: newContractor(cfg.Capacity, cfg.Runtime),
+		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
 	}, nil
 }
 

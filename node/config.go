@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices"
+	"github.com/agora-sched/agora/market"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -50,6 +51,9 @@ type Config struct {
 	Network        string        // Agora network name, part of every topic
 	AdvertInterval time.Duration // resource advert period
 	DisableNVML    bool          // skip GPU discovery (tests)
+	// Market tunes the scheduler (scorer, weights, d, windows); Self,
+	// Site, Labels and Capacity are filled in by the node.
+	Market market.Config
 }
 
 // ConfigError is a problem with the node's configuration or environment

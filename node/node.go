@@ -25,6 +25,8 @@ import (
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -55,9 +57,22 @@ type Node struct {
 	apiSrv *http.Server
 	apiLn  net.Listener
 
-	mu   sync.Mutex
-	free resource.Vector
-	load float64
+	// market plane
+	mkt          *market.Market
+	events       chan func()
+	tr           *transport
+	runner       *runtime.Runner
+	jobs         *store.Bucket[market.JobRecord]
+	execs        *store.Bucket[execution]
+	jobsTopic    *pubsub.Topic
+	historyDirty bool // loop goroutine only
+	cpuDeclared  bool // CPU capacity comes from --resources, not the machine
+
+	mu    sync.Mutex
+	free  resource.Vector
+	load  float64
+	queue int
+	wait  time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -124,6 +139,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
 	}
 	n.members = store.NewBucket[memberRecord](n.store, "members")
+	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs")
+	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {
 		return nil, err
@@ -141,6 +158,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.capacity = info.Capacity
 	if overrides != nil {
 		n.capacity = overrides.Apply(n.capacity)
+		// A declared CPU count describes another machine than the one
+		// the sampler measures; its load would mislead the predictor.
+		n.cpuDeclared = overrides.CPU != nil
 	}
 	n.free = n.capacity.Clone()
 
@@ -164,6 +184,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
 	}
+	if err := n.startMarket(); err != nil {
+		return nil, err
+	}
 	metrics := gossip.NewMetrics(n.reg)
 	n.gossip, err = gossip.New(n.host, n.ps, gossip.Config{
 		Network:  cfg.Network,
@@ -171,6 +194,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Boot:     bootNo,
 		Local:    n.localAdvert,
 		OnChange: n.onAdvert,
+		OnGone:   n.onGone,
 		Metrics:  metrics,
 	})
 	if err != nil {
@@ -189,7 +213,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	n.wg.Add(2)
+	n.wg.Add(3)
+	go n.loop()
 	go n.joinLoop(boot)
 	go n.sampleLoop()
 	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
@@ -296,19 +321,27 @@ func (n *Node) sampleLoop() {
 				log.Debugw("usage sample", "err", err)
 				continue
 			}
+			load := min(max(u.CPUBusy, 0), 1)
 			n.mu.Lock()
-			n.load = min(max(u.CPUBusy, 0), 1)
+			n.load = load
 			n.mu.Unlock()
+			if !n.cpuDeclared {
+				n.exec(func() { n.mkt.ObserveLoad(time.Now(), load) })
+			}
 		}
 	}
 }
 
-// onAdvert keeps the peerstore and the membership snapshot current.
+// onAdvert keeps the peerstore, the membership snapshot and the market's
+// view current.
 func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 	if ch == gossip.Left {
 		_ = n.members.Delete(a.Peer.String())
+		n.onGone(a.Peer)
 		return
 	}
+	p := peerFromAdvertFields(a.Peer.String(), a.Site, a.Labels, a.Capacity, a.Free, a.Queue, a.PredictedWait)
+	n.exec(func() { n.mkt.Advert(time.Now(), p) })
 	n.host.Peerstore().AddAddrs(a.Peer, a.Addrs, peerstore.RecentlyConnectedAddrTTL)
 	if ch == gossip.Joined {
 		log.Infow("peer joined", "peer", a.Peer, "site", a.Site, "resources", a.Capacity.String())
@@ -322,16 +355,58 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 	}
 }
 
+// onGone tells the market a peer left or stopped advertising.
+func (n *Node) onGone(id peer.ID) {
+	n.exec(func() { n.mkt.PeerGone(time.Now(), market.NodeID(id.String())) })
+}
+
+// startMarket creates the market core, restores persisted jobs and
+// prediction history, and opens the market's protocols.
+func (n *Node) startMarket() error {
+	m, err := market.New(n.marketConfig())
+	if err != nil {
+		return &ConfigError{Err: err}
+	}
+	n.mkt = m
+	n.events = make(chan func(), loopQueue)
+	n.runner = runtime.NewRunner(runtime.Options{})
+	if h := n.loadHistory(); len(h) > 0 {
+		m.RestoreHistory(h)
+	}
+	saved, err := n.jobs.List("")
+	if err != nil {
+		return fmt.Errorf("node: load jobs: %w", err)
+	}
+	var jobs []market.JobRecord
+	for _, e := range saved {
+		jobs = append(jobs, e.Value)
+	}
+	m.Restore(time.Now(), jobs)
+	n.apply(m.Ready())
+	n.free, n.queue = m.Free(), m.QueueLen()
+	n.tr = newTransport(n)
+	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
+	if err := n.joinJobsTopic(); err != nil {
+		return fmt.Errorf("node: join jobs topic: %w", err)
+	}
+	if len(jobs) > 0 {
+		log.Infow("restored jobs", "count", len(jobs))
+	}
+	return nil
+}
+
 // localAdvert is this node's advert as of now.
 func (n *Node) localAdvert() gossip.Advert {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return gossip.Advert{
-		Site:     n.cfg.Site,
-		Labels:   n.cfg.Labels,
-		Capacity: n.capacity,
-		Free:     n.free.Clone(),
-		Load:     n.load,
+		Site:          n.cfg.Site,
+		Labels:        n.cfg.Labels,
+		Capacity:      n.capacity,
+		Free:          n.free.Clone(),
+		Load:          n.load,
+		Queue:         n.queue,
+		PredictedWait: n.wait,
 	}
 }
 
@@ -387,6 +462,12 @@ func (n *Node) teardown(graceful bool) {
 		cancel()
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()
+	}
+	if n.runner != nil {
+		n.runner.StopAll("node stopping")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = n.runner.Wait(ctx)
+		cancel()
 	}
 	if n.cancel != nil {
 		n.cancel()

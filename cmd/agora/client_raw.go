@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// send is do for a body that is already encoded, such as a YAML job spec
+// sent as the user wrote it: it posts body with the given content type and
+// decodes a JSON answer into out (when not nil), errors as *apiError.
+func (c *client) send(method, path, contentType string, body []byte, out any) error {
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach agora node at %s: %w", strings.TrimPrefix(c.base, "http://"), err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return &apiError{Status: resp.StatusCode, Msg: e.Error}
+		}
+		return &apiError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// pollTimeout bounds one request of a polling loop (submit --wait, logs
+// --follow), so that a hung node counts as unreachable and is retried
+// rather than stalling the loop for the default client timeout.
+const pollTimeout = 5 * time.Second
+
+// newPollClient is newClient with the shorter per-request timeout that
+// polling loops use.
+func newPollClient(api string) *client {
+	c := newClient(api)
+	c.http = &http.Client{Timeout: pollTimeout}
+	return c
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func init() {
+	register("jobs", "list the jobs this node manages", cmdJobs)
+	register("status", "show a job and its tasks", cmdStatus)
+	register("cancel", "cancel a job", cmdCancel)
+}
+
+func cmdJobs(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("jobs", stderr)
+	api := apiFlag(fs)
+	asJSON := fs.Bool("json", false, "print the node's JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "agora jobs: unexpected argument %q\n", pos[0])
+		return exitBadUsage
+	}
+	var raw json.RawMessage
+	if err := newClient(*api).do("GET", "/v1/jobs", nil, &raw); err != nil {
+		fmt.Fprintf(stderr, "agora jobs: %v\n", err)
+		return exitFailed
+	}
+	var jobs []jobStatus
+	if err := json.Unmarshal(raw, &jobs); err != nil {
+		fmt.Fprintf(stderr, "agora jobs: bad answer from node: %v\n", err)
+		return exitFailed
+	}
+	if *asJSON {
+		if jobs == nil {
+			raw = json.RawMessage("[]") // a node with no jobs may answer null
+		}
+		if err := printIndented(stdout, raw); err != nil {
+			fmt.Fprintf(stderr, "agora jobs: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	// Oldest first, like a log; a time that does not parse sorts as zero.
+	sort.SliceStable(jobs, func(i, j int) bool {
+		return parseTime(jobs[i].Submitted).Before(parseTime(jobs[j].Submitted))
+	})
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tTASKS\tSUBMITTED")
+	for _, j := range jobs {
+		done := 0
+		for _, t := range j.Tasks {
+			if t.State == "succeeded" {
+				done++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d done\t%s\n", j.ID, dash(j.Name), j.State, done, len(j.Tasks), dash(j.Submitted))
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+// parseTime reads an RFC 3339 time from the node, or the zero time.
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("status", stderr)
+	api := apiFlag(fs)
+	asJSON := fs.Bool("json", false, "print the node's JSON")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	id, ok := onlyArg("status", "JOB", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	var raw json.RawMessage
+	if err := newClient(*api).do("GET", jobPath(id, ""), nil, &raw); err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			fmt.Fprintf(stderr, "agora status: no job %s\n", id)
+		} else {
+			fmt.Fprintf(stderr, "agora status: %v\n", err)
+		}
+		return exitFailed
+	}
+	if *asJSON {
+		if err := printIndented(stdout, raw); err != nil {
+			fmt.Fprintf(stderr, "agora status: bad answer from node: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	var st jobStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		fmt.Fprintf(stderr, "agora status: bad answer from node: %v\n", err)
+		return exitFailed
+	}
+	printStatus(stdout, &st)
+	return exitOK
+}
+
+// printStatus writes a job's header lines and its table of task replicas.
+func printStatus(w io.Writer, st *jobStatus) {
+	tw := tabwriter.NewWriter(w, 2, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%s\n", st.ID)
+	fmt.Fprintf(tw, "name:\t%s\n", st.Name)
+	fmt.Fprintf(tw, "state:\t%s\n", st.State)
+	if st.Reason != "" {
+		fmt.Fprintf(tw, "reason:\t%s\n", flatten(st.Reason))
+	}
+	if st.Manager != "" {
+		fmt.Fprintf(tw, "manager:\t%s\n", st.Manager)
+	}
+	if st.Submitted != "" {
+		fmt.Fprintf(tw, "submitted:\t%s\n", st.Submitted)
+	}
+	if st.Finished != "" {
+		fmt.Fprintf(tw, "finished:\t%s\n", st.Finished)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	// REASON is often empty: trim the padding tabwriter leaves before it.
+	var table strings.Builder
+	tw = tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tNODE\tATTEMPTS\tEXIT\tREASON")
+	for _, t := range st.Tasks {
+		exit := "-"
+		if t.State == "succeeded" || t.State == "failed" {
+			exit = fmt.Sprint(t.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", replicaLabel(t.Name, t.Replica), t.State, dash(t.Node), t.Attempts, exit, flatten(t.Reason))
+	}
+	_ = tw.Flush()
+	for _, l := range strings.SplitAfter(table.String(), "\n") {
+		if l != "" {
+			fmt.Fprintln(w, strings.TrimRight(l, " \n"))
+		}
+	}
+}
+
+func cmdCancel(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("cancel", stderr)
+	api := apiFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	id, ok := onlyArg("cancel", "JOB", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	if err := newClient(*api).do("DELETE", jobPath(id, ""), nil, nil); err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			fmt.Fprintf(stderr, "agora cancel: no job %s\n", id)
+		} else {
+			fmt.Fprintf(stderr, "agora cancel: %s\n", flatten(err.Error()))
+		}
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "cancelled %s\n", id)
+	return exitOK
+}

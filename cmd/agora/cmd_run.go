@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+func init() {
+	register("run", "run one command as a single-task job", cmdRun)
+}
+
+// runSpec is the one-task job spec that agora run builds, in the field
+// order of a hand-written spec.
+type runSpec struct {
+	Name     string    `json:"name"`
+	Type     string    `json:"type"`
+	Priority int       `json:"priority"`
+	Tasks    []runTask `json:"tasks"`
+}
+
+type runTask struct {
+	Name      string       `json:"name"`
+	Command   []string     `json:"command"`
+	Resources runResources `json:"resources"`
+	Retries   *int         `json:"retries,omitempty"`
+	Timeout   string       `json:"timeout,omitempty"`
+}
+
+type runResources struct {
+	CPU    any     `json:"cpu"` // cores as a number, or a string such as "500m"
+	Memory string  `json:"memory,omitempty"`
+	GPU    *runGPU `json:"gpu,omitempty"`
+}
+
+type runGPU struct {
+	Count  int     `json:"count,omitempty"`
+	Share  float64 `json:"share,omitempty"`
+	Memory string  `json:"memory,omitempty"`
+	Model  string  `json:"model,omitempty"`
+}
+
+// runFlagOf names the flag behind each spec field agora run fills in, so
+// that a problem spec.Parse finds is reported against the flag.
+var runFlagOf = map[string]string{
+	"name":                          "--name",
+	"type":                          "--type",
+	"priority":                      "--priority",
+	"tasks[0].command":              "command",
+	"tasks[0].resources.cpu":        "--cpu",
+	"tasks[0].resources.memory":     "--mem",
+	"tasks[0].resources.gpu":        "--gpu",
+	"tasks[0].resources.gpu.count":  "--gpu",
+	"tasks[0].resources.gpu.share":  "--gpu",
+	"tasks[0].resources.gpu.memory": "--gpu-mem",
+	"tasks[0].resources.gpu.model":  "--gpu-model",
+	"tasks[0].retries":              "--retries",
+	"tasks[0].timeout":              "--timeout",
+}
+
+// runOpts are agora run's flags.
+type runOpts struct {
+	cpu, mem, gpu, gpuMem, gpuModel string
+	name, typ, timeout              string
+	priority, retries               int
+	retriesSet                      bool
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", stderr)
+	api := apiFlag(fs)
+	var o runOpts
+	fs.StringVar(&o.cpu, "cpu", "1", "CPU cores (2, 0.5) or millicores (500m)")
+	fs.StringVar(&o.mem, "mem", "", "memory, e.g. 512MiB or 4GiB")
+	fs.StringVar(&o.gpu, "gpu", "", "whole GPUs (1, 2), or a fraction of one GPU (0.25)")
+	fs.StringVar(&o.gpuMem, "gpu-mem", "", "GPU memory needed, e.g. 40GiB (with --gpu)")
+	fs.StringVar(&o.gpuModel, "gpu-model", "", "GPU model wanted (with --gpu)")
+	fs.IntVar(&o.priority, "priority", spec.DefaultPriority, fmt.Sprintf("job priority, %d to %d; higher runs sooner", spec.MinPriority, spec.MaxPriority))
+	fs.StringVar(&o.name, "name", "", `job name (default "run-" + the command's base name)`)
+	fs.StringVar(&o.typ, "type", "", "job type for runtime prediction (default the name)")
+	fs.IntVar(&o.retries, "retries", spec.DefaultRetries, "retries of a failed run")
+	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
+	wait := fs.Bool("wait", false, "wait for the job to finish; exit 0 only if it succeeded")
+	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID`)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agora run [flags] -- CMD ARGS...")
+		fs.PrintDefaults()
+	}
+	argv, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "agora run: missing command (usage: agora run [flags] -- CMD ARGS...)")
+		return exitBadUsage
+	}
+	o.retriesSet = flagWasSet(fs, "retries")
+	s, err := buildRunSpec(o, argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora run: %v\n", err)
+		return exitBadUsage
+	}
+	body, err := json.Marshal(s)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora run: %v\n", err)
+		return exitFailed
+	}
+	if _, err := spec.Parse(body, time.Now()); err != nil {
+		var ve *spec.ValidationError
+		if !errors.As(err, &ve) {
+			fmt.Fprintf(stderr, "agora run: %v\n", err)
+			return exitBadUsage
+		}
+		for _, fe := range ve.Errors {
+			fmt.Fprintf(stderr, "agora run: %s: %s\n", runFlagFor(fe.Path), fe.Msg)
+		}
+		return exitBadUsage
+	}
+	return submitJob("run", *api, body, "application/json", *wait, *asJSON, stdout, stderr)
+}
+
+// buildRunSpec turns agora run's flags and command into a job spec,
+// checking the flag values that spec.Parse would otherwise report with
+// less context.
+func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
+	task := runTask{Name: "main", Command: argv, Timeout: o.timeout}
+	if o.retriesSet {
+		task.Retries = &o.retries
+	}
+	if _, err := resource.ParseCPU(o.cpu); err != nil {
+		return nil, fmt.Errorf("--cpu: %v", err)
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(o.cpu), 64); err == nil {
+		task.Resources.CPU = f
+	} else {
+		task.Resources.CPU = strings.TrimSpace(o.cpu)
+	}
+	if o.mem != "" {
+		if _, err := resource.ParseSize(o.mem); err != nil {
+			return nil, fmt.Errorf("--mem: %v", err)
+		}
+		task.Resources.Memory = o.mem
+	}
+	gpu, err := runGPURequest(o)
+	if err != nil {
+		return nil, err
+	}
+	task.Resources.GPU = gpu
+	name := o.name
+	if name == "" {
+		name = truncateUTF8("run-"+filepath.Base(argv[0]), spec.MaxJobNameLen)
+	}
+	typ := o.typ
+	if typ == "" {
+		typ = name
+	}
+	return &runSpec{Name: name, Type: typ, Priority: o.priority, Tasks: []runTask{task}}, nil
+}
+
+// runGPURequest builds the GPU part of agora run's request, or nil when
+// --gpu is not given.
+func runGPURequest(o runOpts) (*runGPU, error) {
+	if o.gpu == "" {
+		switch {
+		case o.gpuMem != "":
+			return nil, errors.New("--gpu-mem needs --gpu")
+		case o.gpuModel != "":
+			return nil, errors.New("--gpu-model needs --gpu")
+		}
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(o.gpu), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || (f > 1 && f != math.Trunc(f)) {
+		return nil, fmt.Errorf("--gpu: invalid value %q: want a whole number of GPUs, or a fraction between 0 and 1 for a share of one GPU", o.gpu)
+	}
+	g := &runGPU{Model: o.gpuModel}
+	if f == math.Trunc(f) {
+		if f > spec.MaxGPUCount {
+			return nil, fmt.Errorf("--gpu: %s GPUs is over the limit of %d", o.gpu, spec.MaxGPUCount)
+		}
+		g.Count = int(f)
+	} else {
+		g.Share = f
+	}
+	if o.gpuMem != "" {
+		if _, err := resource.ParseSize(o.gpuMem); err != nil {
+			return nil, fmt.Errorf("--gpu-mem: %v", err)
+		}
+		g.Memory = o.gpuMem
+	}
+	return g, nil
+}
+
+// runFlagFor maps a spec field path to the agora run flag that set it,
+// falling back to the path of the nearest field containing it.
+func runFlagFor(path string) string {
+	for p := path; p != ""; {
+		if f, ok := runFlagOf[p]; ok {
+			return f
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	if path == "" {
+		return "job"
+	}
+	return path
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,473 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market"
+)
+
+// FieldError is a message rejected for one field's value. Its Error text
+// is "wire: <field>: <problem>".
+type FieldError struct {
+	// Field is the offending field's path in proto terms, such as
+	// "award.task.offer.request.gpu.share_milli" or "cfp.task.key.job".
+	Field string
+	// Problem says what is wrong with it.
+	Problem string
+}
+
+// Error renders the error as "wire: field: problem".
+func (e *FieldError) Error() string { return "wire: " + e.Field + ": " + e.Problem }
+
+// bad returns a *FieldError for field.
+func bad(field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+var (
+	taskNameRE   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	nodeIDRE     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	deviceKindRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	labelKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$`)
+)
+
+// Bounds of a time on the wire: set times lie strictly after the Unix
+// epoch (0 stands for the zero time) and within int64 nanoseconds.
+var (
+	minTime = time.Unix(0, 1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// taskStates are the states a TaskStatus may carry.
+var taskStates = map[market.TaskState]bool{
+	market.TaskWaiting: true, market.TaskPending: true, market.TaskAwarded: true,
+	market.TaskRunning: true, market.TaskSucceeded: true, market.TaskFailed: true,
+	market.TaskCancelled: true, market.TaskPreempted: true,
+}
+
+// show quotes s for an error message, clipped so that a hostile value
+// cannot bloat the error.
+func show(s string) string {
+	const max = 64
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func join(path, name string) string { return path + "." + name }
+
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+func keyPath(path, k string) string { return path + "[" + show(k) + "]" }
+
+// checkMsg checks every field of a market message. m must be one of the
+// market's message values.
+func checkMsg(m market.Msg) error {
+	switch x := m.(type) {
+	case market.CFP:
+		return checkCFP("cfp", x)
+	case market.Bid:
+		return checkBid("bid", x)
+	case market.NoBid:
+		return firstErr(
+			checkAuction("no_bid.auction", x.Auction),
+			checkNodeID("no_bid.bidder", x.Bidder),
+			checkReason("no_bid.reason", x.Reason),
+		)
+	case market.Award:
+		return firstErr(
+			checkAuction("award.auction", x.Auction),
+			checkNodeID("award.manager", x.Manager),
+			checkSpec("award.task", x.Task),
+			checkBid("award.bid", x.Bid),
+		)
+	case market.AwardReply:
+		return firstErr(
+			checkAuction("award_reply.auction", x.Auction),
+			checkNodeID("award_reply.bidder", x.Bidder),
+			checkReason("award_reply.reason", x.Reason),
+		)
+	case market.TaskStatus:
+		return checkStatus("task_status", x)
+	case market.CancelTask:
+		return firstErr(
+			checkKey("cancel_task.key", x.Key),
+			checkReason("cancel_task.reason", x.Reason),
+		)
+	}
+	return fmt.Errorf("wire: unsupported message type %T", m)
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkCFP(p string, c market.CFP) error {
+	return firstErr(
+		checkAuction(join(p, "auction"), c.Auction),
+		checkNodeID(join(p, "manager"), c.Manager),
+		checkOffer(join(p, "task"), c.Task),
+	)
+}
+
+func checkBid(p string, b market.Bid) error {
+	if math.IsNaN(b.Score) || math.IsInf(b.Score, 0) {
+		return bad(join(p, "score"), "%v is not a finite number", b.Score)
+	}
+	return firstErr(
+		checkAuction(join(p, "auction"), b.Auction),
+		checkNodeID(join(p, "bidder"), b.Bidder),
+		checkTime(join(p, "start_unix_nano"), b.Start),
+		checkTime(join(p, "finish_unix_nano"), b.Finish),
+		checkRuntime(join(p, "runtime_ns"), b.Runtime),
+	)
+}
+
+func checkStatus(p string, s market.TaskStatus) error {
+	if err := checkKey(join(p, "key"), s.Key); err != nil {
+		return err
+	}
+	if err := checkRange(join(p, "attempt"), s.Attempt, 0, MaxCounter); err != nil {
+		return err
+	}
+	if err := checkNodeID(join(p, "node"), s.Node); err != nil {
+		return err
+	}
+	if !taskStates[s.State] {
+		return bad(join(p, "state"), "unknown task state %s", show(string(s.State)))
+	}
+	return firstErr(
+		checkRange(join(p, "exit_code"), s.ExitCode, math.MinInt32, math.MaxInt32),
+		checkReason(join(p, "reason"), s.Reason),
+		checkTime(join(p, "time_unix_nano"), s.Time),
+		checkRuntime(join(p, "runtime_ns"), s.Runtime),
+	)
+}
+
+// checkKey checks a task key.
+func checkKey(p string, k market.TaskKey) error {
+	return firstErr(
+		checkJobID(join(p, "job"), k.Job),
+		checkTaskName(join(p, "task"), k.Task),
+		checkRange(join(p, "replica"), k.Replica, 0, MaxReplica),
+	)
+}
+
+// checkAuction checks an auction ID.
+func checkAuction(p string, a market.AuctionID) error {
+	return firstErr(
+		checkKey(join(p, "key"), a.Key),
+		checkRange(join(p, "round"), a.Round, 0, MaxCounter),
+	)
+}
+
+// checkJobID checks a job ID: required, printable, at most MaxJobIDLen
+// bytes, no '/', and not "." or "..", since it names files on executors.
+func checkJobID(p, id string) error {
+	switch {
+	case id == "":
+		return bad(p, "required")
+	case len(id) > MaxJobIDLen:
+		return bad(p, "%d bytes, over the limit of %d", len(id), MaxJobIDLen)
+	case id == "." || id == "..":
+		return bad(p, "invalid job ID %s", show(id))
+	case strings.IndexByte(id, '/') >= 0:
+		return bad(p, "job ID %s contains '/'", show(id))
+	}
+	return checkPrintable(p, id)
+}
+
+// checkTaskName checks a task name as the job spec does.
+func checkTaskName(p, name string) error {
+	switch {
+	case name == "":
+		return bad(p, "required")
+	case len(name) > MaxTaskNameLen:
+		return bad(p, "%d bytes, over the limit of %d", len(name), MaxTaskNameLen)
+	case !taskNameRE.MatchString(name) || name == "." || name == "..":
+		return bad(p, "invalid task name %s: want letters, digits, '_', '.' or '-' (not \".\" or \"..\")", show(name))
+	}
+	return nil
+}
+
+// checkNodeID checks a node ID: the text form of a libp2p peer ID, or in
+// tests and the simulator any short name of the same alphabet.
+func checkNodeID(p string, id market.NodeID) error {
+	switch {
+	case id == "":
+		return bad(p, "required")
+	case len(id) > MaxNodeIDLen:
+		return bad(p, "%d bytes, over the limit of %d", len(id), MaxNodeIDLen)
+	case !nodeIDRE.MatchString(string(id)):
+		return bad(p, "invalid node ID %s: want letters, digits, '.', '_' or '-'", show(string(id)))
+	}
+	return nil
+}
+
+// checkReason checks free reason text: UTF-8, at most MaxReasonLen bytes.
+func checkReason(p, s string) error {
+	return checkBytes(p, s, MaxReasonLen)
+}
+
+// checkBytes checks a string of any UTF-8 text up to max bytes.
+func checkBytes(p, s string, max int) error {
+	if len(s) > max {
+		return bad(p, "%d bytes, over the limit of %d", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return bad(p, "not valid UTF-8")
+	}
+	return nil
+}
+
+// checkText checks a name of free text: UTF-8, printable, at most max
+// characters, and not empty when required.
+func checkText(p, s string, max int, required bool) error {
+	if s == "" {
+		if required {
+			return bad(p, "required")
+		}
+		return nil
+	}
+	if len(s) > 4*max {
+		return bad(p, "%d bytes, over the limit of %d characters", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return bad(p, "not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return bad(p, "%d characters, over the limit of %d", n, max)
+	}
+	return checkPrintable(p, s)
+}
+
+// checkPrintable rejects invalid UTF-8 and non-printable characters.
+func checkPrintable(p, s string) error {
+	if !utf8.ValidString(s) {
+		return bad(p, "not valid UTF-8")
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return bad(p, "contains the non-printable character %U", r)
+		}
+	}
+	return nil
+}
+
+// checkRange checks that lo <= v <= hi.
+func checkRange(p string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return bad(p, "%d out of range %d..%d", v, lo, hi)
+	}
+	return nil
+}
+
+// checkRange64 checks that lo <= v <= hi, naming negative values as such.
+func checkRange64(p string, v, lo, hi int64) error {
+	if v < 0 && lo == 0 {
+		return bad(p, "negative value %d", v)
+	}
+	if v < lo || v > hi {
+		return bad(p, "%d out of range %d..%d", v, lo, hi)
+	}
+	return nil
+}
+
+// checkTime checks a time: zero, or strictly after the Unix epoch and
+// representable in int64 nanoseconds.
+func checkTime(p string, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return bad(p, "%s out of range (a set time lies after the Unix epoch and before %s; 0 means none)",
+			t.UTC().Format(time.RFC3339Nano), maxTime.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkDuration checks an optional duration: 0 (none) up to MaxDuration.
+func checkDuration(p string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return bad(p, "negative duration %s", d)
+	case d > MaxDuration:
+		return bad(p, "%s is over the limit of %s", d, MaxDuration)
+	}
+	return nil
+}
+
+// checkRuntime checks a measured or predicted runtime: not negative.
+func checkRuntime(p string, d time.Duration) error {
+	if d < 0 {
+		return bad(p, "negative duration %s", d)
+	}
+	return nil
+}
+
+// checkOffer checks a task offer.
+func checkOffer(p string, o market.TaskOffer) error {
+	return firstErr(
+		checkKey(join(p, "key"), o.Key),
+		checkText(join(p, "type"), o.Type, MaxTypeLen, false),
+		checkRange(join(p, "priority"), o.Priority, MinPriority, MaxPriority),
+		checkTime(join(p, "deadline_unix_nano"), o.Deadline),
+		checkDuration(join(p, "estimate_ns"), o.Estimate),
+		checkRequest(join(p, "request"), o.Request),
+	)
+}
+
+// checkSpec checks a task spec.
+func checkSpec(p string, s market.TaskSpec) error {
+	return firstErr(
+		checkOffer(join(p, "offer"), s.TaskOffer),
+		checkCommand(join(p, "command"), s.Command),
+		checkEnv(join(p, "env"), s.Env),
+		checkDuration(join(p, "timeout_ns"), s.Timeout),
+		checkDuration(join(p, "checkpoint_interval_ns"), s.CheckpointInterval),
+		checkRange(join(p, "attempt"), s.Attempt, 0, MaxCounter),
+	)
+}
+
+// checkCommand checks an argv.
+func checkCommand(p string, argv []string) error {
+	switch {
+	case len(argv) == 0:
+		return bad(p, "required: at least the program")
+	case len(argv) > MaxCommandArgs:
+		return bad(p, "%d arguments, over the limit of %d", len(argv), MaxCommandArgs)
+	case argv[0] == "":
+		return bad(index(p, 0), "empty program name")
+	}
+	total := 0
+	for i, a := range argv {
+		total += len(a)
+		if total > MaxCommandBytes {
+			return bad(p, "over %d bytes of arguments", MaxCommandBytes)
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			return bad(index(p, i), "contains a NUL byte")
+		}
+		if !utf8.ValidString(a) {
+			return bad(index(p, i), "not valid UTF-8")
+		}
+	}
+	return nil
+}
+
+// checkEnv checks environment variables.
+func checkEnv(p string, env map[string]string) error {
+	if len(env) > MaxEnvEntries {
+		return bad(p, "%d variables, over the limit of %d", len(env), MaxEnvEntries)
+	}
+	total := 0
+	for _, k := range sortedKeys(env) {
+		v, kp := env[k], keyPath(p, k)
+		total += len(k) + len(v) + 2
+		switch {
+		case len(k) > MaxEnvNameLen:
+			return bad(kp, "name is %d bytes, over the limit of %d", len(k), MaxEnvNameLen)
+		case !envNameRE.MatchString(k):
+			return bad(kp, "invalid variable name: want letters, digits and '_', not starting with a digit")
+		case strings.IndexByte(v, 0) >= 0:
+			return bad(kp, "value contains a NUL byte")
+		case !utf8.ValidString(v):
+			return bad(kp, "value is not valid UTF-8")
+		}
+	}
+	if total > MaxEnvBytes {
+		return bad(p, "%d bytes of variables, over the limit of %d", total, MaxEnvBytes)
+	}
+	return nil
+}
+
+// checkRequest checks a resource request.
+func checkRequest(p string, r resource.Request) error {
+	g := join(p, "gpu")
+	if err := firstErr(
+		checkRange64(join(p, "cpu_milli"), r.CPU, 0, MaxCPUMilli),
+		checkRange64(join(p, "memory"), r.Memory, 0, MaxBytes),
+		checkRange64(join(p, "disk"), r.Disk, 0, MaxBytes),
+		checkRange(join(g, "count"), r.GPU.Count, 0, MaxGPUCount),
+		checkRange64(join(g, "share_milli"), r.GPU.Share, 0, MaxGPUShareMilli),
+		checkRange64(join(g, "memory"), r.GPU.Memory, 0, MaxBytes),
+		checkText(join(g, "model"), r.GPU.Model, MaxModelLen, false),
+		checkDevices(join(p, "devices"), r.Devices),
+		checkLabels(join(p, "labels"), r.Labels),
+	); err != nil {
+		return err
+	}
+	return checkText(join(p, "site"), r.Site, MaxSiteLen, false)
+}
+
+// checkDevices checks device requests.
+func checkDevices(p string, devs []resource.DeviceRequest) error {
+	if len(devs) > MaxDevices {
+		return bad(p, "%d device requests, over the limit of %d", len(devs), MaxDevices)
+	}
+	for i, d := range devs {
+		dp := index(p, i)
+		switch {
+		case d.Kind == "":
+			return bad(join(dp, "kind"), "required")
+		case !deviceKindRE.MatchString(d.Kind):
+			return bad(join(dp, "kind"), "invalid device kind %s: want 1 to %d letters, digits, '_', '.' or '-'", show(d.Kind), MaxDeviceKindLen)
+		}
+		if err := firstErr(
+			checkText(join(dp, "model"), d.Model, MaxModelLen, false),
+			checkRange(join(dp, "count"), d.Count, 1, MaxDeviceCount),
+		); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLabels checks label constraints.
+func checkLabels(p string, labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return bad(p, "%d labels, over the limit of %d", len(labels), MaxLabels)
+	}
+	for _, k := range sortedKeys(labels) {
+		kp := keyPath(p, k)
+		if !labelKeyRE.MatchString(k) {
+			return bad(kp, "invalid label key: want 1 to %d letters, digits, '_', '.', '/' or '-'", MaxLabelKeyLen)
+		}
+		if err := checkText(kp, labels[k], MaxLabelValueLen, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys in order, so that the first problem found
+// is the same every time.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

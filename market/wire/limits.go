@@ -1,0 +1,97 @@
+package wire
+
+import (
+	"math"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// Version is the wire version this package writes and the only one it
+// reads.
+const Version = 1
+
+// Size limits of whole encoded messages, checked before anything else is
+// decoded. A stream reader passes the matching limit to ReadFrame.
+const (
+	// MaxMessageBytes is the largest encoded market Envelope.
+	MaxMessageBytes = 256 << 10
+	// MaxQueryBytes is the largest encoded Query.
+	MaxQueryBytes = 4 << 10
+	// MaxReplyBodyBytes is the largest QueryReply body.
+	MaxReplyBodyBytes = 4 << 20
+	// MaxQueryReplyBytes is the largest encoded QueryReply: a body of
+	// MaxReplyBodyBytes plus room for the other fields.
+	MaxQueryReplyBytes = MaxReplyBodyBytes + 16<<10
+)
+
+// Field limits. Where the job spec has a matching rule the limit is the
+// spec's (package spec), so that every valid job can travel; the rest
+// bound identifiers and free text that only the wire carries. Lengths
+// named "Len" count characters (runes) unless they say bytes.
+const (
+	// MaxJobIDLen is the longest job ID, in bytes.
+	MaxJobIDLen = 128
+	// MaxNodeIDLen is the longest node ID (libp2p peer ID text), in bytes.
+	MaxNodeIDLen = 128
+	// MaxReasonLen is the longest reason text in a NoBid, AwardReply,
+	// TaskStatus or CancelTask, in bytes.
+	MaxReasonLen = 4096
+	// MaxErrorLen is the longest QueryReply error text, in bytes.
+	MaxErrorLen = 4096
+
+	// MaxTaskNameLen is the longest task name, in bytes.
+	MaxTaskNameLen = spec.MaxTaskNameLen
+	// MaxTypeLen is the longest job type.
+	MaxTypeLen = spec.MaxTypeLen
+	// MinPriority is the lowest job priority.
+	MinPriority = spec.MinPriority
+	// MaxPriority is the highest job priority.
+	MaxPriority = spec.MaxPriority
+	// MaxReplica is the highest replica index.
+	MaxReplica = spec.MaxReplicas - 1
+	// MaxCounter bounds auction rounds and attempt numbers (they travel
+	// as int32).
+	MaxCounter = math.MaxInt32
+
+	// MaxCPUMilli is the most CPU a request may ask for, in millicores.
+	MaxCPUMilli = spec.MaxCPUMilli
+	// MaxBytes bounds memory, disk and per-GPU memory requests.
+	MaxBytes = spec.MaxBytes
+	// MaxGPUCount is the most whole GPUs a request may ask for.
+	MaxGPUCount = spec.MaxGPUCount
+	// MaxGPUShareMilli is the largest GPU share, in thousandths of a GPU.
+	MaxGPUShareMilli = resource.WholeGPU
+	// MaxModelLen is the longest GPU or device model.
+	MaxModelLen = spec.MaxModelLen
+	// MaxDevices is the most device requests in one request.
+	MaxDevices = spec.MaxDevices
+	// MaxDeviceKindLen is the longest device kind, in bytes.
+	MaxDeviceKindLen = spec.MaxDeviceKindLen
+	// MaxDeviceCount is the most units of one device request.
+	MaxDeviceCount = spec.MaxDeviceCount
+	// MaxLabels is the most label constraints in one request.
+	MaxLabels = spec.MaxLabels
+	// MaxLabelKeyLen is the longest label key, in bytes.
+	MaxLabelKeyLen = spec.MaxLabelKeyLen
+	// MaxLabelValueLen is the longest label value.
+	MaxLabelValueLen = spec.MaxLabelValueLen
+	// MaxSiteLen is the longest site name.
+	MaxSiteLen = spec.MaxSiteLen
+
+	// MaxCommandArgs is the most arguments, program included, in a command.
+	MaxCommandArgs = spec.MaxCommandArgs
+	// MaxCommandBytes bounds the summed length of a command's arguments.
+	MaxCommandBytes = spec.MaxCommandBytes
+	// MaxEnvEntries is the most environment variables in a task.
+	MaxEnvEntries = spec.MaxEnvEntries
+	// MaxEnvNameLen is the longest environment variable name, in bytes.
+	MaxEnvNameLen = spec.MaxEnvNameLen
+	// MaxEnvBytes bounds the summed length of a task's variable names and
+	// values (each pair counted as len(name)+len(value)+2).
+	MaxEnvBytes = spec.MaxEnvBytes
+
+	// MaxDuration bounds estimates, timeouts and checkpoint intervals.
+	MaxDuration time.Duration = spec.MaxDuration
+)

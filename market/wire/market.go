@@ -1,0 +1,343 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market"
+)
+
+// ErrTooLarge is wrapped by the errors for messages and frames over their
+// size limit.
+var ErrTooLarge = errors.New("over the size limit")
+
+// marshal is deterministic so that one message always has one encoding.
+var marshal = proto.MarshalOptions{Deterministic: true}
+
+// Encode returns the wire form of a market message: a version-1
+// pb.Envelope holding it. m must be a market message value (market.CFP,
+// not *market.CFP); Encode fails on any other type, on a field that
+// breaks a limit Decode enforces, and when the result would exceed
+// MaxMessageBytes. Times are sent as Unix nanoseconds, losing their
+// location and monotonic reading.
+func Encode(m market.Msg) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("wire: nil message")
+	}
+	if err := checkMsg(m); err != nil {
+		return nil, err
+	}
+	env := &pb.Envelope{Version: Version}
+	switch x := m.(type) {
+	case market.CFP:
+		env.Body = &pb.Envelope_Cfp{Cfp: cfpToPB(x)}
+	case market.Bid:
+		env.Body = &pb.Envelope_Bid{Bid: bidToPB(x)}
+	case market.NoBid:
+		env.Body = &pb.Envelope_NoBid{NoBid: &pb.NoBid{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Reason: x.Reason, Permanent: x.Permanent}}
+	case market.Award:
+		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid)}}
+	case market.AwardReply:
+		env.Body = &pb.Envelope_AwardReply{AwardReply: &pb.AwardReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Accept: x.Accept, Reason: x.Reason}}
+	case market.TaskStatus:
+		env.Body = &pb.Envelope_TaskStatus{TaskStatus: &pb.TaskStatus{
+			Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt), Node: string(x.Node),
+			State: string(x.State), ExitCode: int32(x.ExitCode), Reason: x.Reason,
+			TimeUnixNano: timeToPB(x.Time), RuntimeNs: int64(x.Runtime),
+		}}
+	case market.CancelTask:
+		env.Body = &pb.Envelope_CancelTask{CancelTask: &pb.CancelTask{Key: keyToPB(x.Key), Epoch: x.Epoch, Reason: x.Reason}}
+	}
+	b, err := marshal.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s: %w", market.Kind(m), err)
+	}
+	if len(b) > MaxMessageBytes {
+		return nil, fmt.Errorf("wire: %s message of %d bytes: %w of %d bytes", market.Kind(m), len(b), ErrTooLarge, MaxMessageBytes)
+	}
+	return b, nil
+}
+
+// Decode parses and checks the wire form of a market message and returns
+// it as the value type Market.Step expects (market.CFP, market.Bid, …).
+// It rejects input over MaxMessageBytes, input that is not a protobuf
+// Envelope, a version other than Version, an Envelope with no message,
+// and any field that breaks its limit; the error names the field.
+func Decode(b []byte) (market.Msg, error) {
+	if len(b) > MaxMessageBytes {
+		return nil, fmt.Errorf("wire: message of %d bytes: %w of %d bytes", len(b), ErrTooLarge, MaxMessageBytes)
+	}
+	var env pb.Envelope
+	if err := proto.Unmarshal(b, &env); err != nil {
+		return nil, malformed("envelope", &env, b, err)
+	}
+	if env.Version != Version {
+		return nil, bad("version", "%d not supported (want %d)", env.Version, Version)
+	}
+	m, err := msgFromPB(&env)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// msgFromPB converts the body of an envelope, checking that the messages
+// a market message needs are present.
+func msgFromPB(env *pb.Envelope) (market.Msg, error) {
+	switch body := env.Body.(type) {
+	case *pb.Envelope_Cfp:
+		x, p := body.Cfp, "cfp"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		if x.Task == nil {
+			return nil, bad(join(p, "task"), "required")
+		}
+		o, err := offerFromPB(join(p, "task"), x.Task)
+		if err != nil {
+			return nil, err
+		}
+		return market.CFP{Auction: a, Manager: market.NodeID(x.Manager), Task: o}, nil
+	case *pb.Envelope_Bid:
+		if body.Bid == nil {
+			return nil, bad("bid", "empty message")
+		}
+		return bidFromPB("bid", body.Bid)
+	case *pb.Envelope_NoBid:
+		x, p := body.NoBid, "no_bid"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		return market.NoBid{Auction: a, Bidder: market.NodeID(x.Bidder), Reason: x.Reason, Permanent: x.Permanent}, nil
+	case *pb.Envelope_Award:
+		x, p := body.Award, "award"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		if x.Task == nil {
+			return nil, bad(join(p, "task"), "required")
+		}
+		s, err := specFromPB(join(p, "task"), x.Task)
+		if err != nil {
+			return nil, err
+		}
+		if x.Bid == nil {
+			return nil, bad(join(p, "bid"), "required")
+		}
+		bid, err := bidFromPB(join(p, "bid"), x.Bid)
+		if err != nil {
+			return nil, err
+		}
+		return market.Award{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Bid: bid}, nil
+	case *pb.Envelope_AwardReply:
+		x, p := body.AwardReply, "award_reply"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		return market.AwardReply{Auction: a, Bidder: market.NodeID(x.Bidder), Accept: x.Accept, Reason: x.Reason}, nil
+	case *pb.Envelope_TaskStatus:
+		x, p := body.TaskStatus, "task_status"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		return market.TaskStatus{
+			Key: k, Epoch: x.Epoch, Attempt: int(x.Attempt), Node: market.NodeID(x.Node),
+			State: market.TaskState(x.State), ExitCode: int(x.ExitCode), Reason: x.Reason,
+			Time: timeFromPB(x.TimeUnixNano), Runtime: time.Duration(x.RuntimeNs),
+		}, nil
+	case *pb.Envelope_CancelTask:
+		x, p := body.CancelTask, "cancel_task"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		return market.CancelTask{Key: k, Epoch: x.Epoch, Reason: x.Reason}, nil
+	case nil:
+		return nil, bad("body", "required: the envelope holds no message")
+	}
+	return nil, bad("body", "unknown message type %T", env.Body)
+}
+
+// timeToPB renders a time as Unix nanoseconds, the zero time as 0.
+func timeToPB(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// timeFromPB is the inverse of timeToPB; set times come back in UTC.
+func timeFromPB(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func keyToPB(k market.TaskKey) *pb.TaskKey {
+	return &pb.TaskKey{Job: k.Job, Task: k.Task, Replica: int32(k.Replica)}
+}
+
+func keyFromPB(p string, k *pb.TaskKey) (market.TaskKey, error) {
+	if k == nil {
+		return market.TaskKey{}, bad(p, "required")
+	}
+	return market.TaskKey{Job: k.Job, Task: k.Task, Replica: int(k.Replica)}, nil
+}
+
+func auctionToPB(a market.AuctionID) *pb.AuctionID {
+	return &pb.AuctionID{Key: keyToPB(a.Key), Epoch: a.Epoch, Round: int32(a.Round)}
+}
+
+func auctionFromPB(p string, a *pb.AuctionID) (market.AuctionID, error) {
+	if a == nil {
+		return market.AuctionID{}, bad(p, "required")
+	}
+	k, err := keyFromPB(join(p, "key"), a.Key)
+	if err != nil {
+		return market.AuctionID{}, err
+	}
+	return market.AuctionID{Key: k, Epoch: a.Epoch, Round: int(a.Round)}, nil
+}
+
+func requestToPB(r resource.Request) *pb.Request {
+	out := &pb.Request{CpuMilli: r.CPU, Memory: r.Memory, Disk: r.Disk, Labels: r.Labels, Site: r.Site}
+	if r.GPU != (resource.GPURequest{}) {
+		out.Gpu = &pb.GPURequest{Count: int32(r.GPU.Count), ShareMilli: r.GPU.Share, Memory: r.GPU.Memory, Model: r.GPU.Model}
+	}
+	for _, d := range r.Devices {
+		out.Devices = append(out.Devices, &pb.DeviceRequest{Kind: d.Kind, Model: d.Model, Count: int32(d.Count)})
+	}
+	return out
+}
+
+func requestFromPB(p string, r *pb.Request) (resource.Request, error) {
+	if r == nil {
+		return resource.Request{}, nil
+	}
+	// Check the count before building the slice, so that a hostile
+	// message cannot make us convert more than the limit.
+	if len(r.Devices) > MaxDevices {
+		return resource.Request{}, bad(join(p, "devices"), "%d device requests, over the limit of %d", len(r.Devices), MaxDevices)
+	}
+	out := resource.Request{CPU: r.CpuMilli, Memory: r.Memory, Disk: r.Disk, Site: r.Site}
+	if g := r.Gpu; g != nil {
+		out.GPU = resource.GPURequest{Count: int(g.Count), Share: g.ShareMilli, Memory: g.Memory, Model: g.Model}
+	}
+	for i, d := range r.Devices {
+		if d == nil {
+			return resource.Request{}, bad(index(join(p, "devices"), i), "empty")
+		}
+		out.Devices = append(out.Devices, resource.DeviceRequest{Kind: d.Kind, Model: d.Model, Count: int(d.Count)})
+	}
+	if len(r.Labels) > 0 {
+		out.Labels = r.Labels
+	}
+	return out, nil
+}
+
+func offerToPB(o market.TaskOffer) *pb.TaskOffer {
+	return &pb.TaskOffer{
+		Key: keyToPB(o.Key), Type: o.Type, Priority: int32(o.Priority),
+		DeadlineUnixNano: timeToPB(o.Deadline), EstimateNs: int64(o.Estimate),
+		Request: requestToPB(o.Request),
+	}
+}
+
+func offerFromPB(p string, o *pb.TaskOffer) (market.TaskOffer, error) {
+	k, err := keyFromPB(join(p, "key"), o.Key)
+	if err != nil {
+		return market.TaskOffer{}, err
+	}
+	r, err := requestFromPB(join(p, "request"), o.Request)
+	if err != nil {
+		return market.TaskOffer{}, err
+	}
+	return market.TaskOffer{
+		Key: k, Type: o.Type, Priority: int(o.Priority),
+		Deadline: timeFromPB(o.DeadlineUnixNano), Estimate: time.Duration(o.EstimateNs),
+		Request: r,
+	}, nil
+}
+
+func specToPB(s market.TaskSpec) *pb.TaskSpec {
+	return &pb.TaskSpec{
+		Offer: offerToPB(s.TaskOffer), Command: s.Command, Env: s.Env,
+		TimeoutNs: int64(s.Timeout), CheckpointIntervalNs: int64(s.CheckpointInterval),
+		Epoch: s.Epoch, Attempt: int32(s.Attempt),
+	}
+}
+
+func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
+	if s.Offer == nil {
+		return market.TaskSpec{}, bad(join(p, "offer"), "required")
+	}
+	o, err := offerFromPB(join(p, "offer"), s.Offer)
+	if err != nil {
+		return market.TaskSpec{}, err
+	}
+	out := market.TaskSpec{
+		TaskOffer: o, Command: s.Command,
+		Timeout: time.Duration(s.TimeoutNs), CheckpointInterval: time.Duration(s.CheckpointIntervalNs),
+		Epoch: s.Epoch, Attempt: int(s.Attempt),
+	}
+	if len(s.Env) > 0 {
+		out.Env = s.Env
+	}
+	return out, nil
+}
+
+func cfpToPB(c market.CFP) *pb.Cfp {
+	return &pb.Cfp{Auction: auctionToPB(c.Auction), Manager: string(c.Manager), Task: offerToPB(c.Task)}
+}
+
+func bidToPB(b market.Bid) *pb.Bid {
+	return &pb.Bid{
+		Auction: auctionToPB(b.Auction), Bidder: string(b.Bidder), Score: b.Score,
+		StartUnixNano: timeToPB(b.Start), FinishUnixNano: timeToPB(b.Finish),
+		RuntimeNs: int64(b.Runtime), Preempt: b.Preempt,
+	}
+}
+
+func bidFromPB(p string, b *pb.Bid) (market.Bid, error) {
+	a, err := auctionFromPB(join(p, "auction"), b.Auction)
+	if err != nil {
+		return market.Bid{}, err
+	}
+	return market.Bid{
+		Auction: a, Bidder: market.NodeID(b.Bidder), Score: b.Score,
+		Start: timeFromPB(b.StartUnixNano), Finish: timeFromPB(b.FinishUnixNano),
+		Runtime: time.Duration(b.RuntimeNs), Preempt: b.Preempt,
+	}, nil
+}

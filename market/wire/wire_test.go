@@ -1,0 +1,506 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market"
+)
+
+const (
+	manager = market.NodeID("12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo")
+	bidder  = market.NodeID("12D3KooWSoLzrDhXbxRG2vStgGjq4ZAyxYGdd3iCKBRuP9mK4VtA")
+)
+
+var (
+	t0  = time.Unix(1_760_000_000, 123_456_789).UTC()
+	key = market.TaskKey{Job: "01J9Z3K7Q8-train", Task: "train.step-1", Replica: 3}
+	aid = market.AuctionID{Key: key, Epoch: 7, Round: 2}
+)
+
+// fullOffer is a task offer with every field set.
+func fullOffer() market.TaskOffer {
+	return market.TaskOffer{
+		Key: key, Type: "pytorch/resnet", Priority: 8,
+		Deadline: t0.Add(6 * time.Hour), Estimate: 90 * time.Minute,
+		Request: resource.Request{
+			CPU: 4500, Memory: 16 << 30, Disk: 100 << 30,
+			GPU: resource.GPURequest{Count: 2, Memory: 40 << 30, Model: "A100"},
+			Devices: []resource.DeviceRequest{
+				{Kind: "fpga", Model: "u250", Count: 1},
+				{Kind: "npu", Count: 4},
+			},
+			Labels: map[string]string{"zone": "eu-west", "agora.io/pool": "gpu ✓"},
+			Site:   "lab-α",
+		},
+	}
+}
+
+// shareOffer asks for a GPU share and nothing optional.
+func shareOffer() market.TaskOffer {
+	return market.TaskOffer{
+		Key:      market.TaskKey{Job: "j", Task: "t", Replica: 0},
+		Priority: 0,
+		Request:  resource.Request{CPU: 250, Memory: 1 << 20, GPU: resource.GPURequest{Share: 250}},
+	}
+}
+
+func fullSpec() market.TaskSpec {
+	return market.TaskSpec{
+		TaskOffer:          fullOffer(),
+		Command:            []string{"python3", "-m", "train", "--lr=0.1", "", "ünïcode"},
+		Env:                map[string]string{"EPOCHS": "10", "DATA_DIR": "/data/set a", "EMPTY": ""},
+		Timeout:            12 * time.Hour,
+		CheckpointInterval: 5 * time.Minute,
+		Epoch:              7,
+		Attempt:            2,
+	}
+}
+
+func fullBid() market.Bid {
+	return market.Bid{
+		Auction: aid, Bidder: bidder, Score: 0.8125,
+		Start: t0.Add(time.Second), Finish: t0.Add(91 * time.Minute),
+		Runtime: 90 * time.Minute, Preempt: true,
+	}
+}
+
+// roundTrips lists one or more messages of every kind.
+func roundTrips() []struct {
+	name string
+	msg  market.Msg
+} {
+	return []struct {
+		name string
+		msg  market.Msg
+	}{
+		{"cfp full", market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}},
+		{"cfp gpu share, zero deadline", market.CFP{Auction: market.AuctionID{Key: shareOffer().Key}, Manager: "n1", Task: shareOffer()}},
+		{"bid full", fullBid()},
+		{"bid zero times, negative score", market.Bid{Auction: aid, Bidder: bidder, Score: -1.5}},
+		{"nobid", market.NoBid{Auction: aid, Bidder: bidder, Reason: "gpu memory: want 40GiB per GPU, largest 24GiB", Permanent: true}},
+		{"nobid busy", market.NoBid{Auction: aid, Bidder: bidder}},
+		{"award full", market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}},
+		{"award minimal spec", market.Award{Auction: aid, Manager: manager,
+			Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"true"}, Epoch: math.MaxUint64},
+			Bid:  market.Bid{Auction: aid, Bidder: bidder}}},
+		{"award reply accept", market.AwardReply{Auction: aid, Bidder: bidder, Accept: true}},
+		{"award reply decline", market.AwardReply{Auction: aid, Bidder: bidder, Reason: "state changed: would start 2s later than bid"}},
+		{"task status full", market.TaskStatus{Key: key, Epoch: 7, Attempt: 2, Node: bidder, State: market.TaskFailed,
+			ExitCode: -1, Reason: "killed: out of memory\nlast line", Time: t0, Runtime: 42*time.Minute + 17}},
+		{"task status running zero time", market.TaskStatus{Key: key, Epoch: 1, Attempt: 1, Node: bidder, State: market.TaskRunning}},
+		{"task status exit 255", market.TaskStatus{Key: key, Node: bidder, State: market.TaskSucceeded, ExitCode: 255, Time: t0}},
+		{"cancel", market.CancelTask{Key: key, Epoch: 7, Reason: "cancelled by user"}},
+		{"cancel no reason", market.CancelTask{Key: key}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	kinds := map[string]bool{}
+	for _, tc := range roundTrips() {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Encode(tc.msg)
+			if err != nil {
+				t.Fatalf("Encode: %v", err)
+			}
+			got, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if reflect.TypeOf(got) != reflect.TypeOf(tc.msg) {
+				t.Fatalf("Decode type %T, want %T", got, tc.msg)
+			}
+			if !reflect.DeepEqual(got, tc.msg) {
+				t.Fatalf("round trip mismatch\n got %#v\nwant %#v", got, tc.msg)
+			}
+			again, err := Encode(got)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("re-encoding differs (err %v)", err)
+			}
+		})
+		kinds[market.Kind(tc.msg)] = true
+	}
+	if len(kinds) != 7 {
+		t.Errorf("round trips cover %d message kinds, want 7", len(kinds))
+	}
+}
+
+// TestDecodeStepTypes checks that decoded messages hit the cases of the
+// market's Step switch: values, not pointers.
+func TestDecodeStepTypes(t *testing.T) {
+	for _, tc := range roundTrips() {
+		b, err := Encode(tc.msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m.(type) {
+		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask:
+		default:
+			t.Errorf("%s: Decode returned %T", tc.name, m)
+		}
+	}
+}
+
+// TestDecodeTimesUTC checks that a time in another zone comes back as the
+// same instant in UTC, and that the zero time stays zero.
+func TestDecodeTimesUTC(t *testing.T) {
+	local := time.Unix(1_700_000_000, 5).In(time.FixedZone("X", 3600))
+	b, err := Encode(market.TaskStatus{Key: key, Node: bidder, State: market.TaskRunning, Time: local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.(market.TaskStatus).Time
+	if !got.Equal(local) || got.Location() != time.UTC {
+		t.Fatalf("time %v (%v), want %v in UTC", got, got.Location(), local)
+	}
+	// A time with a monotonic reading also comes back as plain UTC.
+	now := time.Now()
+	b, err = Encode(market.Bid{Auction: aid, Bidder: bidder, Start: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ = Decode(b)
+	if s := m.(market.Bid).Start; s != now.Round(0).UTC() {
+		t.Fatalf("start %v, want %v", s, now.Round(0).UTC())
+	}
+}
+
+// envelope marshals a hand-built envelope, bypassing Encode's checks.
+func envelope(t *testing.T, env *pb.Envelope) []byte {
+	t.Helper()
+	b, err := proto.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// with returns an encodable message changed by f, marshalled without the
+// checks, so that Decode sees exactly the bad value.
+func raw(t *testing.T, m market.Msg, f func(*pb.Envelope)) []byte {
+	t.Helper()
+	b, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env pb.Envelope
+	if err := proto.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	f(&env)
+	return envelope(t, &env)
+}
+
+func TestDecodeRejects(t *testing.T) {
+	award := market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}
+	cfp := market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}
+	status := market.TaskStatus{Key: key, Node: bidder, State: market.TaskRunning, Time: t0}
+	spec := func(e *pb.Envelope) *pb.TaskSpec { return e.GetAward().Task }
+	req := func(e *pb.Envelope) *pb.Request { return e.GetAward().Task.Offer.Request }
+	long := func(n int) string { return strings.Repeat("x", n) }
+	manyArgs := make([]string, MaxCommandArgs+1)
+	for i := range manyArgs {
+		manyArgs[i] = "a"
+	}
+
+	tests := []struct {
+		name  string
+		input []byte
+		want  string // must appear in the error
+	}{
+		{"over the size limit", make([]byte, MaxMessageBytes+1), "over the size limit"},
+		{"malformed", []byte{0x0a, 0xff, 0xff}, "malformed envelope"},
+		{"truncated", raw(t, award, func(*pb.Envelope) {})[:50], "malformed envelope: award"},
+		{"wrong wire type", []byte{0x08, 0x01, 0x3a, 0x02, 0x15, 0x00}, "malformed envelope: task_status.epoch: wrong wire type"},
+		{"bad tag", []byte{0x08, 0x01, 0x00}, "malformed envelope: (top level): bad field tag"},
+		{"invalid UTF-8 string", invalidUTF8(), "malformed envelope: cfp.task.type: invalid UTF-8"},
+		{"wrong version", raw(t, cfp, func(e *pb.Envelope) { e.Version = 2 }), "version: 2 not supported"},
+		{"no version", raw(t, cfp, func(e *pb.Envelope) { e.Version = 0 }), "version: 0 not supported"},
+		{"empty envelope body", envelope(t, &pb.Envelope{Version: Version}), "body: required"},
+		{"empty input", nil, "version: 0"},
+		{"cfp without auction", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Auction = nil }), "cfp.auction: required"},
+		{"cfp without task", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task = nil }), "cfp.task: required"},
+		{"auction without key", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Auction.Key = nil }), "cfp.auction.key: required"},
+		{"empty job", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Auction.Key.Job = "" }), "cfp.auction.key.job: required"},
+		{"long job", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Auction.Key.Job = long(MaxJobIDLen + 1) }), "cfp.auction.key.job: 129 bytes"},
+		{"job with slash", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Job = "a/b" }), "cfp.task.key.job"},
+		{"job dot-dot", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Job = ".." }), "cfp.task.key.job"},
+		{"job control char", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Job = "a\nb" }), "cfp.task.key.job: contains the non-printable"},
+		{"empty task", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Task = "" }), "cfp.task.key.task: required"},
+		{"task path", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Task = "../x" }), "cfp.task.key.task: invalid task name"},
+		{"long task", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Task = long(MaxTaskNameLen + 1) }), "cfp.task.key.task: 65 bytes"},
+		{"negative replica", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Replica = -1 }), "cfp.task.key.replica: -1 out of range"},
+		{"replica too high", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Key.Replica = MaxReplica + 1 }), "cfp.task.key.replica"},
+		{"negative round", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Auction.Round = -3 }), "cfp.auction.round"},
+		{"empty manager", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Manager = "" }), "cfp.manager: required"},
+		{"bad manager", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Manager = "12D3 Koo" }), "cfp.manager: invalid node ID"},
+		{"long manager", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Manager = long(MaxNodeIDLen + 1) }), "cfp.manager: 129 bytes"},
+		{"long type", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Type = long(MaxTypeLen + 1) }), "cfp.task.type: 129 characters"},
+		{"priority", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Priority = 11 }), "cfp.task.priority: 11 out of range 0..10"},
+		{"negative deadline", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.DeadlineUnixNano = -1 }), "cfp.task.deadline_unix_nano: "},
+		{"negative estimate", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.EstimateNs = -1 }), "cfp.task.estimate_ns: negative"},
+		{"huge estimate", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.EstimateNs = int64(MaxDuration + 1) }), "cfp.task.estimate_ns: "},
+		{"negative cpu", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Request.CpuMilli = -1 }), "cfp.task.request.cpu_milli: negative"},
+		{"huge cpu", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Request.CpuMilli = MaxCPUMilli + 1 }), "cfp.task.request.cpu_milli: "},
+		{"negative memory", raw(t, award, func(e *pb.Envelope) { req(e).Memory = -1 }), "award.task.offer.request.memory: negative"},
+		{"negative disk", raw(t, award, func(e *pb.Envelope) { req(e).Disk = -5 }), "award.task.offer.request.disk: negative"},
+		{"huge disk", raw(t, award, func(e *pb.Envelope) { req(e).Disk = MaxBytes + 1 }), "award.task.offer.request.disk"},
+		{"negative gpu count", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.Count = -1 }), "award.task.offer.request.gpu.count: -1 out of range 0..64"},
+		{"gpu count over 64", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.Count = 65 }), "award.task.offer.request.gpu.count: 65 out of range 0..64"},
+		{"negative share", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.ShareMilli = -1 }), "award.task.offer.request.gpu.share_milli: negative"},
+		{"share over 1000", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.ShareMilli = 1001 }), "award.task.offer.request.gpu.share_milli: 1001 out of range 0..1000"},
+		{"negative gpu memory", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.Memory = -1 }), "award.task.offer.request.gpu.memory: negative"},
+		{"long gpu model", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.Model = long(MaxModelLen + 1) }), "award.task.offer.request.gpu.model"},
+		{"too many devices", raw(t, award, func(e *pb.Envelope) {
+			for range MaxDevices {
+				req(e).Devices = append(req(e).Devices, &pb.DeviceRequest{Kind: "x", Count: 1})
+			}
+		}), "award.task.offer.request.devices: 18 device requests"},
+		{"device kind empty", raw(t, award, func(e *pb.Envelope) { req(e).Devices[1].Kind = "" }), "award.task.offer.request.devices[1].kind: required"},
+		{"device kind bad", raw(t, award, func(e *pb.Envelope) { req(e).Devices[0].Kind = "-x" }), "award.task.offer.request.devices[0].kind: invalid"},
+		{"device count zero", raw(t, award, func(e *pb.Envelope) { req(e).Devices[0].Count = 0 }), "award.task.offer.request.devices[0].count: 0 out of range 1..64"},
+		{"device model non-printable", raw(t, award, func(e *pb.Envelope) { req(e).Devices[0].Model = "a\x00" }), "award.task.offer.request.devices[0].model"},
+		{"too many labels", raw(t, award, func(e *pb.Envelope) {
+			for i := range MaxLabels {
+				req(e).Labels[long(i+1)] = "v"
+			}
+		}), "award.task.offer.request.labels: 66 labels"},
+		{"bad label key", raw(t, award, func(e *pb.Envelope) { req(e).Labels["=bad"] = "v" }), `award.task.offer.request.labels["=bad"]: invalid label key`},
+		{"long label value", raw(t, award, func(e *pb.Envelope) { req(e).Labels["zone"] = long(MaxLabelValueLen + 1) }), `award.task.offer.request.labels["zone"]: 257 characters`},
+		{"long site", raw(t, award, func(e *pb.Envelope) { req(e).Site = long(MaxSiteLen + 1) }), "award.task.offer.request.site"},
+		{"award without task", raw(t, award, func(e *pb.Envelope) { e.GetAward().Task = nil }), "award.task: required"},
+		{"award without offer", raw(t, award, func(e *pb.Envelope) { spec(e).Offer = nil }), "award.task.offer: required"},
+		{"award without bid", raw(t, award, func(e *pb.Envelope) { e.GetAward().Bid = nil }), "award.bid: required"},
+		{"empty command", raw(t, award, func(e *pb.Envelope) { spec(e).Command = nil }), "award.task.command: required"},
+		{"empty program", raw(t, award, func(e *pb.Envelope) { spec(e).Command[0] = "" }), "award.task.command[0]: empty program name"},
+		{"too many args", raw(t, award, func(e *pb.Envelope) { spec(e).Command = manyArgs }), "award.task.command: 1025 arguments, over the limit of 1024"},
+		{"command too long", raw(t, award, func(e *pb.Envelope) {
+			spec(e).Command = []string{"sh", long(MaxCommandBytes / 2), long(MaxCommandBytes / 2)}
+		}), "award.task.command: over 131072 bytes"},
+		{"NUL in arg", raw(t, award, func(e *pb.Envelope) { spec(e).Command[2] = "a\x00b" }), "award.task.command[2]: contains a NUL byte"},
+		{"too many env", raw(t, award, func(e *pb.Envelope) {
+			for i := range MaxEnvEntries {
+				spec(e).Env["V"+long(i)] = ""
+			}
+		}), "award.task.env: 259 variables"},
+		{"bad env name", raw(t, award, func(e *pb.Envelope) { spec(e).Env["1X"] = "v" }), `award.task.env["1X"]: invalid variable name`},
+		{"env name with =", raw(t, award, func(e *pb.Envelope) { spec(e).Env["A=B"] = "v" }), `award.task.env["A=B"]: invalid variable name`},
+		{"env NUL value", raw(t, award, func(e *pb.Envelope) { spec(e).Env["X"] = "a\x00" }), `award.task.env["X"]: value contains a NUL byte`},
+		{"env too big", raw(t, award, func(e *pb.Envelope) { spec(e).Env["BIG"] = long(MaxEnvBytes) }), "award.task.env: "},
+		{"negative timeout", raw(t, award, func(e *pb.Envelope) { spec(e).TimeoutNs = -1 }), "award.task.timeout_ns: negative"},
+		{"huge checkpoint interval", raw(t, award, func(e *pb.Envelope) { spec(e).CheckpointIntervalNs = math.MaxInt64 }), "award.task.checkpoint_interval_ns: "},
+		{"negative attempt", raw(t, award, func(e *pb.Envelope) { spec(e).Attempt = -1 }), "award.task.attempt: -1 out of range"},
+		{"award bid bad bidder", raw(t, award, func(e *pb.Envelope) { e.GetAward().Bid.Bidder = "" }), "award.bid.bidder: required"},
+		{"bid NaN score", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().Score = math.NaN() }), "bid.score: NaN is not a finite number"},
+		{"bid infinite score", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().Score = math.Inf(1) }), "bid.score: +Inf"},
+		{"bid negative start", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().StartUnixNano = -10 }), "bid.start_unix_nano: 1969-12-31T23:59:59.99999999Z out of range"},
+		{"bid negative finish", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().FinishUnixNano = math.MinInt64 }), "bid.finish_unix_nano"},
+		{"bid negative runtime", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().RuntimeNs = -1 }), "bid.runtime_ns: negative"},
+		{"bid without auction", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().Auction = nil }), "bid.auction: required"},
+		{"nobid long reason", raw(t, market.NoBid{Auction: aid, Bidder: bidder}, func(e *pb.Envelope) { e.GetNoBid().Reason = long(MaxReasonLen + 1) }), "no_bid.reason: 4097 bytes"},
+		{"nobid no bidder", raw(t, market.NoBid{Auction: aid, Bidder: bidder}, func(e *pb.Envelope) { e.GetNoBid().Bidder = "" }), "no_bid.bidder: required"},
+		{"award reply long reason", raw(t, market.AwardReply{Auction: aid, Bidder: bidder}, func(e *pb.Envelope) { e.GetAwardReply().Reason = long(MaxReasonLen + 1) }), "award_reply.reason"},
+		{"award reply no auction", raw(t, market.AwardReply{Auction: aid, Bidder: bidder}, func(e *pb.Envelope) { e.GetAwardReply().Auction = nil }), "award_reply.auction: required"},
+		{"status unknown state", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().State = "exploded" }), `task_status.state: unknown task state "exploded"`},
+		{"status empty state", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().State = "" }), `task_status.state: unknown task state ""`},
+		{"status no node", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().Node = "" }), "task_status.node: required"},
+		{"status no key", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().Key = nil }), "task_status.key: required"},
+		{"status negative attempt", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().Attempt = -2 }), "task_status.attempt"},
+		{"status negative time", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().TimeUnixNano = -1 }), "task_status.time_unix_nano"},
+		{"status negative runtime", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().RuntimeNs = -1 }), "task_status.runtime_ns: negative"},
+		{"cancel empty task", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Key.Task = "" }), "cancel_task.key.task: required"},
+		{"cancel long reason", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Reason = long(MaxReasonLen + 1) }), "cancel_task.reason"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Decode(tc.input)
+			if err == nil {
+				t.Fatalf("Decode accepted %#v", m)
+			}
+			t.Log(err)
+			if !strings.HasPrefix(err.Error(), "wire: ") {
+				t.Errorf("error %q lacks the wire: prefix", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if len(err.Error()) > 400 {
+				t.Errorf("error is %d bytes long", len(err.Error()))
+			}
+		})
+	}
+}
+
+// invalidUTF8 builds an envelope whose cfp.task.type is not UTF-8, by
+// hand, since proto.Marshal refuses to write one: Envelope.cfp (field 2)
+// holds Cfp.task (field 3), which holds TaskOffer.type (field 2).
+func invalidUTF8() []byte {
+	offer := []byte{0x12, 0x01, 0xff} // TaskOffer.type = "\xff"
+	cfp := append([]byte{0x1a, byte(len(offer))}, offer...)
+	return append([]byte{0x08, 0x01, 0x12, byte(len(cfp))}, cfp...)
+}
+
+func TestDecodeFieldError(t *testing.T) {
+	b := raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().RuntimeNs = -1 })
+	_, err := Decode(b)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "bid.runtime_ns" {
+		t.Fatalf("error %v: want a *FieldError for bid.runtime_ns", err)
+	}
+	if _, err := Decode(make([]byte, MaxMessageBytes+1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversize error %v does not wrap ErrTooLarge", err)
+	}
+}
+
+func TestDecodeKeepsUnknownFieldsCompatible(t *testing.T) {
+	b, err := Encode(fullBid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Field 99 (varint) is unknown to version 1 and must be ignored.
+	b = append(b, 0x98, 0x06, 0x01)
+	m, err := Decode(b)
+	if err != nil || !reflect.DeepEqual(m, fullBid()) {
+		t.Fatalf("Decode with an unknown field: %v, %#v", err, m)
+	}
+}
+
+func TestEncodeRejects(t *testing.T) {
+	// Every field within its limit, yet the whole over MaxMessageBytes:
+	// a full command, full environment and full labels of 4-byte runes.
+	big := fullSpec()
+	big.Command = []string{"sh"}
+	for range 4 {
+		big.Command = append(big.Command, strings.Repeat("y", MaxCommandBytes/4-1))
+	}
+	big.Env = map[string]string{}
+	for i := range 64 {
+		big.Env[fmt.Sprintf("V%02d", i)] = strings.Repeat("z", 1000)
+	}
+	big.Request.Labels = map[string]string{}
+	for i := range MaxLabels {
+		big.Request.Labels[fmt.Sprintf("k%02d", i)] = strings.Repeat("𝔸", MaxLabelValueLen)
+	}
+	tests := []struct {
+		name string
+		msg  market.Msg
+		want string
+	}{
+		{"nil", nil, "wire: nil message"},
+		{"pointer", &market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}, "unsupported message type *market.CFP"},
+		{"invalid field", market.CFP{Auction: aid, Manager: "", Task: fullOffer()}, "wire: cfp.manager: required"},
+		{"time before epoch", market.Bid{Auction: aid, Bidder: bidder, Start: time.Unix(-1, 0)}, "wire: bid.start_unix_nano"},
+		{"the epoch itself", market.Bid{Auction: aid, Bidder: bidder, Start: time.Unix(0, 0)}, "wire: bid.start_unix_nano"},
+		{"time after 2262", market.TaskStatus{Key: key, Node: bidder, State: market.TaskRunning, Time: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: task_status.time_unix_nano"},
+		{"exit code over int32", market.TaskStatus{Key: key, Node: bidder, State: market.TaskFailed, ExitCode: math.MaxInt32 + 1}, "wire: task_status.exit_code"},
+		{"round over int32", market.NoBid{Auction: market.AuctionID{Key: key, Round: math.MaxInt32 + 1}, Bidder: bidder}, "wire: no_bid.auction.round"},
+		{"invalid UTF-8 reason", market.NoBid{Auction: aid, Bidder: bidder, Reason: "\xff"}, "wire: no_bid.reason: not valid UTF-8"},
+		{"over MaxMessageBytes", market.Award{Auction: aid, Manager: manager, Task: big, Bid: fullBid()}, "over the size limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Encode(tc.msg)
+			if err == nil {
+				t.Fatalf("Encode accepted it (%d bytes)", len(b))
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEncodeLimitsAreDecodeLimits checks that the largest values Encode
+// accepts also decode: a message at every field's limit.
+func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
+	s := fullSpec()
+	s.Key = market.TaskKey{Job: strings.Repeat("j", MaxJobIDLen), Task: strings.Repeat("t", MaxTaskNameLen), Replica: MaxReplica}
+	s.Type = strings.Repeat("т", MaxTypeLen)
+	s.Priority = MaxPriority
+	s.Estimate, s.Timeout, s.CheckpointInterval = MaxDuration, MaxDuration, MaxDuration
+	s.Request.CPU, s.Request.Memory, s.Request.Disk = MaxCPUMilli, MaxBytes, MaxBytes
+	s.Request.GPU = resource.GPURequest{Count: MaxGPUCount, Share: MaxGPUShareMilli, Memory: MaxBytes, Model: strings.Repeat("m", MaxModelLen)}
+	s.Request.Devices = nil
+	for i := range MaxDevices {
+		s.Request.Devices = append(s.Request.Devices, resource.DeviceRequest{Kind: strings.Repeat("k", i+1), Count: MaxDeviceCount})
+	}
+	s.Request.Site = strings.Repeat("s", MaxSiteLen)
+	s.Command = make([]string, MaxCommandArgs)
+	for i := range s.Command {
+		s.Command[i] = strings.Repeat("a", MaxCommandBytes/MaxCommandArgs)
+	}
+	s.Attempt = MaxCounter
+	m := market.Award{Auction: market.AuctionID{Key: s.Key, Epoch: math.MaxUint64, Round: MaxCounter}, Manager: manager, Task: s,
+		Bid: market.Bid{Auction: aid, Bidder: market.NodeID(strings.Repeat("b", MaxNodeIDLen)), Finish: time.Unix(0, math.MaxInt64).UTC()}}
+	b, err := Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatal("round trip at the limits differs")
+	}
+}
+
+// TestFixturesFillEveryField guards the round trip against new fields:
+// every field of the "full" fixtures must be set, so that a field added
+// to a market message and not carried by the wire fails TestRoundTrip.
+func TestFixturesFillEveryField(t *testing.T) {
+	tests := []struct {
+		msg    market.Msg
+		exempt string // a field legitimately zero, covered by another row
+	}{
+		{market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}, "Task.Request.GPU.Share"},
+		{fullBid(), ""},
+		{market.NoBid{Auction: aid, Bidder: bidder, Reason: "r", Permanent: true}, ""},
+		{market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}, "Task.TaskOffer.Request.GPU.Share"},
+		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
+		{roundTrips()[10].msg, ""},
+		{market.CancelTask{Key: key, Epoch: 7, Reason: "r"}, ""},
+	}
+	for _, tc := range tests {
+		var walk func(v reflect.Value, path string)
+		walk = func(v reflect.Value, path string) {
+			if path == tc.exempt {
+				return
+			}
+			if v.Kind() == reflect.Struct && v.Type() != reflect.TypeOf(time.Time{}) {
+				for i := range v.NumField() {
+					p := v.Type().Field(i).Name
+					if path != "" {
+						p = path + "." + p
+					}
+					walk(v.Field(i), p)
+				}
+				return
+			}
+			if v.IsZero() {
+				t.Errorf("%T fixture leaves %s zero: set it so that the round trip covers it", tc.msg, path)
+			}
+		}
+		walk(reflect.ValueOf(tc.msg), "")
+	}
+	if s := shareOffer().Request.GPU.Share; s == 0 {
+		t.Error("shareOffer must set the GPU share")
+	}
+}

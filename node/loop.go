@@ -1,0 +1,267 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/predict"
+	"github.com/agora-sched/agora/runtime"
+)
+
+// Limits of the event loop.
+const (
+	// loopQueue bounds the events waiting for the loop; network input is
+	// dropped (and recovered by the core's timeouts) when it is full.
+	loopQueue = 8192
+	// tickEvery is how often the loop ticks the market.
+	tickEvery = 10 * time.Millisecond
+	// historySaveEvery is how often a changed runtime history is saved.
+	historySaveEvery = 5 * time.Second
+)
+
+// The loop owns the market: every call into it runs on the loop goroutine,
+// in the order events arrived, followed by carrying out its effects. This
+// is the one place where the pure core meets I/O.
+
+// exec queues fn to run on the loop. It never blocks: when the queue is
+// full the event is dropped and false returned.
+func (n *Node) exec(fn func()) bool {
+	select {
+	case n.events <- fn:
+		return true
+	default:
+		log.Warnw("event loop queue full; dropping an event")
+		return false
+	}
+}
+
+// call runs fn on the loop and waits for it.
+func (n *Node) call(fn func()) error {
+	done := make(chan struct{})
+	select {
+	case n.events <- func() { fn(); close(done) }:
+	case <-n.ctx.Done():
+		return fmt.Errorf("node is shutting down")
+	}
+	select {
+	case <-done:
+		return nil
+	case <-n.ctx.Done():
+		return fmt.Errorf("node is shutting down")
+	}
+}
+
+func (n *Node) loop() {
+	defer n.wg.Done()
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	lastSave := time.Now()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case fn := <-n.events:
+			fn()
+		case now := <-t.C:
+			n.mkt.Tick(now)
+			if n.historyDirty && now.Sub(lastSave) > historySaveEvery {
+				n.saveHistory()
+				lastSave = now
+			}
+		}
+		n.apply(n.mkt.Ready())
+		n.publishState()
+	}
+}
+
+// publishState copies what the adverts need out of the market and asks
+// gossip to publish early when it changed a lot.
+func (n *Node) publishState() {
+	free, q, wait := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.PredictedWait(time.Now())
+	n.mu.Lock()
+	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q
+	n.free, n.queue, n.wait = free, q, wait
+	n.mu.Unlock()
+	if changed && n.gossip != nil {
+		n.gossip.Nudge()
+	}
+}
+
+// apply carries out the market's effects in order.
+func (n *Node) apply(effects []market.Effect) {
+	for _, e := range effects {
+		switch x := e.(type) {
+		case market.SaveJob:
+			if err := n.jobs.Put(x.Job.ID, x.Job); err != nil {
+				log.Errorw("save job", "job", x.Job.ID, "err", err)
+			}
+		case market.Send:
+			n.tr.send(x.To, x.Msg)
+		case market.Broadcast:
+			n.broadcast(x.Msg)
+		case market.StartTask:
+			n.startTask(x)
+		case market.StopTask:
+			if !n.runner.Stop(runID(x.Key, x.Epoch), x.Reason) {
+				log.Debugw("stop of a task not running", "task", x.Key)
+			}
+		case market.RecordRuntime:
+			n.historyDirty = true
+		case market.Event:
+			line := x.Time.UTC().Format(time.RFC3339Nano) + " " + x.Text + "\n"
+			if _, err := n.store.AppendLog(eventsStream(x.Job), []byte(line)); err != nil {
+				log.Warnw("append event", "err", err)
+			}
+			log.Debugw("market", "job", x.Job, "event", x.Text)
+		}
+	}
+}
+
+func runID(k market.TaskKey, epoch uint64) string {
+	return k.String() + "@" + strconv.FormatUint(epoch, 10)
+}
+
+func eventsStream(job string) string { return "events/" + job }
+
+// logStream names the combined output of one attempt of a task replica.
+func logStream(k market.TaskKey, attempt int) string {
+	return fmt.Sprintf("task/%s/%s/%d/%d", k.Job, k.Task, k.Replica, attempt)
+}
+
+// execution is the executor-side record of a task attempt it ran, kept so
+// that logs can be served from this node.
+type execution struct {
+	Key      market.TaskKey `json:"key"`
+	Attempt  int            `json:"attempt"`
+	Epoch    uint64         `json:"epoch"`
+	Stream   string         `json:"stream"`
+	CPUMilli int64          `json:"cpu_milli"`
+	GPUs     []int          `json:"gpus,omitempty"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished,omitzero"`
+	ExitCode int            `json:"exit_code"`
+	Reason   string         `json:"reason,omitempty"`
+}
+
+func (n *Node) startTask(st market.StartTask) {
+	k := st.Task.Key
+	dir := filepath.Join(n.cfg.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
+	spec := runtime.Spec{
+		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
+		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
+		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: n.mkt.Config().PreemptGrace,
+		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
+	}
+	if st.Task.CheckpointInterval > 0 {
+		spec.CheckpointDir = filepath.Join(dir, "checkpoint")
+		_ = os.MkdirAll(spec.CheckpointDir, 0o700)
+	}
+	stream := logStream(k, st.Task.Attempt)
+	ex := execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs}
+	if err := n.execs.Put(stream, ex); err != nil {
+		log.Warnw("save execution", "err", err)
+	}
+	sink := runtime.LogSinkFunc(func(_ string, data []byte) {
+		if _, err := n.store.AppendLog(stream, data); err != nil {
+			log.Warnw("append log", "task", k, "err", err)
+		}
+	})
+	epoch := st.Task.Epoch
+	done := func(r runtime.Result) {
+		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
+		if err := n.execs.Put(stream, ex); err != nil {
+			log.Warnw("save execution", "err", err)
+		}
+		for !n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, r.ExitCode, r.Reason) }) {
+			if n.ctx.Err() != nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	log.Infow("starting task", "task", k, "attempt", st.Task.Attempt, "epoch", epoch, "gpus", st.Alloc.GPUs)
+	if err := n.runner.Start(runID(k, epoch), spec, sink, done); err != nil {
+		log.Errorw("start task", "task", k, "err", err)
+		go done(runtime.Result{ExitCode: -1, Reason: "start: " + err.Error(), Finished: time.Now()})
+	}
+}
+
+// saveHistory persists the runtime predictor's state.
+func (n *Node) saveHistory() {
+	b, err := json.Marshal(n.mkt.History())
+	if err == nil {
+		err = n.store.PutMeta("predict", string(b))
+	}
+	if err != nil {
+		log.Warnw("save prediction history", "err", err)
+		return
+	}
+	n.historyDirty = false
+}
+
+func (n *Node) loadHistory() []predict.TypeStats {
+	v, ok, err := n.store.GetMeta("predict")
+	if err != nil || !ok {
+		return nil
+	}
+	var st []predict.TypeStats
+	if json.Unmarshal([]byte(v), &st) != nil {
+		return nil
+	}
+	return st
+}
+
+// marketConfig builds the market's configuration from the node's.
+func (n *Node) marketConfig() market.Config {
+	mc := n.cfg.Market
+	mc.Self = market.NodeID(n.host.ID().String())
+	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
+	return mc
+}
+
+// peerFromAdvert converts a gossip member to the market's view of it.
+func peerFromAdvertFields(id string, site string, labels map[string]string, capv, free resource.Vector, queue int, wait time.Duration) market.Peer {
+	return market.Peer{ID: market.NodeID(id), Site: site, Labels: labels, Capacity: capv, Free: free, Queue: queue, PredictedWait: wait}
+}
+
+// PeakCPU reports, from this node's runtime records of a job's attempts,
+// the most CPUs (rounded up) they held at once and how many attempts ran
+// here. Tests use it to prove the node never over-committed.
+func (n *Node) PeakCPU(job string) (peak, runs int) {
+	exs, err := n.execs.List("task/" + job + "/")
+	if err != nil {
+		return 0, 0
+	}
+	type ev struct {
+		at  time.Time
+		cpu int64
+	}
+	var evs []ev
+	for _, e := range exs {
+		end := e.Value.Finished
+		if end.IsZero() {
+			end = time.Now()
+		}
+		evs = append(evs, ev{e.Value.Started, e.Value.CPUMilli}, ev{end, -e.Value.CPUMilli})
+	}
+	sort.Slice(evs, func(i, j int) bool {
+		if !evs[i].at.Equal(evs[j].at) {
+			return evs[i].at.Before(evs[j].at)
+		}
+		return evs[i].cpu < evs[j].cpu // ends before starts at the same instant
+	})
+	var cur, best int64
+	for _, e := range evs {
+		cur += e.cpu
+		best = max(best, cur)
+	}
+	return int((best + 999) / 1000), len(exs)
+}

@@ -1,0 +1,251 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+)
+
+// QueryProtocol answers questions about jobs from other peers: a job's
+// record (status), a task attempt's logs, or a cancel request. One query
+// and one reply per stream.
+const QueryProtocol = protocol.ID("/agora/query/1.0.0")
+
+// Limits of queries.
+const (
+	queryTimeout     = 3 * time.Second
+	maxQueryReply    = 4 << 20
+	maxLogReplyBytes = 1 << 20
+	queryFanoutLimit = 64 // peers asked at once when looking for a job
+)
+
+// logsReply is the JSON body of a "logs" QueryReply.
+type logsReply struct {
+	Data string `json:"data"`
+	Next uint64 `json:"next"`
+	Done bool   `json:"done"`
+}
+
+func (n *Node) handleQuery(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(queryTimeout))
+	r := bufio.NewReader(s)
+	b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
+	if err != nil {
+		return
+	}
+	q, err := wire.DecodeQuery(b)
+	var rep wire.QueryReply
+	if err != nil {
+		rep.Error = err.Error()
+	} else {
+		rep = n.answer(q)
+	}
+	out, err := wire.EncodeQueryReply(rep)
+	if err != nil {
+		log.Warnw("encode query reply", "err", err)
+		_ = s.Reset()
+		return
+	}
+	w := bufio.NewWriter(s)
+	if wire.WriteFrame(w, out) == nil {
+		_ = w.Flush()
+	}
+}
+
+// answer serves one query from local state.
+func (n *Node) answer(q wire.Query) wire.QueryReply {
+	switch q.Kind {
+	case "status":
+		j, ok := n.localJob(q.Job)
+		if !ok {
+			return wire.QueryReply{}
+		}
+		body, err := json.Marshal(j)
+		if err != nil {
+			return wire.QueryReply{Error: err.Error()}
+		}
+		return wire.QueryReply{Found: true, Body: body}
+	case "logs":
+		k := market.TaskKey{Job: q.Job, Task: q.Task, Replica: int(q.Replica)}
+		lr, ok, err := n.readLocalLog(k, int(q.Attempt), q.From, int(q.MaxBytes))
+		if err != nil {
+			return wire.QueryReply{Error: err.Error()}
+		}
+		if !ok {
+			return wire.QueryReply{}
+		}
+		body, _ := json.Marshal(lr)
+		return wire.QueryReply{Found: true, Body: body}
+	case "cancel":
+		found, err := n.cancelLocal(q.Job)
+		if err != nil {
+			return wire.QueryReply{Found: found, Error: err.Error()}
+		}
+		return wire.QueryReply{Found: found}
+	}
+	return wire.QueryReply{Error: "unknown query kind " + q.Kind}
+}
+
+// ask sends one query to one peer and returns its reply.
+func (n *Node) ask(ctx context.Context, p peer.ID, q wire.Query) (wire.QueryReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	s, err := n.host.NewStream(ctx, p, QueryProtocol)
+	if err != nil {
+		return wire.QueryReply{}, err
+	}
+	defer s.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(dl)
+	}
+	b, err := wire.EncodeQuery(q)
+	if err != nil {
+		return wire.QueryReply{}, err
+	}
+	w := bufio.NewWriter(s)
+	if err := wire.WriteFrame(w, b); err != nil {
+		return wire.QueryReply{}, err
+	}
+	if err := w.Flush(); err != nil {
+		return wire.QueryReply{}, err
+	}
+	_ = s.CloseWrite()
+	rb, err := wire.ReadFrame(bufio.NewReader(s), maxQueryReply)
+	if err != nil {
+		return wire.QueryReply{}, err
+	}
+	return wire.DecodeQueryReply(rb)
+}
+
+// errNotFound means no reachable peer knows the job.
+var errNotFound = errors.New("not found")
+
+// findJob returns a job record from this node or, failing that, from the
+// first live peer that manages it.
+func (n *Node) findJob(ctx context.Context, id string) (market.JobRecord, error) {
+	if j, ok := n.localJob(id); ok {
+		return j, nil
+	}
+	rep, _, err := n.fanout(ctx, wire.Query{Kind: "status", Job: id})
+	if err != nil {
+		return market.JobRecord{}, err
+	}
+	var j market.JobRecord
+	if err := json.Unmarshal(rep.Body, &j); err != nil {
+		return market.JobRecord{}, fmt.Errorf("bad job record from peer: %w", err)
+	}
+	return j, nil
+}
+
+// fanout asks every live peer (up to a limit) and returns the first reply
+// with Found set, and who gave it.
+func (n *Node) fanout(ctx context.Context, q wire.Query) (wire.QueryReply, peer.ID, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	type res struct {
+		rep wire.QueryReply
+		p   peer.ID
+	}
+	found := make(chan res, 1)
+	var wg sync.WaitGroup
+	for i, m := range n.Peers() {
+		if i >= queryFanoutLimit {
+			break
+		}
+		wg.Add(1)
+		go func(p peer.ID) {
+			defer wg.Done()
+			rep, err := n.ask(ctx, p, q)
+			if err == nil && rep.Found {
+				select {
+				case found <- res{rep, p}:
+				default:
+				}
+			}
+		}(m.Advert.Peer)
+	}
+	go func() { wg.Wait(); close(found) }()
+	r, ok := <-found
+	if !ok {
+		return wire.QueryReply{}, "", errNotFound
+	}
+	return r.rep, r.p, nil
+}
+
+// localJob reads a job this node manages: from the market, else the store.
+func (n *Node) localJob(id string) (market.JobRecord, bool) {
+	var j market.JobRecord
+	var ok bool
+	if err := n.call(func() { j, ok = n.mkt.Job(id) }); err == nil && ok {
+		return j, true
+	}
+	j, ok, _ = n.jobs.Get(id)
+	return j, ok
+}
+
+// cancelLocal cancels a job this node manages.
+func (n *Node) cancelLocal(id string) (bool, error) {
+	var found bool
+	var err error
+	cerr := n.call(func() {
+		if _, ok := n.mkt.Job(id); !ok {
+			return
+		}
+		found = true
+		err = n.mkt.Cancel(time.Now(), id, "cancelled by user")
+	})
+	if cerr != nil {
+		return false, cerr
+	}
+	return found, err
+}
+
+// readLocalLog reads an attempt's output from this node's store; attempt
+// 0 means the latest attempt this node ran.
+func (n *Node) readLocalLog(k market.TaskKey, attempt int, from uint64, maxBytes int) (logsReply, bool, error) {
+	if attempt <= 0 {
+		prefix := fmt.Sprintf("task/%s/%s/%d/", k.Job, k.Task, k.Replica)
+		exs, err := n.execs.List(prefix)
+		if err != nil {
+			return logsReply{}, false, err
+		}
+		for _, e := range exs {
+			attempt = max(attempt, e.Value.Attempt)
+		}
+		if attempt == 0 {
+			return logsReply{}, false, nil
+		}
+	}
+	stream := logStream(k, attempt)
+	ex, ok, err := n.execs.Get(stream)
+	if err != nil || !ok {
+		return logsReply{}, false, err
+	}
+	if from == 0 {
+		from = 1
+	}
+	if maxBytes <= 0 || maxBytes > maxLogReplyBytes {
+		maxBytes = maxLogReplyBytes
+	}
+	chunks, next, err := n.store.ReadLog(stream, from, maxBytes)
+	if err != nil {
+		return logsReply{}, false, err
+	}
+	var data []byte
+	for _, c := range chunks {
+		data = append(data, c.Data...)
+	}
+	return logsReply{Data: string(data), Next: next, Done: !ex.Finished.IsZero()}, true, nil
+}

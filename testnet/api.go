@@ -1,0 +1,82 @@
+package testnet
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/agora-sched/agora/node"
+)
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// API sends one request to the node's HTTP API and returns the status code
+// and body.
+func (nd *Node) API(method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+nd.APIAddr()+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// Submit posts a job spec and returns the job ID.
+func (nd *Node) Submit(specText string) (string, error) {
+	code, b, err := nd.API("POST", "/v1/jobs", []byte(specText))
+	if err != nil {
+		return "", err
+	}
+	if code != http.StatusCreated {
+		return "", fmt.Errorf("submit: %d: %s", code, b)
+	}
+	var r struct{ ID string }
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", err
+	}
+	return r.ID, nil
+}
+
+// Status asks the node for a job's status.
+func (nd *Node) Status(id string) (node.JobStatus, error) {
+	var s node.JobStatus
+	code, b, err := nd.API("GET", "/v1/jobs/"+id, nil)
+	if err != nil {
+		return s, err
+	}
+	if code != http.StatusOK {
+		return s, fmt.Errorf("status: %d: %s", code, b)
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+// Logs asks the node for a job's logs.
+func (nd *Node) Logs(id, query string) (node.LogsResponse, error) {
+	var s node.LogsResponse
+	code, b, err := nd.API("GET", "/v1/jobs/"+id+"/logs"+query, nil)
+	if err != nil {
+		return s, err
+	}
+	if code != http.StatusOK {
+		return s, fmt.Errorf("logs: %d: %s", code, b)
+	}
+	return s, json.Unmarshal(b, &s)
+}
+
+// PeakCPU reports, from the node's runtime records of a job, the largest
+// number of CPUs its tasks held at once and how many attempts ran here.
+func (nd *Node) PeakCPU(job string) (peak, runs int) {
+	return nd.Node.PeakCPU(job)
+}
