@@ -31,7 +31,7 @@ bench:
 
 # Regenerate protobuf code (committed, so building never needs protoc).
 proto:
-	cd gossip/pb && protoc --go_out=. --go_opt=paths=source_relative agora.proto
+	cd gossip/pb && protoc --go_out=. --go_opt=paths=source_relative agora.proto market.proto
 
 clean:
 	rm -rf bin

@@ -12,6 +12,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/predict"
+	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/runtime"
 )
 
@@ -176,6 +177,7 @@ func (n *Node) startTask(st market.StartTask) {
 	})
 	epoch := st.Task.Epoch
 	done := func(r runtime.Result) {
+		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
 		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
 		if err := n.execs.Put(stream, ex); err != nil {
 			log.Warnw("save execution", "err", err)

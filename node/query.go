@@ -41,7 +41,7 @@ func (n *Node) handleQuery(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(queryTimeout))
 	r := bufio.NewReader(s)
-	b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
+	b, err := wire.ReadFrame(r, wire.MaxQueryBytes)
 	if err != nil {
 		return
 	}
@@ -52,6 +52,7 @@ func (n *Node) handleQuery(s network.Stream) {
 	} else {
 		rep = n.answer(q)
 	}
+	rep.Error = wire.ClipText(rep.Error, wire.MaxErrorLen)
 	out, err := wire.EncodeQueryReply(rep)
 	if err != nil {
 		log.Warnw("encode query reply", "err", err)
@@ -122,7 +123,7 @@ func (n *Node) ask(ctx context.Context, p peer.ID, q wire.Query) (wire.QueryRepl
 		return wire.QueryReply{}, err
 	}
 	_ = s.CloseWrite()
-	rb, err := wire.ReadFrame(bufio.NewReader(s), maxQueryReply)
+	rb, err := wire.ReadFrame(bufio.NewReader(s), wire.MaxQueryReplyBytes)
 	if err != nil {
 		return wire.QueryReply{}, err
 	}

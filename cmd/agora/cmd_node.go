@@ -6,13 +6,36 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	logging "github.com/ipfs/go-log/v2"
 
+	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node"
 )
+
+// parseWeights reads "U,M,E" into market weights.
+func parseWeights(s string) (market.Weights, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return market.Weights{}, fmt.Errorf("%q: want three comma-separated numbers urgency,match,efficiency", s)
+	}
+	var f [3]float64
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || v < 0 || v > 1000 {
+			return market.Weights{}, fmt.Errorf("%q: %q is not a weight >= 0", s, p)
+		}
+		f[i] = v
+	}
+	if f[0]+f[1]+f[2] == 0 {
+		return market.Weights{}, fmt.Errorf("%q: weights are all zero", s)
+	}
+	return market.Weights{Urgency: f[0], Match: f[1], Efficiency: f[2]}, nil
+}
 
 func init() {
 	register("node", "run an Agora node", cmdNode)
@@ -52,6 +75,11 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
 	fs.BoolVar(&cfg.DisableNVML, "no-nvml", false, "skip NVIDIA GPU discovery")
+	fs.StringVar(&cfg.Market.Scorer, "scorer", "weighted", "bid scorer: "+strings.Join(market.ScorerNames(), ", "))
+	weights := fs.String("weights", "0.4,0.3,0.3", "weights of the weighted scorer: urgency,match,efficiency")
+	fs.IntVar(&cfg.Market.D, "d", 3, "CFP fan-out: candidates invited per auction round (power of d choices)")
+	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", 50*time.Millisecond, "how long a manager waits for bids")
+	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", 10*time.Second, "how long a task may find no bidder before it fails")
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -76,6 +104,20 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 			}
 			cfg.Labels[k] = v
 		}
+	}
+	w, err := parseWeights(*weights)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora node: --weights: %v\n", err)
+		return exitBadUsage
+	}
+	cfg.Market.Weights = w
+	if cfg.Market.D < 1 || cfg.Market.D > 64 {
+		fmt.Fprintf(stderr, "agora node: --d %d out of range 1..64\n", cfg.Market.D)
+		return exitBadUsage
+	}
+	if _, ok := market.Scorers[cfg.Market.Scorer]; !ok {
+		fmt.Fprintf(stderr, "agora node: --scorer %q unknown (have %s)\n", cfg.Market.Scorer, strings.Join(market.ScorerNames(), ", "))
+		return exitBadUsage
 	}
 	if cfg.AdvertInterval < 50*time.Millisecond {
 		fmt.Fprintf(stderr, "agora node: --advert-interval %v is below the 50ms minimum\n", cfg.AdvertInterval)
