@@ -57,6 +57,13 @@ type Config struct {
 	PreemptMargin int
 	// PreemptGrace is the SIGTERM grace given to evicted tasks; 2s.
 	PreemptGrace time.Duration
+	// HoldExpiry is how long a gang hold lasts unless committed; 2s.
+	HoldExpiry time.Duration
+	// GangReserveAfter is how long a gang may wait before it reserves its
+	// chosen nodes against new small tasks; 5s.
+	GangReserveAfter time.Duration
+	// ReserveTTL is how long a gang reservation lasts unless renewed; 10s.
+	ReserveTTL time.Duration
 	// Scorer names the bid scorer (see Scorers); "weighted".
 	Scorer string
 	// Weights of the weighted scorer; DefaultWeights.
@@ -90,6 +97,9 @@ func (c Config) withDefaults() Config {
 	def(&c.PreemptWait, time.Second)
 	def(&c.PreemptGrace, 2*time.Second)
 	def(&c.TickEvery, 10*time.Millisecond)
+	def(&c.HoldExpiry, 2*time.Second)
+	def(&c.GangReserveAfter, 5*time.Second)
+	def(&c.ReserveTTL, 10*time.Second)
 	if c.PreemptMargin <= 0 {
 		c.PreemptMargin = 1
 	}

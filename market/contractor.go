@@ -53,12 +53,15 @@ type contractor struct {
 	runtime  *predict.Runtime
 	load     *predict.Load
 	runs     map[string][2]int // per job type: successes, runs
+	holds    map[TaskKey]*hold
+	reserves map[string]*reservation
 }
 
 func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
 	return contractor{
 		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
 		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
+		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{},
 	}
 }
 
@@ -110,6 +113,9 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 	var evs []ev
 	for _, k := range c.running {
 		evs = append(evs, ev{endOf(k, now), k.spec.Request, k.alloc})
+	}
+	for _, h := range c.holds { // a hold either starts its replica or expires
+		evs = append(evs, ev{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
 	}
 	probe := &contract{spec: TaskSpec{TaskOffer: o}, seq: c.seq + 1}
 	var pending []*contract
@@ -234,7 +240,17 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
 		return
 	}
-	m.send(cfp.Manager, m.makeBid(cfp.Auction, o))
+	b := m.makeBid(cfp.Auction, o)
+	if o.GangSize > 1 {
+		b.Preempt = false
+		if b.Slots = c.gangSlots(o); b.Slots > 0 {
+			b.Start, b.Finish = m.now, m.now.Add(b.Runtime)
+		} else if !b.Start.After(m.now) {
+			b.Start = m.now.Add(time.Millisecond) // room only after reservations
+			b.Finish = b.Start.Add(b.Runtime)
+		}
+	}
+	m.send(cfp.Manager, b)
 }
 
 func (c *contractor) queued(key TaskKey) bool {
@@ -298,7 +314,7 @@ func (m *Market) schedule() {
 	c := &m.c
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
-		al, why := resource.Fit(c.free, k.spec.Request)
+		al, why := resource.Fit(c.availFor(""), k.spec.Request)
 		if why == "" {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			c.free.Take(k.spec.Request, al)
@@ -322,6 +338,12 @@ func (m *Market) schedule() {
 // onCancelTask drops a queued contract or stops a running one.
 func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
 	c := &m.c
+	if h := c.holds[ct.Key]; h != nil && h.k.spec.Epoch == ct.Epoch {
+		delete(c.holds, ct.Key)
+		c.free.Give(h.k.spec.Request, h.k.alloc)
+		m.schedule()
+		return
+	}
 	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch {
 		if k.stopReason == "" {
 			k.stopReason = "cancelled"

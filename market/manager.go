@@ -139,6 +139,8 @@ func (m *Market) Tick(now time.Time) {
 			m.newRound(a)
 		}
 	}
+	m.gangTick()
+	m.expireHolds()
 	m.placeReady()
 }
 
@@ -153,6 +155,12 @@ func (m *Market) placeReady() {
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
 			if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
+				continue
+			}
+			if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+				if t.Key.Replica == 0 {
+					m.placeGang(j, ts.Name, ts.Replicas)
+				}
 				continue
 			}
 			m.openAuction(j, t)
@@ -206,7 +214,25 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 			tried[h.Node] = true
 		}
 	}
-	req := a.offer.Request
+	cands := m.candidates(a.offer.Request, tried)
+	n := m.cfg.D << min(a.id.Round, 10)
+	if len(cands) < m.cfg.D {
+		a.broadcast = true
+		m.emit(Broadcast{Msg: CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}})
+	}
+	for i, c := range cands {
+		if i >= n {
+			break
+		}
+		a.invited[c.id] = true
+		m.send(c.id, CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer})
+	}
+}
+
+// candidates ranks the nodes of the view (this one included) that could
+// ever hold req: nodes in tried last, then by expected wait (0 when the
+// advertised free resources fit now), then at random (seeded).
+func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candidate {
 	var cands []candidate
 	consider := func(id NodeID, site string, labels map[string]string, capv, free resource.Vector, wait time.Duration) {
 		if resource.Constraints(site, labels, req) != "" {
@@ -250,18 +276,7 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 		}
 		return a.tie < b.tie
 	})
-	n := m.cfg.D << min(a.id.Round, 10)
-	if len(cands) < m.cfg.D {
-		a.broadcast = true
-		m.emit(Broadcast{Msg: CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}})
-	}
-	for i, c := range cands {
-		if i >= n {
-			break
-		}
-		a.invited[c.id] = true
-		m.send(c.id, CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer})
-	}
+	return cands
 }
 
 func (m *Market) liveAuction(id AuctionID) *auction {
@@ -273,6 +288,13 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 }
 
 func (m *Market) onBid(b Bid) {
+	if g := m.liveGang(b.Auction); g != nil {
+		if !g.holding && g.nextAt.IsZero() && !g.answered[b.Bidder] {
+			g.answered[b.Bidder] = true
+			g.bids = append(g.bids, b)
+		}
+		return
+	}
 	a := m.liveAuction(b.Auction)
 	if a == nil || a.closed || a.answered[b.Bidder] {
 		return
@@ -283,6 +305,13 @@ func (m *Market) onBid(b Bid) {
 }
 
 func (m *Market) onNoBid(nb NoBid) {
+	if g := m.liveGang(nb.Auction); g != nil {
+		if !g.holding && g.nextAt.IsZero() && !g.answered[nb.Bidder] {
+			g.answered[nb.Bidder] = true
+			g.nobids = append(g.nobids, nb)
+		}
+		return
+	}
 	a := m.liveAuction(nb.Auction)
 	if a == nil || a.closed || a.answered[nb.Bidder] {
 		return
@@ -516,7 +545,17 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		t.State, t.ExitCode, t.Reason, t.Finished = TaskSucceeded, s.ExitCode, "", m.now
 		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
 		m.release(j)
-	case TaskFailed:
+	case TaskFailed, TaskPreempted, TaskCancelled:
+		if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+			m.gangReplicaEnded(j, t, s)
+			break
+		}
+		if s.State != TaskFailed {
+			m.closeAttempt(j, t, s.State, s.ExitCode, s.Reason)
+			m.requeue(j, t, m.now)
+			m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
+			break
+		}
 		m.closeAttempt(j, t, TaskFailed, s.ExitCode, s.Reason)
 		t.Failures++
 		t.ExitCode, t.Reason = s.ExitCode, s.Reason
@@ -534,10 +573,6 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		back := min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax)
 		m.requeue(j, t, m.now.Add(back))
 		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
-	case TaskPreempted, TaskCancelled:
-		m.closeAttempt(j, t, s.State, s.ExitCode, s.Reason)
-		m.requeue(j, t, m.now)
-		m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
 	}
 	m.placeReady()
 }
@@ -600,6 +635,16 @@ func (m *Market) release(j *JobRecord) {
 // endJob moves a job to a terminal state, stopping whatever still runs.
 func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
 	j.State, j.Reason, j.Finished = st, reason, m.now
+	for _, ts := range j.Spec.Tasks {
+		if g := m.gangs[gangID(j.ID, ts.Name)]; g != nil {
+			if g.holding {
+				for r, n := range g.holders {
+					m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
+				}
+			}
+			delete(m.gangs, gangID(j.ID, ts.Name))
+		}
+	}
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		if t.State.Terminal() {

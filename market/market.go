@@ -41,6 +41,7 @@ type Market struct {
 	jobs     map[string]*JobRecord
 	jobOrder []string
 	auctions map[TaskKey]*auction
+	gangs    map[string]*gangAuction
 	view     map[NodeID]*Peer
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
@@ -63,7 +64,7 @@ func New(cfg Config) (*Market, error) {
 	}
 	return &Market{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
-		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, view: map[NodeID]*Peer{},
+		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
 	}, nil
 }
@@ -160,6 +161,16 @@ func (m *Market) step(from NodeID, msg Msg) {
 		m.onTaskStatus(x)
 	case CancelTask:
 		m.onCancelTask(from, x)
+	case Hold:
+		m.onHold(x)
+	case HoldReply:
+		m.onHoldReply(x)
+	case Commit:
+		m.onCommit(x)
+	case Release:
+		m.onRelease(x)
+	case Reserve:
+		m.onReserve(x)
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
 	}
@@ -189,6 +200,10 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
 			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
+				if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+					m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: "executor " + string(id) + " is gone"})
+					continue
+				}
 				m.closeAttempt(j, t, TaskFailed, -1, "executor "+string(id)+" is gone")
 				m.requeue(j, t, m.now)
 				m.event(j.ID, fmt.Sprintf("%s: executor %s gone; placing again", t.Key, id))
@@ -198,6 +213,11 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 	for _, a := range m.auctions {
 		if a.invited[id] && !a.answered[id] {
 			a.answered[id] = true
+		}
+	}
+	for _, g := range m.gangs {
+		if g.invited[id] && !g.answered[id] {
+			g.answered[id] = true
 		}
 	}
 }

@@ -14,7 +14,12 @@ type Msg interface{ msgKind() string }
 // TaskOffer is what a CFP tells bidders about a task: enough to judge
 // feasibility and to bid, not the command.
 type TaskOffer struct {
-	Key      TaskKey          `json:"key"`
+	Key TaskKey `json:"key"`
+	// GangSize is the number of replicas that must start together (0 or
+	// 1: not a gang); the offer then stands for the whole gang and Key
+	// names replica 0. Pack lets several replicas share a node.
+	GangSize int              `json:"gang_size,omitempty"`
+	Pack     bool             `json:"pack,omitempty"`
 	Type     string           `json:"type"`
 	Priority int              `json:"priority"`
 	Deadline time.Time        `json:"deadline,omitzero"`
@@ -31,6 +36,10 @@ type TaskSpec struct {
 	CheckpointInterval time.Duration     `json:"checkpoint_interval_ns,omitempty"`
 	Epoch              uint64            `json:"epoch"`
 	Attempt            int               `json:"attempt"`
+	// Rank and Peers are set for gang replicas: this replica's rank and
+	// the nodes of all replicas in rank order (AGORA_RANK, AGORA_PEERS).
+	Rank  int      `json:"rank,omitempty"`
+	Peers []NodeID `json:"peers,omitempty"`
 }
 
 // CFP is a manager's call for proposals for one task replica.
@@ -51,6 +60,9 @@ type Bid struct {
 	Finish  time.Time     `json:"finish"`
 	Runtime time.Duration `json:"runtime_ns"`
 	Preempt bool          `json:"preempt,omitempty"`
+	// Slots is, for a gang CFP, how many replicas the bidder could start
+	// now (at most 1 unless the gang may pack).
+	Slots int `json:"slots,omitempty"`
 }
 
 // NoBid is a contractor's refusal with the reason. Permanent means the
@@ -98,6 +110,56 @@ type CancelTask struct {
 	Epoch  uint64  `json:"epoch"`
 	Reason string  `json:"reason"`
 }
+
+// Hold asks a gang member to set aside, now, the resources of one
+// replica until Expires (phase one of a gang start).
+type Hold struct {
+	Auction AuctionID `json:"auction"`
+	Manager NodeID    `json:"manager"`
+	Task    TaskSpec  `json:"task"`
+	Expires time.Time `json:"expires"`
+}
+
+// HoldReply says whether the hold was taken.
+type HoldReply struct {
+	Auction AuctionID `json:"auction"`
+	Bidder  NodeID    `json:"bidder"`
+	Replica int       `json:"replica"`
+	OK      bool      `json:"ok"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// Commit turns a hold into a running replica (phase two), with its rank
+// and the gang's nodes in rank order.
+type Commit struct {
+	Key   TaskKey  `json:"key"`
+	Epoch uint64   `json:"epoch"`
+	Rank  int      `json:"rank"`
+	Peers []NodeID `json:"peers"`
+}
+
+// Release gives up a hold.
+type Release struct {
+	Key   TaskKey `json:"key"`
+	Epoch uint64  `json:"epoch"`
+}
+
+// Reserve asks a node to stop starting tasks that would take the
+// resources a starving gang replica needs, until Until (a backfill-aware
+// reservation); a later Reserve renews it, Until in the past cancels it.
+type Reserve struct {
+	Auction  AuctionID        `json:"auction"`
+	Manager  NodeID           `json:"manager"`
+	Request  resource.Request `json:"request"`
+	Priority int              `json:"priority"`
+	Until    time.Time        `json:"until"`
+}
+
+func (Hold) msgKind() string      { return "hold" }
+func (HoldReply) msgKind() string { return "hold_reply" }
+func (Commit) msgKind() string    { return "commit" }
+func (Release) msgKind() string   { return "release" }
+func (Reserve) msgKind() string   { return "reserve" }
 
 func (CFP) msgKind() string        { return "cfp" }
 func (Bid) msgKind() string        { return "bid" }

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
@@ -160,6 +164,18 @@ func (n *Node) startTask(st market.StartTask) {
 		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: n.mkt.Config().PreemptGrace,
 		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
 	}
+	if len(st.Task.Peers) > 0 {
+		hosts := make([]string, len(st.Task.Peers))
+		for i, p := range st.Task.Peers {
+			hosts[i] = n.hostOf(p)
+		}
+		spec.ExtraEnv = map[string]string{
+			"AGORA_RANK":        strconv.Itoa(st.Task.Rank),
+			"AGORA_WORLD_SIZE":  strconv.Itoa(len(hosts)),
+			"AGORA_PEERS":       strings.Join(hosts, ","),
+			"AGORA_MASTER_ADDR": hosts[0],
+		}
+	}
 	if st.Task.CheckpointInterval > 0 {
 		spec.CheckpointDir = filepath.Join(dir, "checkpoint")
 		_ = os.MkdirAll(spec.CheckpointDir, 0o700)
@@ -266,4 +282,29 @@ func (n *Node) PeakCPU(job string) (peak, runs int) {
 		best = max(best, cur)
 	}
 	return int((best + 999) / 1000), len(exs)
+}
+
+// hostOf is the IP address other replicas reach a node's host at: the
+// first IP of its listen addresses (for this node) or of the addresses the
+// peerstore knows for it, IPv4 first.
+func (n *Node) hostOf(id market.NodeID) string {
+	var addrs []ma.Multiaddr
+	if string(id) == n.host.ID().String() {
+		addrs = n.host.Addrs()
+	} else if p, err := peer.Decode(string(id)); err == nil {
+		addrs = n.host.Peerstore().Addrs(p)
+	}
+	var v6 string
+	for _, a := range addrs {
+		if ip, err := a.ValueForProtocol(ma.P_IP4); err == nil {
+			return ip
+		}
+		if ip, err := a.ValueForProtocol(ma.P_IP6); err == nil && v6 == "" {
+			v6 = ip
+		}
+	}
+	if v6 != "" {
+		return v6
+	}
+	return string(id)
 }

@@ -155,6 +155,12 @@ func sender(msg market.Msg) market.NodeID {
 		return x.Bidder
 	case market.TaskStatus:
 		return x.Node
+	case market.Hold:
+		return x.Manager
+	case market.HoldReply:
+		return x.Bidder
+	case market.Reserve:
+		return x.Manager
 	}
 	return ""
 }

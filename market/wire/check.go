@@ -109,6 +109,36 @@ func checkMsg(m market.Msg) error {
 			checkKey("cancel_task.key", x.Key),
 			checkReason("cancel_task.reason", x.Reason),
 		)
+	case market.Hold:
+		return firstErr(
+			checkAuction("hold.auction", x.Auction),
+			checkNodeID("hold.manager", x.Manager),
+			checkSpec("hold.task", x.Task),
+			checkRequiredTime("hold.expires_unix_nano", x.Expires),
+		)
+	case market.HoldReply:
+		return firstErr(
+			checkAuction("hold_reply.auction", x.Auction),
+			checkNodeID("hold_reply.bidder", x.Bidder),
+			checkRange("hold_reply.replica", x.Replica, 0, MaxReplica),
+			checkReason("hold_reply.reason", x.Reason),
+		)
+	case market.Commit:
+		return firstErr(
+			checkKey("commit.key", x.Key),
+			checkRange("commit.rank", x.Rank, 0, MaxRank),
+			checkPeers("commit.peers", x.Peers),
+		)
+	case market.Release:
+		return checkKey("release.key", x.Key)
+	case market.Reserve:
+		return firstErr(
+			checkAuction("reserve.auction", x.Auction),
+			checkNodeID("reserve.manager", x.Manager),
+			checkRequest("reserve.request", x.Request),
+			checkRange("reserve.priority", x.Priority, MinPriority, MaxPriority),
+			checkTime("reserve.until_unix_nano", x.Until),
+		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)
 }
@@ -141,6 +171,7 @@ func checkBid(p string, b market.Bid) error {
 		checkTime(join(p, "start_unix_nano"), b.Start),
 		checkTime(join(p, "finish_unix_nano"), b.Finish),
 		checkRuntime(join(p, "runtime_ns"), b.Runtime),
+		checkRange(join(p, "slots"), b.Slots, 0, MaxSlots),
 	)
 }
 
@@ -307,6 +338,19 @@ func checkTime(p string, t time.Time) error {
 	return nil
 }
 
+// checkRequiredTime checks a time that must be set: strictly after the
+// Unix epoch and representable in int64 nanoseconds.
+func checkRequiredTime(p string, t time.Time) error {
+	if t.IsZero() {
+		return bad(p, "required")
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return bad(p, "%s out of range (want a time after the Unix epoch and before %s)",
+			t.UTC().Format(time.RFC3339Nano), maxTime.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // checkDuration checks an optional duration: 0 (none) up to MaxDuration.
 func checkDuration(p string, d time.Duration) error {
 	switch {
@@ -335,6 +379,7 @@ func checkOffer(p string, o market.TaskOffer) error {
 		checkTime(join(p, "deadline_unix_nano"), o.Deadline),
 		checkDuration(join(p, "estimate_ns"), o.Estimate),
 		checkRequest(join(p, "request"), o.Request),
+		checkRange(join(p, "gang_size"), o.GangSize, 0, MaxGangSize),
 	)
 }
 
@@ -347,7 +392,23 @@ func checkSpec(p string, s market.TaskSpec) error {
 		checkDuration(join(p, "timeout_ns"), s.Timeout),
 		checkDuration(join(p, "checkpoint_interval_ns"), s.CheckpointInterval),
 		checkRange(join(p, "attempt"), s.Attempt, 0, MaxCounter),
+		checkRange(join(p, "rank"), s.Rank, 0, MaxRank),
+		checkPeers(join(p, "peers"), s.Peers),
 	)
+}
+
+// checkPeers checks a gang's peer list: at most MaxPeers node IDs, each
+// valid.
+func checkPeers(p string, peers []market.NodeID) error {
+	if len(peers) > MaxPeers {
+		return bad(p, "%d node IDs, over the limit of %d", len(peers), MaxPeers)
+	}
+	for i, id := range peers {
+		if err := checkNodeID(index(p, i), id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkCommand checks an argv.

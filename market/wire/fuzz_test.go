@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/agora-sched/agora/market"
 )
 
 // FuzzDecode checks that Decode never panics, and that whatever it
@@ -20,6 +23,20 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add(invalidUTF8())
+	// Gang messages at the edges: a commit with the most peers, and
+	// envelopes holding each new message with no fields set.
+	peers := make([]market.NodeID, MaxPeers)
+	for i := range peers {
+		peers[i] = market.NodeID(fmt.Sprintf("n%d", i))
+	}
+	b, err := Encode(market.Commit{Key: key, Epoch: 1, Rank: MaxRank, Peers: peers})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	for tag := byte(9); tag <= 13; tag++ {
+		f.Add([]byte{0x08, 0x01, tag<<3 | 2, 0x00})
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Decode(b)
 		if err != nil {

@@ -36,7 +36,7 @@ const (
 	// MaxNodeIDLen is the longest node ID (libp2p peer ID text), in bytes.
 	MaxNodeIDLen = 128
 	// MaxReasonLen is the longest reason text in a NoBid, AwardReply,
-	// TaskStatus or CancelTask, in bytes.
+	// TaskStatus, CancelTask or HoldReply, in bytes.
 	MaxReasonLen = 4096
 	// MaxErrorLen is the longest QueryReply error text, in bytes.
 	MaxErrorLen = 4096
@@ -51,6 +51,14 @@ const (
 	MaxPriority = spec.MaxPriority
 	// MaxReplica is the highest replica index.
 	MaxReplica = spec.MaxReplicas - 1
+	// MaxGangSize is the largest gang: every replica of a task.
+	MaxGangSize = spec.MaxReplicas
+	// MaxRank is the highest rank of a gang replica.
+	MaxRank = MaxGangSize - 1
+	// MaxPeers is the most node IDs in a gang's peer list, one a replica.
+	MaxPeers = MaxGangSize
+	// MaxSlots is the most replicas of a gang one bid may offer to start.
+	MaxSlots = MaxGangSize
 	// MaxCounter bounds auction rounds and attempt numbers (they travel
 	// as int32).
 	MaxCounter = math.MaxInt32

@@ -52,6 +52,19 @@ func Encode(m market.Msg) ([]byte, error) {
 		}}
 	case market.CancelTask:
 		env.Body = &pb.Envelope_CancelTask{CancelTask: &pb.CancelTask{Key: keyToPB(x.Key), Epoch: x.Epoch, Reason: x.Reason}}
+	case market.Hold:
+		env.Body = &pb.Envelope_Hold{Hold: &pb.Hold{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), ExpiresUnixNano: timeToPB(x.Expires)}}
+	case market.HoldReply:
+		env.Body = &pb.Envelope_HoldReply{HoldReply: &pb.HoldReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Replica: int32(x.Replica), Ok: x.OK, Reason: x.Reason}}
+	case market.Commit:
+		env.Body = &pb.Envelope_Commit{Commit: &pb.Commit{Key: keyToPB(x.Key), Epoch: x.Epoch, Rank: int32(x.Rank), Peers: peersToPB(x.Peers)}}
+	case market.Release:
+		env.Body = &pb.Envelope_Release{Release: &pb.Release{Key: keyToPB(x.Key), Epoch: x.Epoch}}
+	case market.Reserve:
+		env.Body = &pb.Envelope_Reserve{Reserve: &pb.Reserve{
+			Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Request: requestToPB(x.Request),
+			Priority: int32(x.Priority), UntilUnixNano: timeToPB(x.Until),
+		}}
 	}
 	b, err := marshal.Marshal(env)
 	if err != nil {
@@ -183,6 +196,74 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 			return nil, err
 		}
 		return market.CancelTask{Key: k, Epoch: x.Epoch, Reason: x.Reason}, nil
+	case *pb.Envelope_Hold:
+		x, p := body.Hold, "hold"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		if x.Task == nil {
+			return nil, bad(join(p, "task"), "required")
+		}
+		s, err := specFromPB(join(p, "task"), x.Task)
+		if err != nil {
+			return nil, err
+		}
+		return market.Hold{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Expires: timeFromPB(x.ExpiresUnixNano)}, nil
+	case *pb.Envelope_HoldReply:
+		x, p := body.HoldReply, "hold_reply"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		return market.HoldReply{Auction: a, Bidder: market.NodeID(x.Bidder), Replica: int(x.Replica), OK: x.Ok, Reason: x.Reason}, nil
+	case *pb.Envelope_Commit:
+		x, p := body.Commit, "commit"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		peers, err := peersFromPB(join(p, "peers"), x.Peers)
+		if err != nil {
+			return nil, err
+		}
+		return market.Commit{Key: k, Epoch: x.Epoch, Rank: int(x.Rank), Peers: peers}, nil
+	case *pb.Envelope_Release:
+		x, p := body.Release, "release"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		return market.Release{Key: k, Epoch: x.Epoch}, nil
+	case *pb.Envelope_Reserve:
+		x, p := body.Reserve, "reserve"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		a, err := auctionFromPB(join(p, "auction"), x.Auction)
+		if err != nil {
+			return nil, err
+		}
+		r, err := requestFromPB(join(p, "request"), x.Request)
+		if err != nil {
+			return nil, err
+		}
+		return market.Reserve{
+			Auction: a, Manager: market.NodeID(x.Manager), Request: r,
+			Priority: int(x.Priority), Until: timeFromPB(x.UntilUnixNano),
+		}, nil
 	case nil:
 		return nil, bad("body", "required: the envelope holds no message")
 	}
@@ -231,6 +312,34 @@ func auctionFromPB(p string, a *pb.AuctionID) (market.AuctionID, error) {
 	return market.AuctionID{Key: k, Epoch: a.Epoch, Round: int(a.Round)}, nil
 }
 
+func peersToPB(peers []market.NodeID) []string {
+	if len(peers) == 0 {
+		return nil
+	}
+	out := make([]string, len(peers))
+	for i, id := range peers {
+		out[i] = string(id)
+	}
+	return out
+}
+
+// peersFromPB converts a gang's peer list, nil when empty. It checks the
+// count first, so that a hostile message cannot make us convert more than
+// the limit.
+func peersFromPB(p string, peers []string) ([]market.NodeID, error) {
+	if len(peers) > MaxPeers {
+		return nil, bad(p, "%d node IDs, over the limit of %d", len(peers), MaxPeers)
+	}
+	if len(peers) == 0 {
+		return nil, nil
+	}
+	out := make([]market.NodeID, len(peers))
+	for i, id := range peers {
+		out[i] = market.NodeID(id)
+	}
+	return out, nil
+}
+
 func requestToPB(r resource.Request) *pb.Request {
 	out := &pb.Request{CpuMilli: r.CPU, Memory: r.Memory, Disk: r.Disk, Labels: r.Labels, Site: r.Site}
 	if r.GPU != (resource.GPURequest{}) {
@@ -271,7 +380,7 @@ func offerToPB(o market.TaskOffer) *pb.TaskOffer {
 	return &pb.TaskOffer{
 		Key: keyToPB(o.Key), Type: o.Type, Priority: int32(o.Priority),
 		DeadlineUnixNano: timeToPB(o.Deadline), EstimateNs: int64(o.Estimate),
-		Request: requestToPB(o.Request),
+		Request: requestToPB(o.Request), GangSize: int32(o.GangSize), Pack: o.Pack,
 	}
 }
 
@@ -287,7 +396,7 @@ func offerFromPB(p string, o *pb.TaskOffer) (market.TaskOffer, error) {
 	return market.TaskOffer{
 		Key: k, Type: o.Type, Priority: int(o.Priority),
 		Deadline: timeFromPB(o.DeadlineUnixNano), Estimate: time.Duration(o.EstimateNs),
-		Request: r,
+		Request: r, GangSize: int(o.GangSize), Pack: o.Pack,
 	}, nil
 }
 
@@ -296,6 +405,7 @@ func specToPB(s market.TaskSpec) *pb.TaskSpec {
 		Offer: offerToPB(s.TaskOffer), Command: s.Command, Env: s.Env,
 		TimeoutNs: int64(s.Timeout), CheckpointIntervalNs: int64(s.CheckpointInterval),
 		Epoch: s.Epoch, Attempt: int32(s.Attempt),
+		Rank: int32(s.Rank), Peers: peersToPB(s.Peers),
 	}
 }
 
@@ -307,10 +417,14 @@ func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
 	if err != nil {
 		return market.TaskSpec{}, err
 	}
+	peers, err := peersFromPB(join(p, "peers"), s.Peers)
+	if err != nil {
+		return market.TaskSpec{}, err
+	}
 	out := market.TaskSpec{
 		TaskOffer: o, Command: s.Command,
 		Timeout: time.Duration(s.TimeoutNs), CheckpointInterval: time.Duration(s.CheckpointIntervalNs),
-		Epoch: s.Epoch, Attempt: int(s.Attempt),
+		Epoch: s.Epoch, Attempt: int(s.Attempt), Rank: int(s.Rank), Peers: peers,
 	}
 	if len(s.Env) > 0 {
 		out.Env = s.Env
@@ -326,7 +440,7 @@ func bidToPB(b market.Bid) *pb.Bid {
 	return &pb.Bid{
 		Auction: auctionToPB(b.Auction), Bidder: string(b.Bidder), Score: b.Score,
 		StartUnixNano: timeToPB(b.Start), FinishUnixNano: timeToPB(b.Finish),
-		RuntimeNs: int64(b.Runtime), Preempt: b.Preempt,
+		RuntimeNs: int64(b.Runtime), Preempt: b.Preempt, Slots: int32(b.Slots),
 	}
 }
 
@@ -338,6 +452,6 @@ func bidFromPB(p string, b *pb.Bid) (market.Bid, error) {
 	return market.Bid{
 		Auction: a, Bidder: market.NodeID(b.Bidder), Score: b.Score,
 		Start: timeFromPB(b.StartUnixNano), Finish: timeFromPB(b.FinishUnixNano),
-		Runtime: time.Duration(b.RuntimeNs), Preempt: b.Preempt,
+		Runtime: time.Duration(b.RuntimeNs), Preempt: b.Preempt, Slots: int(b.Slots),
 	}, nil
 }

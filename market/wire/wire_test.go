@@ -30,7 +30,7 @@ var (
 // fullOffer is a task offer with every field set.
 func fullOffer() market.TaskOffer {
 	return market.TaskOffer{
-		Key: key, Type: "pytorch/resnet", Priority: 8,
+		Key: key, GangSize: 4, Pack: true, Type: "pytorch/resnet", Priority: 8,
 		Deadline: t0.Add(6 * time.Hour), Estimate: 90 * time.Minute,
 		Request: resource.Request{
 			CPU: 4500, Memory: 16 << 30, Disk: 100 << 30,
@@ -63,15 +63,31 @@ func fullSpec() market.TaskSpec {
 		CheckpointInterval: 5 * time.Minute,
 		Epoch:              7,
 		Attempt:            2,
+		Rank:               3,
+		Peers:              gangPeers(),
 	}
+}
+
+// gangPeers is the node list of a four-replica packed gang, in rank
+// order: two replicas share the bidder.
+func gangPeers() []market.NodeID {
+	return []market.NodeID{manager, bidder, "n3", bidder}
 }
 
 func fullBid() market.Bid {
 	return market.Bid{
 		Auction: aid, Bidder: bidder, Score: 0.8125,
 		Start: t0.Add(time.Second), Finish: t0.Add(91 * time.Minute),
-		Runtime: 90 * time.Minute, Preempt: true,
+		Runtime: 90 * time.Minute, Preempt: true, Slots: 2,
 	}
+}
+
+func fullHold() market.Hold {
+	return market.Hold{Auction: aid, Manager: manager, Task: fullSpec(), Expires: t0.Add(30 * time.Second)}
+}
+
+func fullReserve() market.Reserve {
+	return market.Reserve{Auction: aid, Manager: manager, Request: fullOffer().Request, Priority: 8, Until: t0.Add(time.Minute)}
 }
 
 // roundTrips lists one or more messages of every kind.
@@ -101,8 +117,24 @@ func roundTrips() []struct {
 		{"task status exit 255", market.TaskStatus{Key: key, Node: bidder, State: market.TaskSucceeded, ExitCode: 255, Time: t0}},
 		{"cancel", market.CancelTask{Key: key, Epoch: 7, Reason: "cancelled by user"}},
 		{"cancel no reason", market.CancelTask{Key: key}},
+		{"bid gang slots", market.Bid{Auction: aid, Bidder: bidder, Score: 0.5, Slots: MaxSlots}},
+		{"hold full", fullHold()},
+		{"hold minimal spec", market.Hold{Auction: aid, Manager: manager,
+			Task:    market.TaskSpec{TaskOffer: market.TaskOffer{Key: key, GangSize: 2}, Command: []string{"true"}},
+			Expires: t0}},
+		{"hold reply ok", market.HoldReply{Auction: aid, Bidder: bidder, Replica: 3, OK: true}},
+		{"hold reply refused", market.HoldReply{Auction: aid, Bidder: bidder, Reason: "resources taken since the bid"}},
+		{"commit full", market.Commit{Key: key, Epoch: 7, Rank: 3, Peers: gangPeers()}},
+		{"commit rank 0 no peers", market.Commit{Key: key}},
+		{"release", market.Release{Key: key, Epoch: 7}},
+		{"release epoch 0", market.Release{Key: key}},
+		{"reserve full", fullReserve()},
+		{"reserve cancel", market.Reserve{Auction: aid, Manager: manager}},
 	}
 }
+
+// numKinds is how many market message kinds the wire carries.
+const numKinds = 12
 
 func TestRoundTrip(t *testing.T) {
 	kinds := map[string]bool{}
@@ -129,8 +161,8 @@ func TestRoundTrip(t *testing.T) {
 		})
 		kinds[market.Kind(tc.msg)] = true
 	}
-	if len(kinds) != 7 {
-		t.Errorf("round trips cover %d message kinds, want 7", len(kinds))
+	if len(kinds) != numKinds {
+		t.Errorf("round trips cover %d message kinds, want %d", len(kinds), numKinds)
 	}
 }
 
@@ -147,7 +179,8 @@ func TestDecodeStepTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch m.(type) {
-		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask:
+		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask,
+			market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve:
 		default:
 			t.Errorf("%s: Decode returned %T", tc.name, m)
 		}
@@ -212,6 +245,15 @@ func TestDecodeRejects(t *testing.T) {
 	award := market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}
 	cfp := market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}
 	status := market.TaskStatus{Key: key, Node: bidder, State: market.TaskRunning, Time: t0}
+	hold := fullHold()
+	holdReply := market.HoldReply{Auction: aid, Bidder: bidder, Replica: 1, OK: true}
+	commit := market.Commit{Key: key, Epoch: 7, Rank: 1, Peers: gangPeers()}
+	release := market.Release{Key: key, Epoch: 7}
+	reserve := fullReserve()
+	manyPeers := make([]string, MaxPeers+1)
+	for i := range manyPeers {
+		manyPeers[i] = "n"
+	}
 	spec := func(e *pb.Envelope) *pb.TaskSpec { return e.GetAward().Task }
 	req := func(e *pb.Envelope) *pb.Request { return e.GetAward().Task.Offer.Request }
 	long := func(n int) string { return strings.Repeat("x", n) }
@@ -327,6 +369,78 @@ func TestDecodeRejects(t *testing.T) {
 		{"status negative runtime", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().RuntimeNs = -1 }), "task_status.runtime_ns: negative"},
 		{"cancel empty task", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Key.Task = "" }), "cancel_task.key.task: required"},
 		{"cancel long reason", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Reason = long(MaxReasonLen + 1) }), "cancel_task.reason"},
+
+		// Gang fields of existing messages.
+		{"negative gang size", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.GangSize = -1 }), "cfp.task.gang_size: -1 out of range 0..256"},
+		{"gang size over 256", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.GangSize = MaxGangSize + 1 }), "cfp.task.gang_size: 257 out of range 0..256"},
+		{"award gang size", raw(t, award, func(e *pb.Envelope) { spec(e).Offer.GangSize = math.MaxInt32 }), "award.task.offer.gang_size: 2147483647 out of range"},
+		{"negative rank", raw(t, award, func(e *pb.Envelope) { spec(e).Rank = -1 }), "award.task.rank: -1 out of range 0..255"},
+		{"rank over 255", raw(t, award, func(e *pb.Envelope) { spec(e).Rank = MaxRank + 1 }), "award.task.rank: 256 out of range 0..255"},
+		{"too many peers", raw(t, award, func(e *pb.Envelope) { spec(e).Peers = manyPeers }), "award.task.peers: 257 node IDs, over the limit of 256"},
+		{"empty peer", raw(t, award, func(e *pb.Envelope) { spec(e).Peers[2] = "" }), "award.task.peers[2]: required"},
+		{"bad peer", raw(t, award, func(e *pb.Envelope) { spec(e).Peers[1] = "a/b" }), "award.task.peers[1]: invalid node ID"},
+		{"long peer", raw(t, award, func(e *pb.Envelope) { spec(e).Peers[0] = long(MaxNodeIDLen + 1) }), "award.task.peers[0]: 129 bytes"},
+		{"negative slots", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().Slots = -1 }), "bid.slots: -1 out of range 0..256"},
+		{"slots over 256", raw(t, fullBid(), func(e *pb.Envelope) { e.GetBid().Slots = MaxSlots + 1 }), "bid.slots: 257 out of range 0..256"},
+		{"award bid slots", raw(t, award, func(e *pb.Envelope) { e.GetAward().Bid.Slots = -7 }), "award.bid.slots: -7 out of range"},
+
+		// Hold.
+		{"hold empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_Hold{Hold: &pb.Hold{}}}), "hold.auction: required"},
+		{"hold without auction", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Auction = nil }), "hold.auction: required"},
+		{"hold bad auction key", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Auction.Key.Job = ".." }), "hold.auction.key.job: invalid job ID"},
+		{"hold no manager", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Manager = "" }), "hold.manager: required"},
+		{"hold bad manager", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Manager = "x y" }), "hold.manager: invalid node ID"},
+		{"hold without task", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task = nil }), "hold.task: required"},
+		{"hold without offer", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Offer = nil }), "hold.task.offer: required"},
+		{"hold empty command", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Command = nil }), "hold.task.command: required"},
+		{"hold bad gang size", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Offer.GangSize = 300 }), "hold.task.offer.gang_size: 300 out of range"},
+		{"hold bad request", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Offer.Request.Gpu.ShareMilli = 1001 }), "hold.task.offer.request.gpu.share_milli: 1001 out of range"},
+		{"hold too many peers", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Peers = manyPeers }), "hold.task.peers: 257 node IDs"},
+		{"hold bad rank", raw(t, hold, func(e *pb.Envelope) { e.GetHold().Task.Rank = 256 }), "hold.task.rank: 256 out of range"},
+		{"hold no expiry", raw(t, hold, func(e *pb.Envelope) { e.GetHold().ExpiresUnixNano = 0 }), "hold.expires_unix_nano: required"},
+		{"hold negative expiry", raw(t, hold, func(e *pb.Envelope) { e.GetHold().ExpiresUnixNano = -1 }), "hold.expires_unix_nano: 1969-12-31T23:59:59.999999999Z out of range"},
+
+		// HoldReply.
+		{"hold reply without auction", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Auction = nil }), "hold_reply.auction: required"},
+		{"hold reply bad round", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Auction.Round = -1 }), "hold_reply.auction.round: -1 out of range"},
+		{"hold reply no bidder", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Bidder = "" }), "hold_reply.bidder: required"},
+		{"hold reply long bidder", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Bidder = long(MaxNodeIDLen + 1) }), "hold_reply.bidder: 129 bytes"},
+		{"hold reply negative replica", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Replica = -1 }), "hold_reply.replica: -1 out of range 0..255"},
+		{"hold reply replica over 255", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Replica = MaxReplica + 1 }), "hold_reply.replica: 256 out of range 0..255"},
+		{"hold reply long reason", raw(t, holdReply, func(e *pb.Envelope) { e.GetHoldReply().Reason = long(MaxReasonLen + 1) }), "hold_reply.reason: 4097 bytes"},
+
+		// Commit.
+		{"commit without key", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Key = nil }), "commit.key: required"},
+		{"commit bad task", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Key.Task = "a b" }), "commit.key.task: invalid task name"},
+		{"commit bad replica", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Key.Replica = 256 }), "commit.key.replica: 256 out of range"},
+		{"commit negative rank", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Rank = -1 }), "commit.rank: -1 out of range 0..255"},
+		{"commit rank over 255", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Rank = MaxRank + 1 }), "commit.rank: 256 out of range 0..255"},
+		{"commit too many peers", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Peers = manyPeers }), "commit.peers: 257 node IDs, over the limit of 256"},
+		{"commit empty peer", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Peers[3] = "" }), "commit.peers[3]: required"},
+		{"commit bad peer", raw(t, commit, func(e *pb.Envelope) { e.GetCommit().Peers[0] = "12D3 Koo" }), "commit.peers[0]: invalid node ID"},
+
+		// Release.
+		{"release without key", raw(t, release, func(e *pb.Envelope) { e.GetRelease().Key = nil }), "release.key: required"},
+		{"release empty job", raw(t, release, func(e *pb.Envelope) { e.GetRelease().Key.Job = "" }), "release.key.job: required"},
+		{"release negative replica", raw(t, release, func(e *pb.Envelope) { e.GetRelease().Key.Replica = -1 }), "release.key.replica: -1 out of range"},
+
+		// Reserve.
+		{"reserve without auction", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Auction = nil }), "reserve.auction: required"},
+		{"reserve auction without key", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Auction.Key = nil }), "reserve.auction.key: required"},
+		{"reserve no manager", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Manager = "" }), "reserve.manager: required"},
+		{"reserve bad manager", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Manager = "é" }), "reserve.manager: invalid node ID"},
+		{"reserve negative cpu", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.CpuMilli = -1 }), "reserve.request.cpu_milli: negative"},
+		{"reserve bad device", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.Devices[0].Count = 65 }), "reserve.request.devices[0].count: 65 out of range 1..64"},
+		{"reserve empty device", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.Devices[1] = &pb.DeviceRequest{} }), "reserve.request.devices[1].kind: required"},
+		{"reserve too many devices", raw(t, reserve, func(e *pb.Envelope) {
+			for range MaxDevices {
+				e.GetReserve().Request.Devices = append(e.GetReserve().Request.Devices, &pb.DeviceRequest{Kind: "x", Count: 1})
+			}
+		}), "reserve.request.devices: 18 device requests"},
+		{"reserve bad label", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.Labels["/x"] = "v" }), `reserve.request.labels["/x"]: invalid label key`},
+		{"reserve negative priority", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = -1 }), "reserve.priority: -1 out of range 0..10"},
+		{"reserve priority over 10", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = 11 }), "reserve.priority: 11 out of range 0..10"},
+		{"reserve negative until", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().UntilUnixNano = -5 }), "reserve.until_unix_nano: "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,6 +527,21 @@ func TestEncodeRejects(t *testing.T) {
 		{"round over int32", market.NoBid{Auction: market.AuctionID{Key: key, Round: math.MaxInt32 + 1}, Bidder: bidder}, "wire: no_bid.auction.round"},
 		{"invalid UTF-8 reason", market.NoBid{Auction: aid, Bidder: bidder, Reason: "\xff"}, "wire: no_bid.reason: not valid UTF-8"},
 		{"over MaxMessageBytes", market.Award{Auction: aid, Manager: manager, Task: big, Bid: fullBid()}, "over the size limit"},
+		{"hold over MaxMessageBytes", market.Hold{Auction: aid, Manager: manager, Task: big, Expires: t0}, "hold message of"},
+		{"gang size over int32", market.CFP{Auction: aid, Manager: manager, Task: market.TaskOffer{Key: key, GangSize: math.MaxInt32 + 1}}, "wire: cfp.task.gang_size"},
+		{"slots over 256", market.Bid{Auction: aid, Bidder: bidder, Slots: MaxSlots + 1}, "wire: bid.slots: 257 out of range"},
+		{"spec rank over int32", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Rank: math.MaxInt32 + 1}, Bid: fullBid()}, "wire: award.task.rank"},
+		{"spec invalid peer", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Peers: []market.NodeID{"a", ""}}, Bid: fullBid()}, "wire: award.task.peers[1]: required"},
+		{"hold zero expiry", market.Hold{Auction: aid, Manager: manager, Task: fullSpec()}, "wire: hold.expires_unix_nano: required"},
+		{"hold expiry at the epoch", market.Hold{Auction: aid, Manager: manager, Task: fullSpec(), Expires: time.Unix(0, 0)}, "wire: hold.expires_unix_nano: 1970-01-01T00:00:00Z out of range"},
+		{"hold no task", market.Hold{Auction: aid, Manager: manager, Expires: t0}, "wire: hold.task.offer.key.job: required"},
+		{"hold reply replica over int32", market.HoldReply{Auction: aid, Bidder: bidder, Replica: math.MaxInt32 + 1}, "wire: hold_reply.replica"},
+		{"hold reply invalid UTF-8", market.HoldReply{Auction: aid, Bidder: bidder, Reason: "a\xffb"}, "wire: hold_reply.reason: not valid UTF-8"},
+		{"commit rank over int32", market.Commit{Key: key, Rank: math.MaxInt32 + 1}, "wire: commit.rank"},
+		{"commit too many peers", market.Commit{Key: key, Peers: make([]market.NodeID, MaxPeers+1)}, "wire: commit.peers: 257 node IDs"},
+		{"release no key", market.Release{}, "wire: release.key.job: required"},
+		{"reserve priority", market.Reserve{Auction: aid, Manager: manager, Priority: MaxPriority + 1}, "wire: reserve.priority: 11 out of range"},
+		{"reserve until after 2262", market.Reserve{Auction: aid, Manager: manager, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.until_unix_nano"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -447,18 +576,63 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 		s.Command[i] = strings.Repeat("a", MaxCommandBytes/MaxCommandArgs)
 	}
 	s.Attempt = MaxCounter
-	m := market.Award{Auction: market.AuctionID{Key: s.Key, Epoch: math.MaxUint64, Round: MaxCounter}, Manager: manager, Task: s,
-		Bid: market.Bid{Auction: aid, Bidder: market.NodeID(strings.Repeat("b", MaxNodeIDLen)), Finish: time.Unix(0, math.MaxInt64).UTC()}}
-	b, err := Encode(m)
-	if err != nil {
-		t.Fatal(err)
+	s.GangSize, s.Rank = MaxGangSize, MaxRank
+	s.Peers = make([]market.NodeID, MaxPeers)
+	for i := range s.Peers {
+		s.Peers[i] = market.NodeID(fmt.Sprintf("%0*d", MaxNodeIDLen, i))
 	}
-	got, err := Decode(b)
-	if err != nil {
-		t.Fatal(err)
+	maxAuction := market.AuctionID{Key: s.Key, Epoch: math.MaxUint64, Round: MaxCounter}
+	maxNode := market.NodeID(strings.Repeat("b", MaxNodeIDLen))
+	maxTime := time.Unix(0, math.MaxInt64).UTC()
+	msgs := []market.Msg{
+		market.Award{Auction: maxAuction, Manager: manager, Task: s,
+			Bid: market.Bid{Auction: aid, Bidder: maxNode, Finish: maxTime, Slots: MaxSlots}},
+		market.Hold{Auction: maxAuction, Manager: maxNode, Task: s, Expires: maxTime},
+		market.HoldReply{Auction: maxAuction, Bidder: maxNode, Replica: MaxReplica, OK: true, Reason: strings.Repeat("r", MaxReasonLen)},
+		market.Commit{Key: s.Key, Epoch: math.MaxUint64, Rank: MaxRank, Peers: s.Peers},
+		market.Release{Key: s.Key, Epoch: math.MaxUint64},
+		market.Reserve{Auction: maxAuction, Manager: maxNode, Request: s.Request, Priority: MaxPriority, Until: maxTime},
 	}
-	if !reflect.DeepEqual(got, m) {
-		t.Fatal("round trip at the limits differs")
+	for _, m := range msgs {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatalf("%s: %v", market.Kind(m), err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", market.Kind(m), err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Fatalf("%s: round trip at the limits differs", market.Kind(m))
+		}
+	}
+}
+
+// TestDecodeEmptyPeersNil checks that an empty peer list decodes as nil,
+// as the package promises for every empty slice.
+func TestDecodeEmptyPeersNil(t *testing.T) {
+	for _, m := range []market.Msg{
+		market.Commit{Key: key, Peers: []market.NodeID{}},
+		market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Peers: []market.NodeID{}}, Bid: fullBid()},
+	} {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var peers []market.NodeID
+		switch x := got.(type) {
+		case market.Commit:
+			peers = x.Peers
+		case market.Award:
+			peers = x.Task.Peers
+		}
+		if peers != nil {
+			t.Errorf("%s: empty peers decode as %#v, want nil", market.Kind(m), peers)
+		}
 	}
 }
 
@@ -477,6 +651,18 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
 		{roundTrips()[10].msg, ""},
 		{market.CancelTask{Key: key, Epoch: 7, Reason: "r"}, ""},
+		{fullHold(), "Task.TaskOffer.Request.GPU.Share"},
+		{market.HoldReply{Auction: aid, Bidder: bidder, Replica: 3, OK: true, Reason: "r"}, ""},
+		{market.Commit{Key: key, Epoch: 7, Rank: 3, Peers: gangPeers()}, ""},
+		{market.Release{Key: key, Epoch: 7}, ""},
+		{fullReserve(), "Request.GPU.Share"},
+	}
+	kinds := map[string]bool{}
+	for _, tc := range tests {
+		kinds[market.Kind(tc.msg)] = true
+	}
+	if len(kinds) != numKinds {
+		t.Errorf("fixtures cover %d message kinds, want %d: add a full fixture for the new kind", len(kinds), numKinds)
 	}
 	for _, tc := range tests {
 		var walk func(v reflect.Value, path string)

@@ -1,0 +1,515 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// Gang scheduling: the replicas of a task marked gang start together, on
+// distinct nodes unless the task may pack, or not at all.
+//
+// The manager runs one auction for the whole gang (the offer names
+// replica 0 and carries GangSize). Bidders say how many replicas they
+// could start now (Slots). The manager picks the holders, then starts the
+// gang in two phases: Hold (each holder sets the replica's resources aside
+// until a short expiry) and, once every hold is taken, Commit (each holder
+// starts its replica with its rank and the gang's nodes). A refused or
+// unanswered hold releases every hold of the attempt at once and the gang
+// retries after a randomized back-off, so competing gangs cannot deadlock:
+// holds never wait, they are taken or refused, and they expire.
+//
+// A gang that has waited longer than GangReserveAfter reserves its chosen
+// nodes: they stop starting new tasks that would take the resources a
+// replica needs (running tasks finish normally), so a stream of small tasks
+// cannot starve a large gang.
+
+// gangAuction is the manager's state for placing one gang.
+type gangAuction struct {
+	job, task  string
+	size       int
+	pack       bool
+	epoch      uint64
+	round      int
+	offer      TaskOffer
+	roundStart time.Time
+	closeAt    time.Time
+	invited    map[NodeID]bool
+	answered   map[NodeID]bool
+	bids       []Bid
+	nobids     []NoBid
+	holding    bool
+	holders    []NodeID // per rank
+	holdOK     []bool
+	holdBy     time.Time
+	nextAt     time.Time
+	since      time.Time // first round of this placement: the starvation clock
+	reserved   []NodeID
+}
+
+func gangID(job, task string) string { return job + "/" + task }
+
+func (g *gangAuction) id() AuctionID {
+	return AuctionID{Key: TaskKey{Job: g.job, Task: g.task}, Epoch: g.epoch, Round: g.round}
+}
+
+// placeGang opens a gang auction when every replica of the task is
+// pending and past its back-off.
+func (m *Market) placeGang(j *JobRecord, task string, replicas int) {
+	id := gangID(j.ID, task)
+	if m.gangs[id] != nil {
+		return
+	}
+	var recs []*TaskRecord
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.Key.Task != task {
+			continue
+		}
+		if t.State != TaskPending || m.now.Before(t.NotBefore) {
+			return
+		}
+		recs = append(recs, t)
+	}
+	if len(recs) != replicas {
+		return
+	}
+	var epoch uint64
+	for _, t := range recs {
+		epoch = max(epoch, t.Epoch)
+	}
+	epoch++
+	for _, t := range recs {
+		t.Epoch = epoch
+	}
+	m.touch(j.ID)
+	ts, _ := j.Spec.Task(task)
+	offer := m.offer(j, recs[0])
+	offer.GangSize, offer.Pack = replicas, ts.Pack
+	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now}
+	m.gangs[id] = g
+	m.gangCFPs(g)
+}
+
+// gangCFPs invites candidates for a gang round: enough for the gang and
+// then some (max(d, 2·size)·2^round), broadcasting when the view is thin.
+func (m *Market) gangCFPs(g *gangAuction) {
+	g.invited, g.answered, g.bids, g.nobids = map[NodeID]bool{}, map[NodeID]bool{}, nil, nil
+	g.holding, g.holders, g.holdOK, g.nextAt = false, nil, nil, time.Time{}
+	g.roundStart, g.closeAt = m.now, m.now.Add(m.cfg.BidWindow)
+	cands := m.candidates(g.offer.Request, nil)
+	n := max(m.cfg.D, 2*g.size) << min(g.round, 10)
+	id := g.id()
+	if len(cands) < max(m.cfg.D, g.size) {
+		m.emit(Broadcast{Msg: CFP{Auction: id, Manager: m.cfg.Self, Task: g.offer}})
+	}
+	for i, c := range cands {
+		if i >= n {
+			break
+		}
+		g.invited[c.id] = true
+		m.send(c.id, CFP{Auction: id, Manager: m.cfg.Self, Task: g.offer})
+	}
+	if len(g.invited) == 0 {
+		g.closeAt = m.now.Add(m.cfg.MaxBidWindow)
+	}
+}
+
+func (m *Market) liveGang(id AuctionID) *gangAuction {
+	g := m.gangs[gangID(id.Key.Job, id.Key.Task)]
+	if g == nil || g.id() != id {
+		return nil
+	}
+	return g
+}
+
+// gangTick advances every gang auction: closes windows, times out holds,
+// opens new rounds.
+func (m *Market) gangTick() {
+	ids := make([]string, 0, len(m.gangs))
+	for id := range m.gangs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		g := m.gangs[id]
+		switch {
+		case g == nil:
+		case g.holding && !m.now.Before(g.holdBy):
+			m.event(g.job, fmt.Sprintf("%s: gang holds unanswered; releasing", id))
+			m.abortHolds(g)
+		case !g.holding && g.nextAt.IsZero() && !m.now.Before(g.closeAt):
+			if m.now.Sub(g.roundStart) < m.cfg.MaxBidWindow && len(g.answered) < len(g.invited) {
+				g.closeAt = m.now.Add(m.cfg.BidWindow / 2)
+				continue
+			}
+			m.closeGang(g)
+		case !g.holding && !g.nextAt.IsZero() && !m.now.Before(g.nextAt):
+			g.round++
+			m.gangCFPs(g)
+		}
+	}
+}
+
+// closeGang picks holders from the bids, or backs off, reserves or fails.
+func (m *Market) closeGang(g *gangAuction) {
+	j := m.jobs[g.job]
+	sort.SliceStable(g.bids, func(a, b int) bool {
+		x, y := g.bids[a], g.bids[b]
+		if x.Slots > 0 != (y.Slots > 0) {
+			return x.Slots > 0
+		}
+		if x.Score != y.Score {
+			return x.Score > y.Score
+		}
+		return x.Bidder < y.Bidder
+	})
+	var holders []NodeID
+	for _, b := range g.bids {
+		for s := 0; s < b.Slots && len(holders) < g.size; s++ {
+			holders = append(holders, b.Bidder)
+			if !g.pack {
+				break
+			}
+		}
+	}
+	capable := len(g.bids)
+	if g.pack {
+		capable = g.size // packing: one capable node can take them all in turn
+		if len(g.bids) == 0 {
+			capable = 0
+		}
+	}
+	if len(holders) == g.size {
+		m.takeHolds(g, holders)
+		return
+	}
+	ready := m.readyTime(j, g.task)
+	if capable < g.size && m.now.Sub(ready) >= m.cfg.SchedulingTimeout {
+		m.failGang(j, g, capable)
+		return
+	}
+	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
+		m.reserveFor(g)
+	}
+	back := m.cfg.RoundBackoff << min(g.round, 4)
+	back = min(back, 2*time.Second)
+	back += time.Duration(m.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
+	g.nextAt = m.now.Add(back)
+}
+
+func (m *Market) readyTime(j *JobRecord, task string) time.Time {
+	var r time.Time
+	for _, t := range j.Tasks {
+		if t.Key.Task == task && (r.IsZero() || t.Ready.After(r)) {
+			r = t.Ready
+		}
+	}
+	return r
+}
+
+// reserveFor asks the gang's best candidates to keep room for a replica.
+func (m *Market) reserveFor(g *gangAuction) {
+	var nodes []NodeID
+	for _, b := range g.bids {
+		if len(nodes) < g.size {
+			nodes = append(nodes, b.Bidder)
+		}
+	}
+	if len(g.reserved) == 0 {
+		m.event(g.job, fmt.Sprintf("%s/%s: gang waited %v; reserving %d nodes", g.job, g.task, m.now.Sub(g.since).Round(time.Millisecond), len(nodes)))
+	}
+	g.reserved = nodes
+	until := m.now.Add(m.cfg.ReserveTTL)
+	for _, n := range nodes {
+		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: until})
+	}
+}
+
+// takeHolds starts phase one: a Hold to every chosen holder.
+func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
+	j := m.jobs[g.job]
+	ts, _ := j.Spec.Task(g.task)
+	g.holding, g.holders, g.holdOK = true, holders, make([]bool, len(holders))
+	g.holdBy = m.now.Add(m.cfg.AwardTimeout)
+	expires := m.now.Add(m.cfg.HoldExpiry)
+	for r, n := range holders {
+		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
+		offer := g.offer
+		offer.Key = t.Key
+		spec := TaskSpec{TaskOffer: offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
+			CheckpointInterval: ts.CheckpointInterval, Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r}
+		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires})
+	}
+}
+
+func (m *Market) onHoldReply(r HoldReply) {
+	g := m.liveGang(r.Auction)
+	if g == nil || !g.holding || r.Replica < 0 || r.Replica >= len(g.holders) || g.holders[r.Replica] != r.Bidder {
+		if r.OK { // a hold nobody waits for any more: give it back
+			m.send(r.Bidder, Release{Key: TaskKey{Job: r.Auction.Key.Job, Task: r.Auction.Key.Task, Replica: r.Replica}, Epoch: r.Auction.Epoch})
+		}
+		return
+	}
+	if !r.OK {
+		m.event(g.job, fmt.Sprintf("%s/%s: hold for rank %d refused by %s: %s", g.job, g.task, r.Replica, r.Bidder, r.Reason))
+		m.abortHolds(g)
+		return
+	}
+	g.holdOK[r.Replica] = true
+	for _, ok := range g.holdOK {
+		if !ok {
+			return
+		}
+	}
+	m.commitGang(g)
+}
+
+// abortHolds releases every hold of the attempt at once and backs off.
+func (m *Market) abortHolds(g *gangAuction) {
+	for r, n := range g.holders {
+		m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
+	}
+	g.holding = false
+	back := m.cfg.RoundBackoff + time.Duration(m.rng.Int63n(int64(4*m.cfg.RoundBackoff)+1))
+	g.nextAt = m.now.Add(back)
+}
+
+// commitGang is phase two: every replica starts with its rank.
+func (m *Market) commitGang(g *gangAuction) {
+	j := m.jobs[g.job]
+	delete(m.gangs, gangID(g.job, g.task))
+	for r, n := range g.holders {
+		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
+		t.State, t.Node = TaskAwarded, n
+		t.Attempts++
+		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: n, State: TaskAwarded, Awarded: m.now})
+		m.send(n, Commit{Key: t.Key, Epoch: g.epoch, Rank: r, Peers: g.holders})
+	}
+	if len(g.reserved) > 0 {
+		for _, n := range g.reserved {
+			m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
+		}
+	}
+	if j.State == JobPending {
+		j.State = JobRunning
+	}
+	m.touch(j.ID)
+	m.event(j.ID, fmt.Sprintf("%s/%s: gang of %d committed on %v (epoch %d) after %v", g.job, g.task, g.size, g.holders, g.epoch, m.now.Sub(g.since).Round(time.Millisecond)))
+}
+
+// failGang fails a gang no set of nodes can ever hold.
+func (m *Market) failGang(j *JobRecord, g *gangAuction, capable int) {
+	delete(m.gangs, gangID(g.job, g.task))
+	why := fmt.Sprintf("gang of %d replicas needs %d distinct nodes that can each hold one, only %d can", g.size, g.size, capable)
+	if capable == 0 {
+		why = m.unplaceableReason(&auction{offer: g.offer, nobids: g.nobids})
+	}
+	full := fmt.Sprintf("task %s cannot be scheduled: %s", g.task, why)
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.Key.Task == g.task {
+			t.State, t.Reason, t.ExitCode, t.Finished = TaskFailed, why, -1, m.now
+		}
+	}
+	m.event(j.ID, full)
+	m.endJob(j, JobFailed, full)
+}
+
+// gangReplicaEnded handles a replica of a running gang that stopped
+// without success: the others are stopped and the whole gang is placed
+// again; a failure counts once for the gang.
+func (m *Market) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
+	ts, _ := j.Spec.Task(t.Key.Task)
+	failed := s.State == TaskFailed
+	for i := range j.Tasks {
+		o := &j.Tasks[i]
+		if o.Key.Task != t.Key.Task {
+			continue
+		}
+		if o.Key != t.Key && (o.State == TaskAwarded || o.State == TaskRunning) {
+			m.send(o.Node, CancelTask{Key: o.Key, Epoch: o.Epoch, Reason: fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State)})
+			m.closeAttempt(j, o, TaskCancelled, -1, fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State))
+		} else if o.Key == t.Key {
+			m.closeAttempt(j, o, s.State, s.ExitCode, s.Reason)
+		} else if o.State == TaskSucceeded {
+			// A replica that already succeeded runs again with the gang.
+			if h := lastAttempt(o); h != nil {
+				h.State = TaskCancelled
+			}
+		}
+		if failed {
+			o.Failures++
+		}
+		o.ExitCode, o.Reason = s.ExitCode, s.Reason
+	}
+	if failed && t.Failures > ts.Retries {
+		reason := fmt.Sprintf("task %s failed after %d attempts: rank %d exited with code %d: %s", t.Key.Task, t.Attempts, t.Key.Replica, s.ExitCode, s.Reason)
+		for i := range j.Tasks {
+			if o := &j.Tasks[i]; o.Key.Task == t.Key.Task {
+				o.State, o.Finished = TaskFailed, m.now
+			}
+		}
+		m.event(j.ID, reason)
+		m.endJob(j, JobFailed, reason)
+		return
+	}
+	notBefore := m.now
+	if failed {
+		notBefore = m.now.Add(min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax))
+	}
+	for i := range j.Tasks {
+		if o := &j.Tasks[i]; o.Key.Task == t.Key.Task {
+			m.requeue(j, o, notBefore)
+		}
+	}
+	m.event(j.ID, fmt.Sprintf("%s: rank %d %s on %s (exit %d: %s); gang placed again", t.Key.Task, t.Key.Replica, s.State, s.Node, s.ExitCode, s.Reason))
+}
+
+// ---- contractor side ----
+
+// hold is resources a contractor set aside for a gang replica.
+type hold struct {
+	k       *contract
+	expires time.Time
+}
+
+// reservation keeps room for a starving gang replica.
+type reservation struct {
+	gang     string
+	req      resource.Request
+	priority int
+	until    time.Time
+}
+
+// gangSlots is how many replicas of a gang offer fit here now (at most one
+// unless the gang may pack), counting other gangs' reservations as taken.
+func (c *contractor) gangSlots(o TaskOffer) int {
+	free := c.availFor(gangID(o.Key.Job, o.Key.Task))
+	n := 0
+	for n < o.GangSize {
+		al, why := resource.Fit(free, o.Request)
+		if why != "" {
+			break
+		}
+		free.Take(o.Request, al)
+		n++
+		if !o.Pack {
+			break
+		}
+	}
+	return n
+}
+
+// availFor is what is free for a task of the given gang ("" for none):
+// free minus every other gang's reservation.
+func (c *contractor) availFor(gang string) resource.Vector {
+	free := c.free.Clone()
+	for _, r := range c.reserves {
+		if r.gang == gang {
+			continue
+		}
+		if al, why := resource.Fit(free, r.req); why == "" {
+			free.Take(r.req, al)
+		} else {
+			// Not enough left to honour it: nothing else may start.
+			return resource.Vector{GPUs: free.GPUs[:0]}
+		}
+	}
+	return free
+}
+
+func (m *Market) onHold(h Hold) {
+	c := &m.c
+	key := h.Task.Key
+	reply := HoldReply{Auction: h.Auction, Bidder: m.cfg.Self, Replica: key.Replica}
+	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
+		reply.Reason = "already holds this replica"
+		m.send(h.Manager, reply)
+		return
+	}
+	free := c.availFor(gangID(key.Job, key.Task))
+	al, why := resource.Fit(free, h.Task.Request)
+	if why != "" {
+		reply.Reason = "no room now: " + why
+		m.send(h.Manager, reply)
+		return
+	}
+	c.free.Take(h.Task.Request, al)
+	k := &contract{spec: h.Task, manager: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
+	c.holds[key] = &hold{k: k, expires: h.Expires}
+	reply.OK = true
+	m.send(h.Manager, reply)
+}
+
+func (m *Market) onCommit(cm Commit) {
+	c := &m.c
+	h := c.holds[cm.Key]
+	if h == nil || h.k.spec.Epoch != cm.Epoch {
+		m.event(cm.Key.Job, fmt.Sprintf("%s: commit for a hold not held (epoch %d)", cm.Key, cm.Epoch))
+		return
+	}
+	delete(c.holds, cm.Key)
+	for id, r := range c.reserves {
+		if r.gang == gangID(cm.Key.Job, cm.Key.Task) {
+			delete(c.reserves, id)
+		}
+	}
+	k := h.k
+	k.spec.Rank, k.spec.Peers = cm.Rank, cm.Peers
+	k.started, k.running = m.now, true
+	c.running[cm.Key] = k
+	m.emit(StartTask{Task: k.spec, Alloc: k.alloc})
+	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+}
+
+func (m *Market) onRelease(r Release) {
+	c := &m.c
+	if h := c.holds[r.Key]; h != nil && h.k.spec.Epoch == r.Epoch {
+		delete(c.holds, r.Key)
+		c.free.Give(h.k.spec.Request, h.k.alloc)
+		m.schedule()
+	}
+}
+
+func (m *Market) onReserve(r Reserve) {
+	c := &m.c
+	id := gangID(r.Auction.Key.Job, r.Auction.Key.Task)
+	if !r.Until.After(m.now) {
+		delete(c.reserves, id)
+		m.schedule()
+		return
+	}
+	c.reserves[id] = &reservation{gang: id, req: r.Request, priority: r.Priority, until: r.Until}
+}
+
+// expireHolds gives back holds and reservations past their expiry.
+func (m *Market) expireHolds() {
+	c := &m.c
+	changed := false
+	keys := make([]TaskKey, 0, len(c.holds))
+	for k := range c.holds {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		h := c.holds[k]
+		if !m.now.Before(h.expires) {
+			delete(c.holds, k)
+			c.free.Give(h.k.spec.Request, h.k.alloc)
+			m.event(k.Job, fmt.Sprintf("%s: hold expired", k))
+			changed = true
+		}
+	}
+	for id, r := range c.reserves {
+		if !m.now.Before(r.until) {
+			delete(c.reserves, id)
+			changed = true
+		}
+	}
+	if changed {
+		m.schedule()
+	}
+}

@@ -1,0 +1,173 @@
+package market
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+func gangTask(name string, replicas int, cpu int64) spec.Task {
+	t := task(name, cpu)
+	t.Replicas, t.Gang = replicas, true
+	return t
+}
+
+func TestGangStartsTogether(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	var specs []TaskSpec
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) {
+		specs = append(specs, s)
+		return 0, 2 * time.Second
+	}
+	c.submit(0, "g", job("gang", gangTask("train", 3, 2000)))
+	c.until(20*time.Second, "gang job to succeed", func() bool { return c.job(0, "g").State == JobSucceeded })
+	if len(c.starts) != 3 {
+		t.Fatalf("%d starts, want 3", len(c.starts))
+	}
+	nodes := map[NodeID]bool{}
+	for _, s := range c.starts {
+		nodes[s.node] = true
+		if d := s.at.Sub(c.starts[0].at); d < 0 || d > 10*time.Millisecond {
+			t.Fatalf("replicas started %v apart", d)
+		}
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("replicas on %d distinct nodes, want 3", len(nodes))
+	}
+	ranks := map[int]bool{}
+	for _, s := range specs {
+		ranks[s.Rank] = true
+		if len(s.Peers) != 3 || fmt.Sprint(s.Peers) != fmt.Sprint(specs[0].Peers) {
+			t.Fatalf("peer lists differ: %v vs %v", s.Peers, specs[0].Peers)
+		}
+		if s.Peers[s.Rank] != c.ids[c.index(nodeOf(c, s.Key))] {
+			t.Fatalf("rank %d runs on %s but peers[rank] = %s", s.Rank, nodeOf(c, s.Key), s.Peers[s.Rank])
+		}
+	}
+	if len(ranks) != 3 {
+		t.Fatalf("ranks %v", ranks)
+	}
+}
+
+func nodeOf(c *cluster, k TaskKey) NodeID {
+	for _, s := range c.starts {
+		if s.key == k {
+			return s.node
+		}
+	}
+	return ""
+}
+
+func TestCompetingGangs(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 3 * time.Second }
+	c.submit(0, "g1", job("g1", gangTask("w", 3, 4000)))
+	c.submit(1, "g2", job("g2", gangTask("w", 3, 4000)))
+	maxHold := time.Duration(0)
+	c.until(60*time.Second, "both gangs to succeed", func() bool {
+		for _, m := range c.nodes {
+			for _, h := range m.c.holds {
+				maxHold = max(maxHold, c.now.Sub(h.expires.Add(-m.cfg.HoldExpiry)))
+			}
+		}
+		return c.job(0, "g1").State == JobSucceeded && c.job(1, "g2").State == JobSucceeded
+	})
+	if maxHold > time.Duration(float64(c.nodes[0].cfg.HoldExpiry)*1.01) {
+		t.Fatalf("a hold lasted %v, expiry %v", maxHold, c.nodes[0].cfg.HoldExpiry)
+	}
+	// One after the other: no two replicas of different gangs overlap.
+	for _, a := range c.starts {
+		for _, b := range c.starts {
+			if a.key.Job != b.key.Job && a.at.Before(b.end) && b.at.Before(a.end) {
+				t.Fatalf("gangs overlap: %v and %v", a, b)
+			}
+		}
+	}
+}
+
+func TestGangFailureRetriedAsWhole(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) {
+		if s.Rank == 1 {
+			return 5, 500 * time.Millisecond
+		}
+		return 0, 5 * time.Second
+	}
+	g := gangTask("w", 3, 1000)
+	g.Retries = 2
+	c.submit(0, "g", job("g", g))
+	c.until(60*time.Second, "gang to fail", func() bool { return c.job(0, "g").State == JobFailed })
+	j := c.job(0, "g")
+	if !strings.Contains(j.Reason, "rank 1") || !strings.Contains(j.Reason, "code 5") {
+		t.Fatalf("reason %q should name rank 1 and exit code 5", j.Reason)
+	}
+	if len(c.starts) != 9 {
+		t.Fatalf("%d replica starts, want 9 (3 attempts × 3)", len(c.starts))
+	}
+	for _, tr := range j.Tasks {
+		if tr.Attempts != 3 {
+			t.Fatalf("replica %d attempts %d, want 3", tr.Key.Replica, tr.Attempts)
+		}
+	}
+}
+
+func TestGangNotStarvedByStream(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) { return 0, 2 * time.Second }
+	i := 0
+	submitSmall := func() {
+		for k := 0; k < 3; k++ {
+			c.submit(k, fmt.Sprintf("s%d", i), job("small", task("t", 1000)))
+			i++
+		}
+	}
+	// Fill the cluster, then keep it full with a steady stream.
+	for k := 0; k < 4; k++ {
+		submitSmall()
+	}
+	c.until(5*time.Second, "cluster busy", func() bool { return len(c.starts) >= 12 })
+	c.submit(0, "gang", job("gang", gangTask("w", 3, 4000)))
+	start := c.now
+	next := c.now
+	c.until(60*time.Second, "gang to start", func() bool {
+		if !c.now.Before(next) {
+			submitSmall()
+			next = c.now.Add(500 * time.Millisecond)
+		}
+		for _, s := range c.starts {
+			if s.key.Job == "gang" {
+				return true
+			}
+		}
+		return false
+	})
+	waited := c.now.Sub(start)
+	t.Logf("gang started after %v", waited)
+	bound := c.nodes[0].cfg.GangReserveAfter + 2*time.Second + 3*time.Second
+	if waited > bound {
+		t.Fatalf("gang waited %v, bound %v", waited, bound)
+	}
+}
+
+func TestGangTooLargeRefused(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.submit(0, "g", job("g", gangTask("w", 4, 2000)))
+	start := c.now
+	c.until(30*time.Second, "gang to be refused", func() bool { return c.job(0, "g").State == JobFailed })
+	j := c.job(0, "g")
+	if took := c.now.Sub(start); took > c.nodes[0].cfg.SchedulingTimeout+3*time.Second {
+		t.Fatalf("refused after %v", took)
+	}
+	if !strings.Contains(j.Reason, "gang of 4") || !strings.Contains(j.Reason, "only 3") {
+		t.Fatalf("reason %q", j.Reason)
+	}
+	if len(c.starts) != 0 {
+		t.Fatal("a replica started")
+	}
+}
+
+var _ = resource.WholeGPU
