@@ -28,6 +28,8 @@ type cluster struct {
 	// advertEvery is how often (virtual) the markets' views are refreshed.
 	advertEvery time.Duration
 	lastAdvert  time.Time
+	// cut nodes lose every message to or from them (a partition).
+	cut map[NodeID]bool
 }
 
 type delivery struct {
@@ -56,7 +58,7 @@ type startRec struct {
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newCluster(t *testing.T, caps ...resource.Vector) *cluster {
-	c := &cluster{t: t, now: t0, latency: time.Millisecond, running: map[NodeID]map[TaskKey]runningTask{}, peak: map[NodeID]int64{}}
+	c := &cluster{t: t, now: t0, cut: map[NodeID]bool{}, latency: time.Millisecond, running: map[NodeID]map[TaskKey]runningTask{}, peak: map[NodeID]int64{}}
 	for i, cp := range caps {
 		id := NodeID(fmt.Sprintf("n%d", i))
 		m, err := New(Config{Self: id, Capacity: cp, Seed: int64(i)})
@@ -86,7 +88,7 @@ func (c *cluster) index(id NodeID) int {
 func (c *cluster) adverts() {
 	for i, m := range c.nodes {
 		for j, o := range c.nodes {
-			if i != j {
+			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] {
 				m.Advert(c.now, Peer{ID: c.ids[j], Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(c.now)})
 			}
 		}
@@ -159,6 +161,9 @@ func (c *cluster) step() {
 	for len(c.queue) > 0 && !c.queue[0].at.After(c.now) {
 		d := c.queue[0]
 		c.queue = c.queue[1:]
+		if c.cut[d.from] || c.cut[d.to] {
+			continue
+		}
 		c.nodes[c.index(d.to)].Step(c.now, d.from, d.msg)
 		c.drain()
 	}

@@ -57,6 +57,12 @@ type Config struct {
 	PreemptMargin int
 	// PreemptGrace is the SIGTERM grace given to evicted tasks; 2s.
 	PreemptGrace time.Duration
+	// LeaseEvery is how often an executor renews the lease of each task it
+	// holds (queued or running) by reporting to its manager; 1s.
+	LeaseEvery time.Duration
+	// LeaseTimeout is how long a manager waits without a report before the
+	// lease lapses and the replica is placed again with a new epoch; 5s.
+	LeaseTimeout time.Duration
 	// HoldExpiry is how long a gang hold lasts unless committed; 2s.
 	HoldExpiry time.Duration
 	// GangReserveAfter is how long a gang may wait before it reserves its
@@ -98,6 +104,8 @@ func (c Config) withDefaults() Config {
 	def(&c.PreemptGrace, 2*time.Second)
 	def(&c.TickEvery, 10*time.Millisecond)
 	def(&c.HoldExpiry, 2*time.Second)
+	def(&c.LeaseEvery, time.Second)
+	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)
 	if c.PreemptMargin <= 0 {

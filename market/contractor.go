@@ -17,6 +17,7 @@ type contract struct {
 	accepted   time.Time
 	seq        uint64 // acceptance order, the last queue tie-breaker
 	runtime    time.Duration
+	beat       time.Time // last lease renewal sent
 	preempt    bool
 	alloc      resource.Allocation
 	started    time.Time
@@ -304,7 +305,7 @@ func (m *Market) onAward(a Award) {
 	}
 	reply.Accept = true
 	m.send(a.Manager, reply)
-	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, runtime: rt, preempt: preempt})
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt})
 	m.schedule()
 }
 
@@ -318,7 +319,7 @@ func (m *Market) schedule() {
 		if why == "" {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			c.free.Take(k.spec.Request, al)
-			k.alloc, k.started, k.running = al, m.now, true
+			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now
 			c.running[k.spec.Key] = k
 			m.emit(StartTask{Task: k.spec, Alloc: al})
 			m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
@@ -397,4 +398,30 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 	}
 	m.send(k.manager, st)
 	m.schedule()
+}
+
+// heartbeat renews the lease of every task this node holds (queued or
+// running) with its manager, every LeaseEvery.
+func (m *Market) heartbeat() {
+	c := &m.c
+	beat := func(k *contract, st TaskState) {
+		if m.now.Sub(k.beat) < m.cfg.LeaseEvery {
+			return
+		}
+		k.beat = m.now
+		m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: st, Time: m.now})
+	}
+	keys := make([]TaskKey, 0, len(c.running))
+	for k := range c.running {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		if r := c.running[k]; r.stopReason == "" {
+			beat(r, TaskRunning)
+		}
+	}
+	for _, k := range c.queue {
+		beat(k, TaskAwarded)
+	}
 }

@@ -283,7 +283,7 @@ func (m *Market) commitGang(g *gangAuction) {
 	delete(m.gangs, gangID(g.job, g.task))
 	for r, n := range g.holders {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
-		t.State, t.Node = TaskAwarded, n
+		t.State, t.Node, t.LeaseUntil = TaskAwarded, n, m.now.Add(m.cfg.LeaseTimeout)
 		t.Attempts++
 		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: n, State: TaskAwarded, Awarded: m.now})
 		m.send(n, Commit{Key: t.Key, Epoch: g.epoch, Rank: r, Peers: g.holders})
@@ -459,7 +459,7 @@ func (m *Market) onCommit(cm Commit) {
 	}
 	k := h.k
 	k.spec.Rank, k.spec.Peers = cm.Rank, cm.Peers
-	k.started, k.running = m.now, true
+	k.started, k.running, k.beat = m.now, true, m.now
 	c.running[cm.Key] = k
 	m.emit(StartTask{Task: k.spec, Alloc: k.alloc})
 	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})

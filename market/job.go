@@ -59,19 +59,22 @@ type AttemptRecord struct {
 
 // TaskRecord is the manager's record of one task replica.
 type TaskRecord struct {
-	Key       TaskKey         `json:"key"`
-	State     TaskState       `json:"state"`
-	Node      NodeID          `json:"node,omitempty"`
-	Epoch     uint64          `json:"epoch"`
-	Attempts  int             `json:"attempts"`
-	Failures  int             `json:"failures"`
-	ExitCode  int             `json:"exit_code"`
-	Reason    string          `json:"reason,omitempty"`
-	Ready     time.Time       `json:"ready,omitzero"`      // when it became ready to place
-	NotBefore time.Time       `json:"not_before,omitzero"` // retry back-off
-	Started   time.Time       `json:"started,omitzero"`
-	Finished  time.Time       `json:"finished,omitzero"`
-	History   []AttemptRecord `json:"history,omitempty"`
+	Key       TaskKey   `json:"key"`
+	State     TaskState `json:"state"`
+	Node      NodeID    `json:"node,omitempty"`
+	Epoch     uint64    `json:"epoch"`
+	Attempts  int       `json:"attempts"`
+	Failures  int       `json:"failures"`
+	ExitCode  int       `json:"exit_code"`
+	Reason    string    `json:"reason,omitempty"`
+	Ready     time.Time `json:"ready,omitzero"`      // when it became ready to place
+	NotBefore time.Time `json:"not_before,omitzero"` // retry back-off
+	Started   time.Time `json:"started,omitzero"`
+	Finished  time.Time `json:"finished,omitzero"`
+	// LeaseUntil is when the executor's lease on an awarded or running
+	// replica lapses unless renewed by a report.
+	LeaseUntil time.Time       `json:"lease_until,omitzero"`
+	History    []AttemptRecord `json:"history,omitempty"`
 }
 
 // JobRecord is the manager's durable record of a job.

@@ -72,6 +72,8 @@ func (m *Market) Restore(now time.Time, jobs []JobRecord) {
 			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
 				m.closeAttempt(&j, t, TaskFailed, -1, "node restarted")
 				m.requeue(&j, t, m.now)
+			} else if t.State == TaskAwarded || t.State == TaskRunning {
+				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
 			}
 		}
 		m.touch(j.ID)
@@ -141,6 +143,8 @@ func (m *Market) Tick(now time.Time) {
 	}
 	m.gangTick()
 	m.expireHolds()
+	m.checkLeases()
+	m.heartbeat()
 	m.placeReady()
 }
 
@@ -497,7 +501,7 @@ func (m *Market) onAwardReply(r AwardReply) {
 		return
 	}
 	delete(m.auctions, a.id.Key)
-	t.State, t.Node = TaskAwarded, r.Bidder
+	t.State, t.Node, t.LeaseUntil = TaskAwarded, r.Bidder, m.now.Add(m.cfg.LeaseTimeout)
 	t.Attempts++
 	t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: r.Bidder, State: TaskAwarded, Awarded: m.now})
 	if j.State == JobPending {
@@ -522,12 +526,21 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		return
 	}
 	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
-		if s.State == TaskRunning && !j.State.Terminal() && s.Epoch != t.Epoch {
+		live := s.State == TaskRunning || s.State == TaskAwarded
+		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
 			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
 		}
-		m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (current epoch %d)", s.Key, s.State, s.Node, s.Epoch, t.Epoch))
+		if s.Epoch <= t.Epoch {
+			m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (current epoch %d)", s.Key, s.State, s.Node, s.Epoch, t.Epoch))
+		}
 		return
 	}
+	// Lease renewals: a report of the state the manager already has.
+	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
+		t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+		return
+	}
+	t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
 	m.touch(j.ID)
 	switch s.State {
 	case TaskRunning:
@@ -749,4 +762,31 @@ func stageOf(reason string) int {
 		}
 	}
 	return 0
+}
+
+// checkLeases places again, with a new epoch, every replica whose
+// executor has not reported within the lease timeout. The old executor's
+// later reports carry the old epoch and are rejected, so a replica that
+// was partitioned away cannot succeed twice.
+func (m *Market) checkLeases() {
+	for _, id := range m.jobOrder {
+		j := m.jobs[id]
+		if j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
+				continue
+			}
+			why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
+			m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
+			if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
+				continue
+			}
+			m.closeAttempt(j, t, TaskFailed, -1, why)
+			m.requeue(j, t, m.now)
+		}
+	}
 }
