@@ -58,6 +58,11 @@ type Envelope struct {
 	//	*Envelope_AwardReply
 	//	*Envelope_TaskStatus
 	//	*Envelope_CancelTask
+	//	*Envelope_Hold
+	//	*Envelope_HoldReply
+	//	*Envelope_Commit
+	//	*Envelope_Release
+	//	*Envelope_Reserve
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -170,6 +175,51 @@ func (x *Envelope) GetCancelTask() *CancelTask {
 	return nil
 }
 
+func (x *Envelope) GetHold() *Hold {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Hold); ok {
+			return x.Hold
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetHoldReply() *HoldReply {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_HoldReply); ok {
+			return x.HoldReply
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetCommit() *Commit {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetReserve() *Reserve {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Reserve); ok {
+			return x.Reserve
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -202,6 +252,26 @@ type Envelope_CancelTask struct {
 	CancelTask *CancelTask `protobuf:"bytes,8,opt,name=cancel_task,json=cancelTask,proto3,oneof"` // stop or dequeue a task replica, manager -> executor
 }
 
+type Envelope_Hold struct {
+	Hold *Hold `protobuf:"bytes,9,opt,name=hold,proto3,oneof"` // set aside a gang replica's resources (gang phase one), manager -> contractor
+}
+
+type Envelope_HoldReply struct {
+	HoldReply *HoldReply `protobuf:"bytes,10,opt,name=hold_reply,json=holdReply,proto3,oneof"` // whether a hold was taken, contractor -> manager
+}
+
+type Envelope_Commit struct {
+	Commit *Commit `protobuf:"bytes,11,opt,name=commit,proto3,oneof"` // start a held gang replica (gang phase two), manager -> contractor
+}
+
+type Envelope_Release struct {
+	Release *Release `protobuf:"bytes,12,opt,name=release,proto3,oneof"` // give up a hold, manager -> contractor
+}
+
+type Envelope_Reserve struct {
+	Reserve *Reserve `protobuf:"bytes,13,opt,name=reserve,proto3,oneof"` // keep resources free for a starving gang replica, manager -> contractor
+}
+
 func (*Envelope_Cfp) isEnvelope_Body() {}
 
 func (*Envelope_Bid) isEnvelope_Body() {}
@@ -215,6 +285,16 @@ func (*Envelope_AwardReply) isEnvelope_Body() {}
 func (*Envelope_TaskStatus) isEnvelope_Body() {}
 
 func (*Envelope_CancelTask) isEnvelope_Body() {}
+
+func (*Envelope_Hold) isEnvelope_Body() {}
+
+func (*Envelope_HoldReply) isEnvelope_Body() {}
+
+func (*Envelope_Commit) isEnvelope_Body() {}
+
+func (*Envelope_Release) isEnvelope_Body() {}
+
+func (*Envelope_Reserve) isEnvelope_Body() {}
 
 // TaskKey names one replica of one task of one job.
 type TaskKey struct {
@@ -570,7 +650,9 @@ type TaskOffer struct {
 	Priority         int32                  `protobuf:"varint,3,opt,name=priority,proto3" json:"priority,omitempty"`                                           // job priority, 0 (lowest) .. 10 (highest)
 	DeadlineUnixNano int64                  `protobuf:"varint,4,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"` // time the job should finish by; 0 means no deadline
 	EstimateNs       int64                  `protobuf:"varint,5,opt,name=estimate_ns,json=estimateNs,proto3" json:"estimate_ns,omitempty"`                     // submitter's runtime estimate, 0 .. 366 days; 0 means none
-	Request          *Request               `protobuf:"bytes,6,opt,name=request,proto3" json:"request,omitempty"`                                              // resources the task needs; absent means an all-zero request
+	Request          *Request               `protobuf:"bytes,6,opt,name=request,proto3" json:"request,omitempty"`                                              // resources the task needs (one replica's); absent means an all-zero request
+	GangSize         int32                  `protobuf:"varint,7,opt,name=gang_size,json=gangSize,proto3" json:"gang_size,omitempty"`                           // replicas that must start together, 0..256; 0 or 1 means not a gang. For a gang the offer stands for the whole gang and key names replica 0
+	Pack             bool                   `protobuf:"varint,8,opt,name=pack,proto3" json:"pack,omitempty"`                                                   // several replicas of the gang may share a node; meaningful only for a gang
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -647,6 +729,20 @@ func (x *TaskOffer) GetRequest() *Request {
 	return nil
 }
 
+func (x *TaskOffer) GetGangSize() int32 {
+	if x != nil {
+		return x.GangSize
+	}
+	return 0
+}
+
+func (x *TaskOffer) GetPack() bool {
+	if x != nil {
+		return x.Pack
+	}
+	return false
+}
+
 // TaskSpec is everything an executor needs to run a task replica.
 type TaskSpec struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -657,6 +753,8 @@ type TaskSpec struct {
 	CheckpointIntervalNs int64                  `protobuf:"varint,5,opt,name=checkpoint_interval_ns,json=checkpointIntervalNs,proto3" json:"checkpoint_interval_ns,omitempty"`          // checkpoint interval, 0 .. 366 days; 0 means no checkpointing
 	Epoch                uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`                                                                      // placement epoch this award belongs to
 	Attempt              int32                  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`                                                                  // attempt number of this replica, >= 0 (the first attempt is 1)
+	Rank                 int32                  `protobuf:"varint,8,opt,name=rank,proto3" json:"rank,omitempty"`                                                                        // gang replicas only: this replica's rank, 0..255; 0 otherwise
+	Peers                []string               `protobuf:"bytes,9,rep,name=peers,proto3" json:"peers,omitempty"`                                                                       // gang replicas only: node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager; empty otherwise
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -740,6 +838,20 @@ func (x *TaskSpec) GetAttempt() int32 {
 	return 0
 }
 
+func (x *TaskSpec) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *TaskSpec) GetPeers() []string {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
 // Cfp is a manager's call for proposals for one task replica.
 type Cfp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -811,6 +923,7 @@ type Bid struct {
 	FinishUnixNano int64                  `protobuf:"varint,5,opt,name=finish_unix_nano,json=finishUnixNano,proto3" json:"finish_unix_nano,omitempty"` // predicted finish time; 0 means unknown
 	RuntimeNs      int64                  `protobuf:"varint,6,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`                  // predicted runtime on the bidder, >= 0
 	Preempt        bool                   `protobuf:"varint,7,opt,name=preempt,proto3" json:"preempt,omitempty"`                                       // the bidder would evict lower-priority tasks to start this one
+	Slots          int32                  `protobuf:"varint,8,opt,name=slots,proto3" json:"slots,omitempty"`                                           // gang Cfp only: replicas the bidder could start now, 0..256 (at most 1 unless the gang may pack); 0 otherwise
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -892,6 +1005,13 @@ func (x *Bid) GetPreempt() bool {
 		return x.Preempt
 	}
 	return false
+}
+
+func (x *Bid) GetSlots() int32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
 }
 
 // NoBid is a contractor's refusal to bid, with the reason.
@@ -1273,6 +1393,356 @@ func (x *CancelTask) GetReason() string {
 	return ""
 }
 
+// Hold asks a contractor to set aside, now, the resources of one gang
+// replica until it expires (phase one of a gang start). The contractor
+// answers with a HoldReply; the manager then sends a Commit or a Release.
+type Hold struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Auction         *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`                                           // the gang's auction; required
+	Manager         string                 `protobuf:"bytes,2,opt,name=manager,proto3" json:"manager,omitempty"`                                           // node ID of the managing node; required, as Cfp.manager
+	Task            *TaskSpec              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`                                                 // the replica to hold resources for; required (rank and peers may still be unset)
+	ExpiresUnixNano int64                  `protobuf:"varint,4,opt,name=expires_unix_nano,json=expiresUnixNano,proto3" json:"expires_unix_nano,omitempty"` // when the hold lapses if no Commit came; required (0 is refused)
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Hold) Reset() {
+	*x = Hold{}
+	mi := &file_market_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hold) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hold) ProtoMessage() {}
+
+func (x *Hold) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hold.ProtoReflect.Descriptor instead.
+func (*Hold) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Hold) GetAuction() *AuctionID {
+	if x != nil {
+		return x.Auction
+	}
+	return nil
+}
+
+func (x *Hold) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *Hold) GetTask() *TaskSpec {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *Hold) GetExpiresUnixNano() int64 {
+	if x != nil {
+		return x.ExpiresUnixNano
+	}
+	return 0
+}
+
+// HoldReply says whether a hold was taken.
+type HoldReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`  // the auction of the hold; required
+	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`    // node ID of the replying node; required, as Cfp.manager
+	Replica       int32                  `protobuf:"varint,3,opt,name=replica,proto3" json:"replica,omitempty"` // replica index the hold was for, 0..255
+	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`           // true: the resources are held; false: refused
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`    // why it was refused, <= 4096 bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HoldReply) Reset() {
+	*x = HoldReply{}
+	mi := &file_market_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HoldReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HoldReply) ProtoMessage() {}
+
+func (x *HoldReply) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HoldReply.ProtoReflect.Descriptor instead.
+func (*HoldReply) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HoldReply) GetAuction() *AuctionID {
+	if x != nil {
+		return x.Auction
+	}
+	return nil
+}
+
+func (x *HoldReply) GetBidder() string {
+	if x != nil {
+		return x.Bidder
+	}
+	return ""
+}
+
+func (x *HoldReply) GetReplica() int32 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+func (x *HoldReply) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *HoldReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Commit turns a hold into a running replica (phase two of a gang start).
+type Commit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`      // the held task replica; required
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // placement epoch of the hold; an executor ignores other epochs
+	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`   // the replica's rank in the gang, 0..255
+	Peers         []string               `protobuf:"bytes,4,rep,name=peers,proto3" json:"peers,omitempty"`  // node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Commit) Reset() {
+	*x = Commit{}
+	mi := &file_market_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Commit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Commit) ProtoMessage() {}
+
+func (x *Commit) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Commit.ProtoReflect.Descriptor instead.
+func (*Commit) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Commit) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Commit) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Commit) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *Commit) GetPeers() []string {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
+// Release gives up a hold.
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`      // the held task replica; required
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // placement epoch of the hold; an executor ignores other epochs
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_market_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Release) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Release) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// Reserve asks a node to start no task that would take the resources a
+// starving gang replica needs, until a deadline (a backfill-aware
+// reservation); a later Reserve renews it, and one whose deadline has
+// passed cancels it.
+type Reserve struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`                                     // the gang's auction; required
+	Manager       string                 `protobuf:"bytes,2,opt,name=manager,proto3" json:"manager,omitempty"`                                     // node ID of the managing node; required, as Cfp.manager
+	Request       *Request               `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`                                     // resources to keep free; absent means an all-zero request
+	Priority      int32                  `protobuf:"varint,4,opt,name=priority,proto3" json:"priority,omitempty"`                                  // priority of the gang's job, 0 (lowest) .. 10 (highest)
+	UntilUnixNano int64                  `protobuf:"varint,5,opt,name=until_unix_nano,json=untilUnixNano,proto3" json:"until_unix_nano,omitempty"` // when the reservation ends; 0 or a past time cancels it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reserve) Reset() {
+	*x = Reserve{}
+	mi := &file_market_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reserve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reserve) ProtoMessage() {}
+
+func (x *Reserve) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reserve.ProtoReflect.Descriptor instead.
+func (*Reserve) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Reserve) GetAuction() *AuctionID {
+	if x != nil {
+		return x.Auction
+	}
+	return nil
+}
+
+func (x *Reserve) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *Reserve) GetRequest() *Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *Reserve) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Reserve) GetUntilUnixNano() int64 {
+	if x != nil {
+		return x.UntilUnixNano
+	}
+	return 0
+}
+
 // Query asks a peer about a job it manages or a task it ran; one Query
 // and one QueryReply per /agora/query/1.0.0 stream.
 type Query struct {
@@ -1291,7 +1761,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1773,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1786,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{15}
+	return file_market_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -1388,7 +1858,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1870,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1883,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{16}
+	return file_market_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -1448,7 +1918,7 @@ var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
 	"\n" +
-	"\fmarket.proto\x12\bagora.v1\"\xf0\x02\n" +
+	"\fmarket.proto\x12\bagora.v1\"\xd6\x04\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12!\n" +
 	"\x03cfp\x18\x02 \x01(\v2\r.agora.v1.CfpH\x00R\x03cfp\x12!\n" +
@@ -1460,7 +1930,14 @@ const file_market_proto_rawDesc = "" +
 	"\vtask_status\x18\a \x01(\v2\x14.agora.v1.TaskStatusH\x00R\n" +
 	"taskStatus\x127\n" +
 	"\vcancel_task\x18\b \x01(\v2\x14.agora.v1.CancelTaskH\x00R\n" +
-	"cancelTaskB\x06\n" +
+	"cancelTask\x12$\n" +
+	"\x04hold\x18\t \x01(\v2\x0e.agora.v1.HoldH\x00R\x04hold\x124\n" +
+	"\n" +
+	"hold_reply\x18\n" +
+	" \x01(\v2\x13.agora.v1.HoldReplyH\x00R\tholdReply\x12*\n" +
+	"\x06commit\x18\v \x01(\v2\x10.agora.v1.CommitH\x00R\x06commit\x12-\n" +
+	"\arelease\x18\f \x01(\v2\x11.agora.v1.ReleaseH\x00R\arelease\x12-\n" +
+	"\areserve\x18\r \x01(\v2\x11.agora.v1.ReserveH\x00R\areserveB\x06\n" +
 	"\x04body\"I\n" +
 	"\aTaskKey\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
@@ -1491,7 +1968,7 @@ const file_market_proto_rawDesc = "" +
 	"\x04site\x18\a \x01(\tR\x04site\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x02\n" +
 	"\tTaskOffer\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -1499,7 +1976,9 @@ const file_market_proto_rawDesc = "" +
 	"\x12deadline_unix_nano\x18\x04 \x01(\x03R\x10deadlineUnixNano\x12\x1f\n" +
 	"\vestimate_ns\x18\x05 \x01(\x03R\n" +
 	"estimateNs\x12+\n" +
-	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\"\xbb\x02\n" +
+	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1b\n" +
+	"\tgang_size\x18\a \x01(\x05R\bgangSize\x12\x12\n" +
+	"\x04pack\x18\b \x01(\bR\x04pack\"\xe5\x02\n" +
 	"\bTaskSpec\x12)\n" +
 	"\x05offer\x18\x01 \x01(\v2\x13.agora.v1.TaskOfferR\x05offer\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12-\n" +
@@ -1508,14 +1987,16 @@ const file_market_proto_rawDesc = "" +
 	"timeout_ns\x18\x04 \x01(\x03R\ttimeoutNs\x124\n" +
 	"\x16checkpoint_interval_ns\x18\x05 \x01(\x03R\x14checkpointIntervalNs\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattempt\x1a6\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x12\n" +
+	"\x04rank\x18\b \x01(\x05R\x04rank\x12\x14\n" +
+	"\x05peers\x18\t \x03(\tR\x05peers\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
 	"\x03Cfp\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12'\n" +
-	"\x04task\x18\x03 \x01(\v2\x13.agora.v1.TaskOfferR\x04task\"\xed\x01\n" +
+	"\x04task\x18\x03 \x01(\v2\x13.agora.v1.TaskOfferR\x04task\"\x83\x02\n" +
 	"\x03Bid\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x14\n" +
@@ -1524,7 +2005,8 @@ const file_market_proto_rawDesc = "" +
 	"\x10finish_unix_nano\x18\x05 \x01(\x03R\x0efinishUnixNano\x12\x1d\n" +
 	"\n" +
 	"runtime_ns\x18\x06 \x01(\x03R\truntimeNs\x12\x18\n" +
-	"\apreempt\x18\a \x01(\bR\apreempt\"\x84\x01\n" +
+	"\apreempt\x18\a \x01(\bR\apreempt\x12\x14\n" +
+	"\x05slots\x18\b \x01(\x05R\x05slots\"\x84\x01\n" +
 	"\x05NoBid\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
@@ -1557,7 +2039,32 @@ const file_market_proto_rawDesc = "" +
 	"CancelTask\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xc0\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x01\n" +
+	"\x04Hold\x12-\n" +
+	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
+	"\amanager\x18\x02 \x01(\tR\amanager\x12&\n" +
+	"\x04task\x18\x03 \x01(\v2\x12.agora.v1.TaskSpecR\x04task\x12*\n" +
+	"\x11expires_unix_nano\x18\x04 \x01(\x03R\x0fexpiresUnixNano\"\x94\x01\n" +
+	"\tHoldReply\x12-\n" +
+	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
+	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x18\n" +
+	"\areplica\x18\x03 \x01(\x05R\areplica\x12\x0e\n" +
+	"\x02ok\x18\x04 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"m\n" +
+	"\x06Commit\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\x05R\x04rank\x12\x14\n" +
+	"\x05peers\x18\x04 \x03(\tR\x05peers\"D\n" +
+	"\aRelease\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\xc3\x01\n" +
+	"\aReserve\x12-\n" +
+	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
+	"\amanager\x18\x02 \x01(\tR\amanager\x12+\n" +
+	"\arequest\x18\x03 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1a\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12&\n" +
+	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\"\xc0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -1586,7 +2093,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -1603,10 +2110,15 @@ var file_market_proto_goTypes = []any{
 	(*AwardReply)(nil),    // 12: agora.v1.AwardReply
 	(*TaskStatus)(nil),    // 13: agora.v1.TaskStatus
 	(*CancelTask)(nil),    // 14: agora.v1.CancelTask
-	(*Query)(nil),         // 15: agora.v1.Query
-	(*QueryReply)(nil),    // 16: agora.v1.QueryReply
-	nil,                   // 17: agora.v1.Request.LabelsEntry
-	nil,                   // 18: agora.v1.TaskSpec.EnvEntry
+	(*Hold)(nil),          // 15: agora.v1.Hold
+	(*HoldReply)(nil),     // 16: agora.v1.HoldReply
+	(*Commit)(nil),        // 17: agora.v1.Commit
+	(*Release)(nil),       // 18: agora.v1.Release
+	(*Reserve)(nil),       // 19: agora.v1.Reserve
+	(*Query)(nil),         // 20: agora.v1.Query
+	(*QueryReply)(nil),    // 21: agora.v1.QueryReply
+	nil,                   // 22: agora.v1.Request.LabelsEntry
+	nil,                   // 23: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	8,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -1616,29 +2128,41 @@ var file_market_proto_depIdxs = []int32{
 	12, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
 	13, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
 	14, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
-	1,  // 7: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
-	3,  // 8: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
-	4,  // 9: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	17, // 10: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
-	1,  // 11: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
-	5,  // 12: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	6,  // 13: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	18, // 14: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	2,  // 15: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 16: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 17: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 18: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 19: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 20: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	9,  // 21: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 22: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 23: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 24: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	15, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
+	16, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
+	17, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
+	18, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
+	19, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
+	1,  // 12: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
+	3,  // 13: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
+	4,  // 14: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
+	22, // 15: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	1,  // 16: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
+	5,  // 17: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
+	6,  // 18: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	23, // 19: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	2,  // 20: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 21: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 22: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 23: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 24: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 25: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	9,  // 26: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 27: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 28: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	1,  // 29: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 30: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 31: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 32: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 33: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 34: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 35: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 36: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -1654,6 +2178,11 @@ func file_market_proto_init() {
 		(*Envelope_AwardReply)(nil),
 		(*Envelope_TaskStatus)(nil),
 		(*Envelope_CancelTask)(nil),
+		(*Envelope_Hold)(nil),
+		(*Envelope_HoldReply)(nil),
+		(*Envelope_Commit)(nil),
+		(*Envelope_Release)(nil),
+		(*Envelope_Reserve)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1661,7 +2190,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
