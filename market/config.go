@@ -63,6 +63,11 @@ type Config struct {
 	// LeaseTimeout is how long a manager waits without a report before the
 	// lease lapses and the replica is placed again with a new epoch; 5s.
 	LeaseTimeout time.Duration
+	// NoSteal turns work stealing off (it is on by default).
+	NoSteal bool
+	// StealEvery is how often an idle node may ask a loaded peer for
+	// work; 500ms.
+	StealEvery time.Duration
 	// HoldExpiry is how long a gang hold lasts unless committed; 2s.
 	HoldExpiry time.Duration
 	// GangReserveAfter is how long a gang may wait before it reserves its
@@ -105,6 +110,7 @@ func (c Config) withDefaults() Config {
 	def(&c.TickEvery, 10*time.Millisecond)
 	def(&c.HoldExpiry, 2*time.Second)
 	def(&c.LeaseEvery, time.Second)
+	def(&c.StealEvery, 500*time.Millisecond)
 	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)

@@ -337,15 +337,16 @@ func (m *Market) schedule() {
 }
 
 // onCancelTask drops a queued contract or stops a running one.
+// Only the task's manager may cancel it.
 func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
 	c := &m.c
-	if h := c.holds[ct.Key]; h != nil && h.k.spec.Epoch == ct.Epoch {
+	if h := c.holds[ct.Key]; h != nil && h.k.spec.Epoch == ct.Epoch && from == h.k.manager {
 		delete(c.holds, ct.Key)
 		c.free.Give(h.k.spec.Request, h.k.alloc)
 		m.schedule()
 		return
 	}
-	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch {
+	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch && from == k.manager {
 		if k.stopReason == "" {
 			k.stopReason = "cancelled"
 			m.emit(StopTask{Key: ct.Key, Epoch: ct.Epoch, Reason: ct.Reason, Grace: m.cfg.PreemptGrace})
@@ -353,7 +354,7 @@ func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
 		return
 	}
 	for _, k := range c.queue {
-		if k.spec.Key == ct.Key && k.spec.Epoch == ct.Epoch {
+		if k.spec.Key == ct.Key && k.spec.Epoch == ct.Epoch && from == k.manager {
 			c.dequeue(ct.Key)
 			m.send(k.manager, TaskStatus{Key: ct.Key, Epoch: ct.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskCancelled, ExitCode: -1, Reason: ct.Reason, Time: m.now})
 			return

@@ -439,15 +439,16 @@ func (m *Market) onHold(h Hold) {
 	}
 	c.free.Take(h.Task.Request, al)
 	k := &contract{spec: h.Task, manager: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
-	c.holds[key] = &hold{k: k, expires: h.Expires}
+	// Never trust a manager's clock further than our own limit.
+	c.holds[key] = &hold{k: k, expires: minTime(h.Expires, m.now.Add(m.cfg.HoldExpiry))}
 	reply.OK = true
 	m.send(h.Manager, reply)
 }
 
-func (m *Market) onCommit(cm Commit) {
+func (m *Market) onCommit(from NodeID, cm Commit) {
 	c := &m.c
 	h := c.holds[cm.Key]
-	if h == nil || h.k.spec.Epoch != cm.Epoch {
+	if h == nil || h.k.spec.Epoch != cm.Epoch || from != h.k.manager {
 		m.event(cm.Key.Job, fmt.Sprintf("%s: commit for a hold not held (epoch %d)", cm.Key, cm.Epoch))
 		return
 	}
@@ -465,9 +466,9 @@ func (m *Market) onCommit(cm Commit) {
 	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
 }
 
-func (m *Market) onRelease(r Release) {
+func (m *Market) onRelease(from NodeID, r Release) {
 	c := &m.c
-	if h := c.holds[r.Key]; h != nil && h.k.spec.Epoch == r.Epoch {
+	if h := c.holds[r.Key]; h != nil && h.k.spec.Epoch == r.Epoch && from == h.k.manager {
 		delete(c.holds, r.Key)
 		c.free.Give(h.k.spec.Request, h.k.alloc)
 		m.schedule()
@@ -482,7 +483,7 @@ func (m *Market) onReserve(r Reserve) {
 		m.schedule()
 		return
 	}
-	c.reserves[id] = &reservation{gang: id, req: r.Request, priority: r.Priority, until: r.Until}
+	c.reserves[id] = &reservation{gang: id, req: r.Request, priority: r.Priority, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
 }
 
 // expireHolds gives back holds and reservations past their expiry.
@@ -512,4 +513,11 @@ func (m *Market) expireHolds() {
 	if changed {
 		m.schedule()
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -145,6 +145,7 @@ func (m *Market) Tick(now time.Time) {
 	m.expireHolds()
 	m.checkLeases()
 	m.heartbeat()
+	m.maybeSteal()
 	m.placeReady()
 }
 

@@ -48,7 +48,8 @@ type Market struct {
 	learned *predict.Runtime
 
 	// contractor role
-	c contractor
+	c         contractor
+	lastSteal time.Time
 }
 
 type localMsg struct {
@@ -166,11 +167,19 @@ func (m *Market) step(from NodeID, msg Msg) {
 	case HoldReply:
 		m.onHoldReply(x)
 	case Commit:
-		m.onCommit(x)
+		m.onCommit(from, x)
 	case Release:
-		m.onRelease(x)
+		m.onRelease(from, x)
 	case Reserve:
 		m.onReserve(x)
+	case StealRequest:
+		if from == x.Thief {
+			m.onStealRequest(x)
+		}
+	case Transfer:
+		if from == x.From {
+			m.onTransfer(x)
+		}
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
 	}

@@ -155,6 +155,26 @@ type Reserve struct {
 	Until    time.Time        `json:"until"`
 }
 
+// StealRequest is an idle node asking a loaded one for queued tasks that
+// fit in Room, at most Max of them.
+type StealRequest struct {
+	Thief NodeID           `json:"thief"`
+	Room  resource.Request `json:"room"`
+	Max   int              `json:"max"`
+}
+
+// Transfer tells a manager that the executor From gave up a queued
+// replica (never started) so that it can be awarded to To.
+type Transfer struct {
+	Key   TaskKey `json:"key"`
+	Epoch uint64  `json:"epoch"`
+	From  NodeID  `json:"from"`
+	To    NodeID  `json:"to"`
+}
+
+func (StealRequest) msgKind() string { return "steal_request" }
+func (Transfer) msgKind() string     { return "transfer" }
+
 func (Hold) msgKind() string      { return "hold" }
 func (HoldReply) msgKind() string { return "hold_reply" }
 func (Commit) msgKind() string    { return "commit" }

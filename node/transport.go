@@ -161,6 +161,10 @@ func sender(msg market.Msg) market.NodeID {
 		return x.Bidder
 	case market.Reserve:
 		return x.Manager
+	case market.StealRequest:
+		return x.Thief
+	case market.Transfer:
+		return x.From
 	}
 	return ""
 }

@@ -1,0 +1,106 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// Work stealing. An idle node (empty queue, at least one free core) asks
+// the most loaded peer of its view — the longest queue, at least two
+// tasks — for queued work every StealEvery. The victim hands over up to
+// half of its queued, never-started replicas that fit the thief's free
+// room, taking them from the back of its queue (lowest priority, latest
+// deadline first), and tells each replica's manager with a Transfer. The
+// manager closes the victim's attempt, raises the epoch and awards the
+// replica directly to the thief (a decline falls back to a normal
+// auction). Results of the old epoch are rejected like any stale report.
+
+func (m *Market) maybeSteal() {
+	c := &m.c
+	if m.cfg.NoSteal || len(c.queue) > 0 || len(c.holds) > 0 || m.now.Sub(m.lastSteal) < m.cfg.StealEvery {
+		return
+	}
+	room := m.c.availFor("")
+	if room.CPU < 1000 {
+		return
+	}
+	var victim *Peer
+	ids := make([]NodeID, 0, len(m.view))
+	for id := range m.view {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := m.view[id]
+		if p.Queue >= 2 && (victim == nil || p.Queue > victim.Queue) {
+			victim = p
+		}
+	}
+	if victim == nil {
+		return
+	}
+	m.lastSteal = m.now
+	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: room.CPU, Memory: room.Memory, GPU: resource.GPURequest{Count: room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
+}
+
+// onStealRequest gives up to half the queue (and at most Max) to a thief.
+func (m *Market) onStealRequest(r StealRequest) {
+	c := &m.c
+	if m.cfg.NoSteal || r.Thief == m.cfg.Self || len(c.queue) < 2 {
+		return
+	}
+	n := min(len(c.queue)/2, max(r.Max, 1))
+	room := resource.Vector{CPU: r.Room.CPU, Memory: r.Room.Memory}
+	for i := 0; i < r.Room.GPU.Count; i++ {
+		room.GPUs = append(room.GPUs, resource.GPU{Index: i, Memory: 1 << 50, Free: resource.WholeGPU})
+	}
+	given := 0
+	for i := len(c.queue) - 1; i >= 0 && given < n; i-- {
+		k := c.queue[i]
+		if k.preempt || k.spec.Request.GPU.Model != "" || k.spec.Request.GPU.Memory > 0 || len(k.spec.Request.Devices) > 0 ||
+			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || k.spec.Request.GPU.Share > 0 {
+			continue // only requests the room describes exactly
+		}
+		al, why := resource.Fit(room, k.spec.Request)
+		if why != "" {
+			continue
+		}
+		room.Take(k.spec.Request, al)
+		c.queue = append(c.queue[:i], c.queue[i+1:]...)
+		given++
+		m.send(k.manager, Transfer{Key: k.spec.Key, Epoch: k.spec.Epoch, From: m.cfg.Self, To: r.Thief})
+	}
+	if given > 0 {
+		m.event("", fmt.Sprintf("gave %d queued tasks to %s", given, r.Thief))
+	}
+}
+
+// onTransfer moves a queued replica from its executor to the thief with a
+// new epoch, awarding it directly.
+func (m *Market) onTransfer(x Transfer) {
+	j, t := m.find(x.Key)
+	if t == nil || j.State.Terminal() {
+		return
+	}
+	if t.Node != x.From || t.Epoch != x.Epoch || t.State != TaskAwarded {
+		m.event(j.ID, fmt.Sprintf("%s: stale transfer from %s epoch %d rejected", x.Key, x.From, x.Epoch))
+		return
+	}
+	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
+		h.State, h.Reason, h.Finished = TaskCancelled, "stolen by "+string(x.To), m.now
+	}
+	t.Attempts-- // it never ran there
+	t.State, t.Node, t.Ready = TaskPending, "", m.now
+	t.Epoch++
+	m.touch(j.ID)
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), opened: m.now, closed: true,
+		invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}
+	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
+	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: m.now, Finish: m.now.Add(rt), Runtime: rt}}
+	m.auctions[t.Key] = a
+	m.event(j.ID, fmt.Sprintf("%s: stolen from %s by %s (epoch %d)", t.Key, x.From, x.To, t.Epoch))
+	m.awardNext(a)
+}
