@@ -229,6 +229,10 @@ func (c *contractor) dequeue(key TaskKey) *contract {
 func (m *Market) onCFP(from NodeID, cfp CFP) {
 	c := &m.c
 	o := cfp.Task
+	if m.draining {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "node draining"})
+		return
+	}
 	if why := resource.Constraints(m.cfg.Site, m.cfg.Labels, o.Request); why != "" {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
@@ -285,6 +289,11 @@ func (m *Market) onAward(a Award) {
 	c := &m.c
 	key := a.Task.Key
 	reply := AwardReply{Auction: a.Auction, Bidder: m.cfg.Self}
+	if m.draining {
+		reply.Reason = "node draining"
+		m.send(a.Manager, reply)
+		return
+	}
 	if _, busy := c.running[key]; busy || c.queued(key) {
 		reply.Reason = "already holds this task"
 		m.send(a.Manager, reply)

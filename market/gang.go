@@ -425,6 +425,11 @@ func (m *Market) onHold(h Hold) {
 	c := &m.c
 	key := h.Task.Key
 	reply := HoldReply{Auction: h.Auction, Bidder: m.cfg.Self, Replica: key.Replica}
+	if m.draining {
+		reply.Reason = "node draining"
+		m.send(h.Manager, reply)
+		return
+	}
 	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
 		reply.Reason = "already holds this replica"
 		m.send(h.Manager, reply)

@@ -50,6 +50,7 @@ type Market struct {
 	// contractor role
 	c         contractor
 	lastSteal time.Time
+	draining  bool
 }
 
 type localMsg struct {

@@ -20,7 +20,7 @@ import (
 
 func (m *Market) maybeSteal() {
 	c := &m.c
-	if m.cfg.NoSteal || len(c.queue) > 0 || len(c.holds) > 0 || m.now.Sub(m.lastSteal) < m.cfg.StealEvery {
+	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 || m.now.Sub(m.lastSteal) < m.cfg.StealEvery {
 		return
 	}
 	room := m.c.availFor("")

@@ -43,6 +43,7 @@ func (n *Node) startAPI() {
 	mux.HandleFunc("GET /v1/peers", n.handlePeers)
 	mux.HandleFunc("GET /v1/devices", n.handleDevices)
 	n.registerJobAPI(mux)
+	mux.HandleFunc("POST /v1/drain", n.handleDrain)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
 	n.apiSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	n.wg.Add(1)

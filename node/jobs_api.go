@@ -261,3 +261,6 @@ func (n *Node) Events(job string) []string {
 		from = next
 	}
 }
+
+// JobRecord returns the full record of a job this node manages.
+func (n *Node) JobRecord(id string) (market.JobRecord, bool) { return n.localJob(id) }

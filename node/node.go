@@ -451,6 +451,13 @@ func (n *Node) Kill() {
 }
 
 func (n *Node) teardown(graceful bool) {
+	if graceful && n.mkt != nil && n.events != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		if err := n.Drain(ctx); err != nil {
+			log.Warnw("graceful stop: drain incomplete", "err", err)
+		}
+		cancel()
+	}
 	if graceful && n.gossip != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		n.gossip.Leave(ctx)

@@ -234,3 +234,24 @@ func (n *Node) broadcast(msg market.Msg) {
 		}
 	}()
 }
+
+// flush waits (up to d) until every per-peer queue is empty, so that
+// reports queued just before a shutdown leave the node.
+func (t *transport) flush(ctx context.Context, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		empty := true
+		t.mu.Lock()
+		for _, ob := range t.peers {
+			if len(ob.ch) > 0 {
+				empty = false
+			}
+		}
+		t.mu.Unlock()
+		if empty {
+			time.Sleep(20 * time.Millisecond) // the last write in flight
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -63,6 +63,8 @@ type Envelope struct {
 	//	*Envelope_Commit
 	//	*Envelope_Release
 	//	*Envelope_Reserve
+	//	*Envelope_StealRequest
+	//	*Envelope_Transfer
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -220,6 +222,24 @@ func (x *Envelope) GetReserve() *Reserve {
 	return nil
 }
 
+func (x *Envelope) GetStealRequest() *StealRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_StealRequest); ok {
+			return x.StealRequest
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetTransfer() *Transfer {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Transfer); ok {
+			return x.Transfer
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -272,6 +292,14 @@ type Envelope_Reserve struct {
 	Reserve *Reserve `protobuf:"bytes,13,opt,name=reserve,proto3,oneof"` // keep resources free for a starving gang replica, manager -> contractor
 }
 
+type Envelope_StealRequest struct {
+	StealRequest *StealRequest `protobuf:"bytes,14,opt,name=steal_request,json=stealRequest,proto3,oneof"` // ask for queued tasks to steal, idle node -> loaded node
+}
+
+type Envelope_Transfer struct {
+	Transfer *Transfer `protobuf:"bytes,15,opt,name=transfer,proto3,oneof"` // a queued replica was handed to another node, executor -> manager
+}
+
 func (*Envelope_Cfp) isEnvelope_Body() {}
 
 func (*Envelope_Bid) isEnvelope_Body() {}
@@ -295,6 +323,10 @@ func (*Envelope_Commit) isEnvelope_Body() {}
 func (*Envelope_Release) isEnvelope_Body() {}
 
 func (*Envelope_Reserve) isEnvelope_Body() {}
+
+func (*Envelope_StealRequest) isEnvelope_Body() {}
+
+func (*Envelope_Transfer) isEnvelope_Body() {}
 
 // TaskKey names one replica of one task of one job.
 type TaskKey struct {
@@ -1743,6 +1775,138 @@ func (x *Reserve) GetUntilUnixNano() int64 {
 	return 0
 }
 
+// StealRequest is an idle node asking a loaded peer for queued (not yet
+// started) tasks that fit in the room it has free (work stealing).
+type StealRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Thief         string                 `protobuf:"bytes,1,opt,name=thief,proto3" json:"thief,omitempty"` // node ID of the idle, asking node; required, as Cfp.manager
+	Room          *Request               `protobuf:"bytes,2,opt,name=room,proto3" json:"room,omitempty"`   // resources the thief has free; each task handed over must fit; absent means an all-zero request
+	Max           int32                  `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`    // most tasks wanted, 1..1024
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StealRequest) Reset() {
+	*x = StealRequest{}
+	mi := &file_market_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StealRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StealRequest) ProtoMessage() {}
+
+func (x *StealRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StealRequest.ProtoReflect.Descriptor instead.
+func (*StealRequest) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StealRequest) GetThief() string {
+	if x != nil {
+		return x.Thief
+	}
+	return ""
+}
+
+func (x *StealRequest) GetRoom() *Request {
+	if x != nil {
+		return x.Room
+	}
+	return nil
+}
+
+func (x *StealRequest) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+// Transfer tells a task's manager that the executor gave up a queued
+// replica (never started) so that it can be awarded to another node.
+type Transfer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`      // the task replica handed over; required
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // placement epoch the executor held the replica under
+	From          string                 `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`    // node ID of the executor giving the replica up; required, as Cfp.manager
+	To            string                 `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`        // node ID of the node it is handed to; required, as Cfp.manager
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transfer) Reset() {
+	*x = Transfer{}
+	mi := &file_market_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transfer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transfer) ProtoMessage() {}
+
+func (x *Transfer) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
+func (*Transfer) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Transfer) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Transfer) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Transfer) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *Transfer) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
 // Query asks a peer about a job it manages or a task it ran; one Query
 // and one QueryReply per /agora/query/1.0.0 stream.
 type Query struct {
@@ -1761,7 +1925,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1937,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1950,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{20}
+	return file_market_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -1858,7 +2022,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +2034,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +2047,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{21}
+	return file_market_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -1918,7 +2082,7 @@ var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
 	"\n" +
-	"\fmarket.proto\x12\bagora.v1\"\xd6\x04\n" +
+	"\fmarket.proto\x12\bagora.v1\"\xc7\x05\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12!\n" +
 	"\x03cfp\x18\x02 \x01(\v2\r.agora.v1.CfpH\x00R\x03cfp\x12!\n" +
@@ -1937,7 +2101,9 @@ const file_market_proto_rawDesc = "" +
 	" \x01(\v2\x13.agora.v1.HoldReplyH\x00R\tholdReply\x12*\n" +
 	"\x06commit\x18\v \x01(\v2\x10.agora.v1.CommitH\x00R\x06commit\x12-\n" +
 	"\arelease\x18\f \x01(\v2\x11.agora.v1.ReleaseH\x00R\arelease\x12-\n" +
-	"\areserve\x18\r \x01(\v2\x11.agora.v1.ReserveH\x00R\areserveB\x06\n" +
+	"\areserve\x18\r \x01(\v2\x11.agora.v1.ReserveH\x00R\areserve\x12=\n" +
+	"\rsteal_request\x18\x0e \x01(\v2\x16.agora.v1.StealRequestH\x00R\fstealRequest\x120\n" +
+	"\btransfer\x18\x0f \x01(\v2\x12.agora.v1.TransferH\x00R\btransferB\x06\n" +
 	"\x04body\"I\n" +
 	"\aTaskKey\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
@@ -2064,7 +2230,16 @@ const file_market_proto_rawDesc = "" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12+\n" +
 	"\arequest\x18\x03 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1a\n" +
 	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12&\n" +
-	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\"\xc0\x01\n" +
+	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\"]\n" +
+	"\fStealRequest\x12\x14\n" +
+	"\x05thief\x18\x01 \x01(\tR\x05thief\x12%\n" +
+	"\x04room\x18\x02 \x01(\v2\x11.agora.v1.RequestR\x04room\x12\x10\n" +
+	"\x03max\x18\x03 \x01(\x05R\x03max\"i\n" +
+	"\bTransfer\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\"\xc0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -2093,7 +2268,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2115,10 +2290,12 @@ var file_market_proto_goTypes = []any{
 	(*Commit)(nil),        // 17: agora.v1.Commit
 	(*Release)(nil),       // 18: agora.v1.Release
 	(*Reserve)(nil),       // 19: agora.v1.Reserve
-	(*Query)(nil),         // 20: agora.v1.Query
-	(*QueryReply)(nil),    // 21: agora.v1.QueryReply
-	nil,                   // 22: agora.v1.Request.LabelsEntry
-	nil,                   // 23: agora.v1.TaskSpec.EnvEntry
+	(*StealRequest)(nil),  // 20: agora.v1.StealRequest
+	(*Transfer)(nil),      // 21: agora.v1.Transfer
+	(*Query)(nil),         // 22: agora.v1.Query
+	(*QueryReply)(nil),    // 23: agora.v1.QueryReply
+	nil,                   // 24: agora.v1.Request.LabelsEntry
+	nil,                   // 25: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	8,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -2133,36 +2310,40 @@ var file_market_proto_depIdxs = []int32{
 	17, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
 	18, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
 	19, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
-	1,  // 12: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
-	3,  // 13: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
-	4,  // 14: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	22, // 15: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
-	1,  // 16: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
-	5,  // 17: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	6,  // 18: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	23, // 19: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	2,  // 20: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 21: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 22: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 23: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 24: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 25: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	9,  // 26: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 27: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 28: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 29: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 30: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 31: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 32: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 33: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 34: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 35: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 36: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	20, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
+	21, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
+	1,  // 14: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
+	3,  // 15: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
+	4,  // 16: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
+	24, // 17: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	1,  // 18: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
+	5,  // 19: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
+	6,  // 20: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	25, // 21: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	2,  // 22: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 23: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 24: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 25: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 26: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 27: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	9,  // 28: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 29: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 30: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	1,  // 31: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 32: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 33: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 34: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 35: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 36: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 37: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 38: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 39: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 40: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -2183,6 +2364,8 @@ func file_market_proto_init() {
 		(*Envelope_Commit)(nil),
 		(*Envelope_Release)(nil),
 		(*Envelope_Reserve)(nil),
+		(*Envelope_StealRequest)(nil),
+		(*Envelope_Transfer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2190,7 +2373,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -139,6 +139,18 @@ func checkMsg(m market.Msg) error {
 			checkRange("reserve.priority", x.Priority, MinPriority, MaxPriority),
 			checkTime("reserve.until_unix_nano", x.Until),
 		)
+	case market.StealRequest:
+		return firstErr(
+			checkNodeID("steal_request.thief", x.Thief),
+			checkRequest("steal_request.room", x.Room),
+			checkRange("steal_request.max", x.Max, 1, MaxStealTasks),
+		)
+	case market.Transfer:
+		return firstErr(
+			checkKey("transfer.key", x.Key),
+			checkNodeID("transfer.from", x.From),
+			checkNodeID("transfer.to", x.To),
+		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)
 }

@@ -23,8 +23,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add(invalidUTF8())
-	// Gang messages at the edges: a commit with the most peers, and
-	// envelopes holding each new message with no fields set.
+	// Gang and stealing messages at the edges: a commit with the most
+	// peers, a steal request for the most tasks, and envelopes holding
+	// each message added after the first seven with no fields set.
 	peers := make([]market.NodeID, MaxPeers)
 	for i := range peers {
 		peers[i] = market.NodeID(fmt.Sprintf("n%d", i))
@@ -34,7 +35,12 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(b)
-	for tag := byte(9); tag <= 13; tag++ {
+	b, err = Encode(market.StealRequest{Thief: bidder, Room: fullOffer().Request, Max: MaxStealTasks})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	for tag := byte(9); tag <= 15; tag++ {
 		f.Add([]byte{0x08, 0x01, tag<<3 | 2, 0x00})
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -59,6 +59,8 @@ const (
 	MaxPeers = MaxGangSize
 	// MaxSlots is the most replicas of a gang one bid may offer to start.
 	MaxSlots = MaxGangSize
+	// MaxStealTasks is the most tasks one StealRequest may ask for.
+	MaxStealTasks = 1024
 	// MaxCounter bounds auction rounds and attempt numbers (they travel
 	// as int32).
 	MaxCounter = math.MaxInt32

@@ -65,6 +65,10 @@ func Encode(m market.Msg) ([]byte, error) {
 			Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Request: requestToPB(x.Request),
 			Priority: int32(x.Priority), UntilUnixNano: timeToPB(x.Until),
 		}}
+	case market.StealRequest:
+		env.Body = &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{Thief: string(x.Thief), Room: requestToPB(x.Room), Max: int32(x.Max)}}
+	case market.Transfer:
+		env.Body = &pb.Envelope_Transfer{Transfer: &pb.Transfer{Key: keyToPB(x.Key), Epoch: x.Epoch, From: string(x.From), To: string(x.To)}}
 	}
 	b, err := marshal.Marshal(env)
 	if err != nil {
@@ -264,6 +268,26 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 			Auction: a, Manager: market.NodeID(x.Manager), Request: r,
 			Priority: int(x.Priority), Until: timeFromPB(x.UntilUnixNano),
 		}, nil
+	case *pb.Envelope_StealRequest:
+		x, p := body.StealRequest, "steal_request"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		r, err := requestFromPB(join(p, "room"), x.Room)
+		if err != nil {
+			return nil, err
+		}
+		return market.StealRequest{Thief: market.NodeID(x.Thief), Room: r, Max: int(x.Max)}, nil
+	case *pb.Envelope_Transfer:
+		x, p := body.Transfer, "transfer"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		return market.Transfer{Key: k, Epoch: x.Epoch, From: market.NodeID(x.From), To: market.NodeID(x.To)}, nil
 	case nil:
 		return nil, bad("body", "required: the envelope holds no message")
 	}

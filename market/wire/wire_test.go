@@ -90,6 +90,14 @@ func fullReserve() market.Reserve {
 	return market.Reserve{Auction: aid, Manager: manager, Request: fullOffer().Request, Priority: 8, Until: t0.Add(time.Minute)}
 }
 
+func fullSteal() market.StealRequest {
+	return market.StealRequest{Thief: bidder, Room: fullOffer().Request, Max: 3}
+}
+
+func fullTransfer() market.Transfer {
+	return market.Transfer{Key: key, Epoch: 7, From: bidder, To: "12D3KooWThief.node_2-b"}
+}
+
 // roundTrips lists one or more messages of every kind.
 func roundTrips() []struct {
 	name string
@@ -130,11 +138,16 @@ func roundTrips() []struct {
 		{"release epoch 0", market.Release{Key: key}},
 		{"reserve full", fullReserve()},
 		{"reserve cancel", market.Reserve{Auction: aid, Manager: manager}},
+		{"steal request full", fullSteal()},
+		{"steal request zero room", market.StealRequest{Thief: bidder, Max: 1}},
+		{"steal request gpu share, most tasks", market.StealRequest{Thief: bidder, Room: shareOffer().Request, Max: MaxStealTasks}},
+		{"transfer full", fullTransfer()},
+		{"transfer epoch 0", market.Transfer{Key: key, From: bidder, To: manager}},
 	}
 }
 
 // numKinds is how many market message kinds the wire carries.
-const numKinds = 12
+const numKinds = 14
 
 func TestRoundTrip(t *testing.T) {
 	kinds := map[string]bool{}
@@ -180,7 +193,8 @@ func TestDecodeStepTypes(t *testing.T) {
 		}
 		switch m.(type) {
 		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask,
-			market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve:
+			market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve,
+			market.StealRequest, market.Transfer:
 		default:
 			t.Errorf("%s: Decode returned %T", tc.name, m)
 		}
@@ -250,6 +264,8 @@ func TestDecodeRejects(t *testing.T) {
 	commit := market.Commit{Key: key, Epoch: 7, Rank: 1, Peers: gangPeers()}
 	release := market.Release{Key: key, Epoch: 7}
 	reserve := fullReserve()
+	steal := fullSteal()
+	transfer := fullTransfer()
 	manyPeers := make([]string, MaxPeers+1)
 	for i := range manyPeers {
 		manyPeers[i] = "n"
@@ -441,6 +457,37 @@ func TestDecodeRejects(t *testing.T) {
 		{"reserve negative priority", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = -1 }), "reserve.priority: -1 out of range 0..10"},
 		{"reserve priority over 10", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = 11 }), "reserve.priority: 11 out of range 0..10"},
 		{"reserve negative until", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().UntilUnixNano = -5 }), "reserve.until_unix_nano: "},
+
+		// StealRequest.
+		{"steal request empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{}}}), "steal_request.thief: required"},
+		{"steal request no thief", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Thief = "" }), "steal_request.thief: required"},
+		{"steal request bad thief", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Thief = "a b" }), "steal_request.thief: invalid node ID"},
+		{"steal request long thief", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Thief = long(MaxNodeIDLen + 1) }), "steal_request.thief: 129 bytes"},
+		{"steal request negative cpu", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Room.CpuMilli = -1 }), "steal_request.room.cpu_milli: negative"},
+		{"steal request huge memory", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Room.Memory = MaxBytes + 1 }), "steal_request.room.memory: "},
+		{"steal request bad gpu share", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Room.Gpu.ShareMilli = 1001 }), "steal_request.room.gpu.share_milli: 1001 out of range 0..1000"},
+		{"steal request empty device", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Room.Devices[0] = &pb.DeviceRequest{} }), "steal_request.room.devices[0].kind: required"},
+		{"steal request too many devices", raw(t, steal, func(e *pb.Envelope) {
+			for range MaxDevices {
+				e.GetStealRequest().Room.Devices = append(e.GetStealRequest().Room.Devices, &pb.DeviceRequest{Kind: "x", Count: 1})
+			}
+		}), "steal_request.room.devices: 18 device requests"},
+		{"steal request bad label", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Room.Labels["-x"] = "v" }), `steal_request.room.labels["-x"]: invalid label key`},
+		{"steal request zero max", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Max = 0 }), "steal_request.max: 0 out of range 1..1024"},
+		{"steal request negative max", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Max = -1 }), "steal_request.max: -1 out of range 1..1024"},
+		{"steal request max over 1024", raw(t, steal, func(e *pb.Envelope) { e.GetStealRequest().Max = MaxStealTasks + 1 }), "steal_request.max: 1025 out of range 1..1024"},
+
+		// Transfer.
+		{"transfer empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_Transfer{Transfer: &pb.Transfer{}}}), "transfer.key: required"},
+		{"transfer without key", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key = nil }), "transfer.key: required"},
+		{"transfer bad job", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key.Job = "a/b" }), "transfer.key.job"},
+		{"transfer bad replica", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key.Replica = MaxReplica + 1 }), "transfer.key.replica: 256 out of range"},
+		{"transfer no from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "" }), "transfer.from: required"},
+		{"transfer bad from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "12D3/Koo" }), "transfer.from: invalid node ID"},
+		{"transfer long from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = long(MaxNodeIDLen + 1) }), "transfer.from: 129 bytes"},
+		{"transfer no to", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().To = "" }), "transfer.to: required"},
+		{"transfer bad to", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().To = "x\ny" }), "transfer.to: invalid node ID"},
+		{"transfer long to", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().To = long(MaxNodeIDLen + 1) }), "transfer.to: 129 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -542,6 +589,14 @@ func TestEncodeRejects(t *testing.T) {
 		{"release no key", market.Release{}, "wire: release.key.job: required"},
 		{"reserve priority", market.Reserve{Auction: aid, Manager: manager, Priority: MaxPriority + 1}, "wire: reserve.priority: 11 out of range"},
 		{"reserve until after 2262", market.Reserve{Auction: aid, Manager: manager, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.until_unix_nano"},
+		{"steal request no max", market.StealRequest{Thief: bidder}, "wire: steal_request.max: 0 out of range 1..1024"},
+		{"steal request max over int32", market.StealRequest{Thief: bidder, Max: math.MaxInt32 + 1}, "wire: steal_request.max"},
+		{"steal request no thief", market.StealRequest{Max: 1}, "wire: steal_request.thief: required"},
+		{"steal request bad room", market.StealRequest{Thief: bidder, Room: resource.Request{Disk: -1}, Max: 1}, "wire: steal_request.room.disk: negative"},
+		{"transfer no key", market.Transfer{From: bidder, To: manager}, "wire: transfer.key.job: required"},
+		{"transfer no from", market.Transfer{Key: key, To: manager}, "wire: transfer.from: required"},
+		{"transfer no to", market.Transfer{Key: key, From: bidder}, "wire: transfer.to: required"},
+		{"transfer invalid to", market.Transfer{Key: key, From: bidder, To: "n 2"}, "wire: transfer.to: invalid node ID"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -592,6 +647,8 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 		market.Commit{Key: s.Key, Epoch: math.MaxUint64, Rank: MaxRank, Peers: s.Peers},
 		market.Release{Key: s.Key, Epoch: math.MaxUint64},
 		market.Reserve{Auction: maxAuction, Manager: maxNode, Request: s.Request, Priority: MaxPriority, Until: maxTime},
+		market.StealRequest{Thief: maxNode, Room: s.Request, Max: MaxStealTasks},
+		market.Transfer{Key: s.Key, Epoch: math.MaxUint64, From: maxNode, To: maxNode},
 	}
 	for _, m := range msgs {
 		b, err := Encode(m)
@@ -656,6 +713,8 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{market.Commit{Key: key, Epoch: 7, Rank: 3, Peers: gangPeers()}, ""},
 		{market.Release{Key: key, Epoch: 7}, ""},
 		{fullReserve(), "Request.GPU.Share"},
+		{fullSteal(), "Room.GPU.Share"},
+		{fullTransfer(), ""},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range tests {

@@ -1,0 +1,46 @@
+package market
+
+import "time"
+
+// Drain makes this node leave the market gracefully: it stops bidding and
+// stealing, hands its queued replicas back to their managers (reported
+// preempted, so they are placed again without counting a failure), gives
+// back gang holds, and stops its running replicas with the preemption
+// grace — their exits are reported as preempted too, and a checkpointing
+// task takes its final snapshot on SIGTERM. Drain cannot be undone; a
+// drained node is expected to stop.
+func (m *Market) Drain(now time.Time) {
+	m.enter(now)
+	defer m.leave()
+	if m.draining {
+		return
+	}
+	m.draining = true
+	c := &m.c
+	for _, k := range c.queue {
+		m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self,
+			State: TaskPreempted, ExitCode: -1, Reason: "node draining", Time: m.now})
+	}
+	c.queue = nil
+	for key, h := range c.holds {
+		delete(c.holds, key)
+		c.free.Give(h.k.spec.Request, h.k.alloc)
+	}
+	for _, key := range m.Running() {
+		k := c.running[key]
+		if k.stopReason == "" {
+			k.stopReason = "preempted"
+			m.emit(StopTask{Key: key, Epoch: k.spec.Epoch, Reason: "node draining", Grace: m.cfg.PreemptGrace})
+		}
+	}
+	m.event("", "draining: stopped bidding, handed back queued tasks, stopping running ones")
+}
+
+// Draining reports whether Drain was called.
+func (m *Market) Draining() bool { return m.draining }
+
+// Idle reports whether this node holds no task: nothing queued, running
+// or held.
+func (m *Market) Idle() bool {
+	return len(m.c.queue) == 0 && len(m.c.running) == 0 && len(m.c.holds) == 0
+}

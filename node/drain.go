@@ -1,0 +1,48 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// drainTimeout bounds how long a drain waits for running tasks to stop
+// (their SIGTERM grace plus time to report).
+const drainTimeout = 15 * time.Second
+
+// Drain stops this node taking work and hands its tasks back: queued ones
+// at once, running ones after they stop (SIGTERM, grace, SIGKILL), each
+// reported to its manager as preempted so it is placed elsewhere. It
+// returns when the node holds no task or ctx ends. The node keeps serving
+// status, logs and gossip; it is meant to be stopped afterwards.
+func (n *Node) Drain(ctx context.Context) error {
+	if err := n.call(func() { n.mkt.Drain(time.Now()) }); err != nil {
+		return err
+	}
+	for {
+		var idle bool
+		if err := n.call(func() { idle = n.mkt.Idle() }); err != nil {
+			return err
+		}
+		if idle {
+			n.tr.flush(ctx, time.Second)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drain: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) handleDrain(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), drainTimeout)
+	defer cancel()
+	if err := n.Drain(ctx); err != nil {
+		writeError(w, http.StatusGatewayTimeout, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"state": "drained"})
+}
