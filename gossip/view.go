@@ -24,10 +24,11 @@ type Change int
 
 // Observe outcomes.
 const (
-	Ignored Change = iota // stale or duplicate: not newer than what the view holds
-	Joined                // a peer the view did not hold
-	Updated               // a newer advert of a known peer
-	Left                  // the peer announced a graceful leave and was removed
+	Ignored  Change = iota // stale or duplicate: not newer than what the view holds
+	Joined                 // a peer the view did not hold
+	Updated                // a newer advert of a known peer
+	Left                   // the peer announced a graceful leave and was removed
+	Rebooted               // a known peer restarted (new boot counter): treat as left and joined again
 )
 
 // View is the membership view: the newest advert of every live peer. It is
@@ -64,7 +65,10 @@ func (v *View) Observe(a Advert, now time.Time) Change {
 		return Ignored
 	}
 	v.members[a.Peer] = &Member{Advert: a, LastSeen: now}
-	if ok {
+	switch {
+	case ok && a.Boot > m.Advert.Boot:
+		return Rebooted
+	case ok:
 		return Updated
 	}
 	return Joined

@@ -29,8 +29,8 @@ func TestViewLifecycle(t *testing.T) {
 	}
 	restarted := a
 	restarted.Boot, restarted.Seq = a.Boot+1, 1
-	if got := v.Observe(restarted, t0.Add(time.Second)); got != Updated {
-		t.Fatalf("new boot with lower seq: %v, want Updated", got)
+	if got := v.Observe(restarted, t0.Add(time.Second)); got != Rebooted {
+		t.Fatalf("new boot with lower seq: %v, want Rebooted", got)
 	}
 	// Silent for exactly 3 intervals: still there; past it: gone.
 	if gone := v.Expire(t0.Add(time.Second + 6*time.Second)); len(gone) != 0 {

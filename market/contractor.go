@@ -56,6 +56,7 @@ type contractor struct {
 	runs     map[string][2]int // per job type: successes, runs
 	holds    map[TaskKey]*hold
 	reserves map[string]*reservation
+	results  []*pendingResult
 }
 
 func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
@@ -302,7 +303,7 @@ func (m *Market) onAward(a Award) {
 	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
 	slack := max(m.cfg.BidSlack, rt/10)
 	start := c.predictStart(a.Task.TaskOffer, m.now)
-	ok := !start.After(a.Bid.Start.Add(slack))
+	ok := !start.After(a.Bid.Start.Add(slack)) || a.Last
 	preempt := false
 	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, m.cfg.PreemptMargin) != nil {
 		ok, preempt = true, true
@@ -407,7 +408,41 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 		c.runs[k.spec.Type] = r
 	}
 	m.send(k.manager, st)
+	// The manager may be unreachable right now (restarting, partitioned):
+	// repeat the final report a few times, 1 s, 2 s, 4 s … apart.
+	c.results = append(c.results, &pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery})
 	m.schedule()
+}
+
+// pendingResult is a final report being repeated to its manager.
+type pendingResult struct {
+	to   NodeID
+	st   TaskStatus
+	next time.Time
+	gap  time.Duration
+	sent int
+}
+
+// maxResultRepeats bounds how often a final report is repeated; with
+// doubling gaps from LeaseEvery (1 s) the last goes out about a minute
+// after the task ended.
+const maxResultRepeats = 6
+
+func (m *Market) repeatResults() {
+	c := &m.c
+	keep := c.results[:0]
+	for _, r := range c.results {
+		if !m.now.Before(r.next) {
+			m.send(r.to, r.st)
+			r.sent++
+			r.gap *= 2
+			r.next = m.now.Add(r.gap)
+		}
+		if r.sent < maxResultRepeats {
+			keep = append(keep, r)
+		}
+	}
+	c.results = keep
 }
 
 // heartbeat renews the lease of every task this node holds (queued or

@@ -145,6 +145,7 @@ func (m *Market) Tick(now time.Time) {
 	m.expireHolds()
 	m.checkLeases()
 	m.heartbeat()
+	m.repeatResults()
 	m.maybeSteal()
 	m.placeReady()
 }
@@ -283,6 +284,12 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 	})
 	return cands
 }
+
+// broadcastPending reports whether unknown nodes may still answer: a
+// broadcast round whose window is open. A Last award is only made to the
+// one and only bidder of a closed round: asking again would get the same
+// answer, while with several bidders a fresh round finds the best.
+func (a *auction) broadcastPending() bool { return a.broadcast && !a.closed }
 
 func (m *Market) liveAuction(id AuctionID) *auction {
 	a := m.auctions[id.Key]
@@ -469,7 +476,7 @@ func (m *Market) awardNext(a *auction) {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
 		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1}
-	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b})
+	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending()})
 }
 
 func (m *Market) newRound(a *auction) {
@@ -525,6 +532,12 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	j, t := m.find(s.Key)
 	if t == nil {
 		return
+	}
+	if s.Epoch == t.Epoch && s.Node == lastNode(t) && s.State == t.State && t.State.Terminal() {
+		return // a repeated final report: already applied
+	}
+	if s.Epoch == t.Epoch && j.State.Terminal() && s.State.Terminal() {
+		return // the job ended; this replica's end changes nothing
 	}
 	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
 		live := s.State == TaskRunning || s.State == TaskAwarded
@@ -589,6 +602,14 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
 	}
 	m.placeReady()
+}
+
+// lastNode is the node of the replica's latest attempt.
+func lastNode(t *TaskRecord) NodeID {
+	if h := lastAttempt(t); h != nil {
+		return h.Node
+	}
+	return t.Node
 }
 
 func lastAttempt(t *TaskRecord) *AttemptRecord {

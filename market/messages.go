@@ -81,6 +81,10 @@ type Award struct {
 	Manager NodeID    `json:"manager"`
 	Task    TaskSpec  `json:"task"`
 	Bid     Bid       `json:"bid"`
+	// Last says the manager holds no other bid: the winner should accept
+	// if it can run the task at all, even later than it bid, since a new
+	// round would only ask it again.
+	Last bool `json:"last,omitempty"`
 }
 
 // AwardReply accepts or declines an award.

@@ -43,7 +43,9 @@ func (m *Market) maybeSteal() {
 		return
 	}
 	m.lastSteal = m.now
-	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: room.CPU, Memory: room.Memory, GPU: resource.GPURequest{Count: room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
+	// Ask for two waves' worth: the second is queued here while the first
+	// runs, so the thief is not idle again before its next request.
+	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
 }
 
 // onStealRequest gives up to half the queue (and at most Max) to a thief.

@@ -205,6 +205,10 @@ func (n *Node) startTask(st market.StartTask) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	if n.stopping.Load() {
+		go done(runtime.Result{ExitCode: -1, Reason: "node stopping", Finished: time.Now()})
+		return
+	}
 	log.Infow("starting task", "task", k, "attempt", st.Task.Attempt, "epoch", epoch, "gpus", st.Alloc.GPUs)
 	if err := n.runner.Start(runID(k, epoch), spec, sink, done); err != nil {
 		log.Errorw("start task", "task", k, "err", err)

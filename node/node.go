@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	logging "github.com/ipfs/go-log/v2"
@@ -67,6 +68,7 @@ type Node struct {
 	jobsTopic    *pubsub.Topic
 	historyDirty bool // loop goroutine only
 	cpuDeclared  bool // CPU capacity comes from --resources, not the machine
+	stopping     atomic.Bool
 
 	mu    sync.Mutex
 	free  resource.Vector
@@ -340,6 +342,11 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 		n.onGone(a.Peer)
 		return
 	}
+	if ch == gossip.Rebooted {
+		// A restarted peer runs none of what it ran before.
+		log.Infow("peer restarted", "peer", a.Peer)
+		n.onGone(a.Peer)
+	}
 	p := peerFromAdvertFields(a.Peer.String(), a.Site, a.Labels, a.Capacity, a.Free, a.Queue, a.PredictedWait)
 	n.exec(func() { n.mkt.Advert(time.Now(), p) })
 	n.host.Peerstore().AddAddrs(a.Peer, a.Addrs, peerstore.RecentlyConnectedAddrTTL)
@@ -381,6 +388,7 @@ func (n *Node) startMarket() error {
 	for _, e := range saved {
 		jobs = append(jobs, e.Value)
 	}
+	n.reapOrphans()
 	m.Restore(time.Now(), jobs)
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
@@ -469,6 +477,10 @@ func (n *Node) teardown(graceful bool) {
 		cancel()
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()
+	}
+	n.stopping.Store(true)
+	if graceful && n.mkt != nil && n.events != nil {
+		_ = n.call(func() { n.saveHistory() })
 	}
 	if n.runner != nil {
 		n.runner.StopAll("node stopping")

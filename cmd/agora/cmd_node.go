@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,13 +46,18 @@ func init() {
 // own loggers stay at warn unless GOLOG_LOG_LEVEL says otherwise.
 var agoraSubsystems = []string{"node", "gossip", "market", "runtime", "store", "devices", "agora"}
 
-func setLogLevel(level string) error {
-	if os.Getenv("GOLOG_LOG_LEVEL") == "" {
-		logging.SetAllLoggers(logging.LevelWarn)
-	}
+// setLogLevel applies --log-level to Agora's loggers. GOLOG_LOG_LEVEL,
+// when set, wins unless --log-level was given explicitly.
+func setLogLevel(level string, explicit bool) error {
 	lvl, err := logging.LevelFromString(level)
 	if err != nil {
 		return fmt.Errorf("invalid --log-level %q (want debug, info, warn or error)", level)
+	}
+	if os.Getenv("GOLOG_LOG_LEVEL") != "" && !explicit {
+		return nil
+	}
+	if os.Getenv("GOLOG_LOG_LEVEL") == "" {
+		logging.SetAllLoggers(logging.LevelWarn)
 	}
 	for _, s := range agoraSubsystems {
 		_ = logging.SetLogLevel(s, lvl.String())
@@ -89,7 +95,9 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
 		return exitBadUsage
 	}
-	if err := setLogLevel(*logLevel); err != nil {
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "log-level" })
+	if err := setLogLevel(*logLevel, explicit); err != nil {
 		fmt.Fprintf(stderr, "agora node: %v\n", err)
 		return exitBadUsage
 	}

@@ -1123,6 +1123,7 @@ type Award struct {
 	Manager       string                 `protobuf:"bytes,2,opt,name=manager,proto3" json:"manager,omitempty"` // node ID of the managing node; required
 	Task          *TaskSpec              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`       // the task to run; required
 	Bid           *Bid                   `protobuf:"bytes,4,opt,name=bid,proto3" json:"bid,omitempty"`         // the winning bid, echoed back; required
+	Last          bool                   `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`      // the manager holds no other bid for this auction: accept if you can run the task at all, even later than your bid
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1183,6 +1184,13 @@ func (x *Award) GetBid() *Bid {
 		return x.Bid
 	}
 	return nil
+}
+
+func (x *Award) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
 }
 
 // AwardReply accepts or declines an award.
@@ -2177,12 +2185,13 @@ const file_market_proto_rawDesc = "" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
-	"\tpermanent\x18\x04 \x01(\bR\tpermanent\"\x99\x01\n" +
+	"\tpermanent\x18\x04 \x01(\bR\tpermanent\"\xad\x01\n" +
 	"\x05Award\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12&\n" +
 	"\x04task\x18\x03 \x01(\v2\x12.agora.v1.TaskSpecR\x04task\x12\x1f\n" +
-	"\x03bid\x18\x04 \x01(\v2\r.agora.v1.BidR\x03bid\"\x83\x01\n" +
+	"\x03bid\x18\x04 \x01(\v2\r.agora.v1.BidR\x03bid\x12\x12\n" +
+	"\x04last\x18\x05 \x01(\bR\x04last\"\x83\x01\n" +
 	"\n" +
 	"AwardReply\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +

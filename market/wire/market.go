@@ -41,7 +41,7 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.NoBid:
 		env.Body = &pb.Envelope_NoBid{NoBid: &pb.NoBid{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Reason: x.Reason, Permanent: x.Permanent}}
 	case market.Award:
-		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid)}}
+		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid), Last: x.Last}}
 	case market.AwardReply:
 		env.Body = &pb.Envelope_AwardReply{AwardReply: &pb.AwardReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Accept: x.Accept, Reason: x.Reason}}
 	case market.TaskStatus:
@@ -165,7 +165,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.Award{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Bid: bid}, nil
+		return market.Award{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Bid: bid, Last: x.Last}, nil
 	case *pb.Envelope_AwardReply:
 		x, p := body.AwardReply, "award_reply"
 		if x == nil {

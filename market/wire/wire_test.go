@@ -82,6 +82,11 @@ func fullBid() market.Bid {
 	}
 }
 
+// fullAward is an award with every field set: the manager's only bid.
+func fullAward() market.Award {
+	return market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid(), Last: true}
+}
+
 func fullHold() market.Hold {
 	return market.Hold{Auction: aid, Manager: manager, Task: fullSpec(), Expires: t0.Add(30 * time.Second)}
 }
@@ -113,7 +118,7 @@ func roundTrips() []struct {
 		{"bid zero times, negative score", market.Bid{Auction: aid, Bidder: bidder, Score: -1.5}},
 		{"nobid", market.NoBid{Auction: aid, Bidder: bidder, Reason: "gpu memory: want 40GiB per GPU, largest 24GiB", Permanent: true}},
 		{"nobid busy", market.NoBid{Auction: aid, Bidder: bidder}},
-		{"award full", market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}},
+		{"award full", fullAward()},
 		{"award minimal spec", market.Award{Auction: aid, Manager: manager,
 			Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"true"}, Epoch: math.MaxUint64},
 			Bid:  market.Bid{Auction: aid, Bidder: bidder}}},
@@ -256,7 +261,7 @@ func raw(t *testing.T, m market.Msg, f func(*pb.Envelope)) []byte {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	award := market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}
+	award := fullAward()
 	cfp := market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}
 	status := market.TaskStatus{Key: key, Node: bidder, State: market.TaskRunning, Time: t0}
 	hold := fullHold()
@@ -641,7 +646,7 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 	maxTime := time.Unix(0, math.MaxInt64).UTC()
 	msgs := []market.Msg{
 		market.Award{Auction: maxAuction, Manager: manager, Task: s,
-			Bid: market.Bid{Auction: aid, Bidder: maxNode, Finish: maxTime, Slots: MaxSlots}},
+			Bid: market.Bid{Auction: aid, Bidder: maxNode, Finish: maxTime, Slots: MaxSlots}, Last: true},
 		market.Hold{Auction: maxAuction, Manager: maxNode, Task: s, Expires: maxTime},
 		market.HoldReply{Auction: maxAuction, Bidder: maxNode, Replica: MaxReplica, OK: true, Reason: strings.Repeat("r", MaxReasonLen)},
 		market.Commit{Key: s.Key, Epoch: math.MaxUint64, Rank: MaxRank, Peers: s.Peers},
@@ -662,6 +667,31 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 		if !reflect.DeepEqual(got, m) {
 			t.Fatalf("%s: round trip at the limits differs", market.Kind(m))
 		}
+	}
+}
+
+// TestAwardLast checks that Award.Last travels as field 5 of Award, and
+// that an award without it (as an older manager sends) decodes with
+// Last false.
+func TestAwardLast(t *testing.T) {
+	b, err := Encode(fullAward())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env pb.Envelope
+	if err := proto.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	if !env.GetAward().GetLast() {
+		t.Fatal("pb Award.last not set for an award with Last")
+	}
+	env.GetAward().Last = false
+	m, err := Decode(envelope(t, &env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.(market.Award).Last {
+		t.Fatal("award without last decodes with Last set")
 	}
 }
 
@@ -704,7 +734,7 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}, "Task.Request.GPU.Share"},
 		{fullBid(), ""},
 		{market.NoBid{Auction: aid, Bidder: bidder, Reason: "r", Permanent: true}, ""},
-		{market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid()}, "Task.TaskOffer.Request.GPU.Share"},
+		{fullAward(), "Task.TaskOffer.Request.GPU.Share"},
 		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
 		{roundTrips()[10].msg, ""},
 		{market.CancelTask{Key: key, Epoch: 7, Reason: "r"}, ""},

@@ -1,0 +1,72 @@
+package node
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// reapOrphans kills task processes left behind by a previous run of this
+// node that died without stopping them (kill -9, crash): for every
+// attempt the store says started and never finished, any process whose
+// environment names that attempt (job, task, replica, epoch) is killed
+// with its process group, and the attempt is closed. Linux only; it does
+// nothing where /proc is missing.
+func (n *Node) reapOrphans() {
+	exs, err := n.execs.List("")
+	if err != nil {
+		return
+	}
+	want := map[string]string{} // env signature → stream
+	for _, e := range exs {
+		if e.Value.Finished.IsZero() {
+			k := e.Value.Key
+			sig := strings.Join([]string{"AGORA_JOB_ID=" + k.Job, "AGORA_TASK=" + k.Task,
+				"AGORA_REPLICA=" + strconv.Itoa(k.Replica), "AGORA_EPOCH=" + strconv.FormatUint(e.Value.Epoch, 10)}, "\x00")
+			want[sig] = e.Key
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range procs {
+		env, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		vars := map[string]bool{}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			vars[string(kv)] = true
+		}
+		for sig := range want {
+			match := true
+			for _, kv := range strings.Split(sig, "\x00") {
+				match = match && vars[kv]
+			}
+			if !match {
+				continue
+			}
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			if err != nil || pid <= 1 || pid == os.Getpid() {
+				continue
+			}
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			log.Warnw("killed a task process left by the previous run", "pid", pid, "execution", want[sig])
+		}
+	}
+	for _, e := range exs {
+		if e.Value.Finished.IsZero() {
+			ex := e.Value
+			ex.Finished, ex.ExitCode, ex.Reason = time.Now(), -1, "node restarted"
+			_ = n.execs.Put(e.Key, ex)
+		}
+	}
+}
