@@ -470,6 +470,9 @@ func (n *Node) teardown(graceful bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		n.gossip.Leave(ctx)
 		cancel()
+		// Publish only queues the message: give gossipsub a moment to
+		// write it to the mesh before the host closes its connections.
+		time.Sleep(150 * time.Millisecond)
 	}
 	if n.apiSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

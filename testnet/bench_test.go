@@ -1,0 +1,287 @@
+package testnet
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/node"
+)
+
+// Placement benchmark: how long a trivial task takes from the submit call
+// to its start on some node, and how many placements a small testnet makes
+// per second, next to the bare HTTP round trip of the same API as a
+// baseline. Capacity never limits (every node declares 64 CPUs), so the
+// figures are those of the auction, the wire and the event loops.
+//
+//	go test -run '^$' -bench Placement -benchtime 1x ./testnet/
+
+// bigNode is every benchmark node's --resources: far more than the tasks
+// ask for, so that nothing waits for capacity.
+const bigNode = "cpu: 64\nmemory: 256GiB\ngpus: []\n"
+
+// placementConfig shapes one measured round.
+type placementConfig struct {
+	Jobs       int           // jobs submitted at once, each to a random node
+	Tasks      int           // trivial tasks (true, 100m CPU) per job
+	APISamples int           // GET /v1/id round trips for the baseline
+	Timeout    time.Duration // patience for every job to finish
+}
+
+// placementResult is what one or more rounds measured.
+type placementResult struct {
+	Tasks     int             // tasks submitted
+	Placed    int             // tasks that reached running or succeeded
+	Succeeded int             // tasks that succeeded
+	Latency   []time.Duration // submit call → task started, per placed task
+	Span      time.Duration   // first submit call → last task started, summed over rounds
+	APIRTT    []time.Duration // GET /v1/id round trips
+	Missing   int             // placed tasks without a start time anywhere
+}
+
+func (r *placementResult) add(o placementResult) {
+	r.Tasks += o.Tasks
+	r.Placed += o.Placed
+	r.Succeeded += o.Succeeded
+	r.Latency = append(r.Latency, o.Latency...)
+	r.Span += o.Span
+	r.APIRTT = append(r.APIRTT, o.APIRTT...)
+	r.Missing += o.Missing
+}
+
+// PlacementsPerSec is placed tasks over the summed first-submit →
+// last-start spans.
+func (r placementResult) PlacementsPerSec() float64 {
+	if r.Span <= 0 {
+		return 0
+	}
+	return float64(r.Placed) / r.Span.Seconds()
+}
+
+// quantile returns the q-quantile (nearest rank) of ds in milliseconds.
+func quantile(ds []time.Duration, q float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	i = min(max(i, 0), len(s)-1)
+	return float64(s[i]) / float64(time.Millisecond)
+}
+
+// trivialJob is a job of n tasks that each run true on a tenth of a CPU.
+func trivialJob(name string, n int) string {
+	tasks := make([]string, n)
+	for i := range tasks {
+		tasks[i] = fmt.Sprintf(`{"name": "t%03d", "command": ["true"], "resources": {"cpu": "100m"}}`, i)
+	}
+	return `{"name": "` + name + `", "tasks": [` + strings.Join(tasks, ",") + `]}`
+}
+
+// newPlacementNet starts the benchmark's testnet and waits for it to
+// converge.
+func newPlacementNet(tb testing.TB, n int) *Net {
+	tb.Helper()
+	net := New(tb, n, Options{Resources: func(int) string { return bigNode }})
+	net.WaitConverged(15 * time.Second)
+	return net
+}
+
+// apiRTT times samples GET /v1/id round trips, each to a random node.
+func apiRTT(tb testing.TB, nodes []*Node, samples int, rng *rand.Rand) []time.Duration {
+	tb.Helper()
+	out := make([]time.Duration, 0, samples)
+	for range samples {
+		nd := nodes[rng.IntN(len(nodes))]
+		t0 := time.Now()
+		code, _, err := nd.API("GET", "/v1/id", nil)
+		d := time.Since(t0)
+		if err != nil || code != 200 {
+			tb.Fatalf("GET /v1/id on node %d: %d %v", nd.Index, code, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// parseEvent splits a manager event line into its time and text.
+func parseEvent(line string) (time.Time, string, bool) {
+	ts, text, ok := strings.Cut(line, " ")
+	if !ok {
+		return time.Time{}, "", false
+	}
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	return at, text, err == nil
+}
+
+// measurePlacement runs one round: a baseline of API round trips, then
+// cfg.Jobs jobs of cfg.Tasks trivial tasks submitted at once, each to a
+// random node, waited for until they end.
+func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Rand) placementResult {
+	tb.Helper()
+	nodes := net.Up()
+	var res placementResult
+	// Warm the client's connections to every node, then the baseline.
+	for _, nd := range nodes {
+		if _, _, err := nd.API("GET", "/v1/id", nil); err != nil {
+			tb.Fatalf("warm up node %d: %v", nd.Index, err)
+		}
+	}
+	res.APIRTT = apiRTT(tb, nodes, cfg.APISamples, rng)
+
+	type sub struct {
+		nd  *Node
+		at  time.Time // when Submit was called
+		id  string
+		err error
+	}
+	subs := make([]sub, cfg.Jobs)
+	specs := make([]string, cfg.Jobs)
+	for i := range subs {
+		subs[i].nd = nodes[rng.IntN(len(nodes))]
+		specs[i] = trivialJob(fmt.Sprintf("bench-%d", i), cfg.Tasks)
+	}
+	var wg sync.WaitGroup
+	for i := range subs {
+		wg.Go(func() {
+			subs[i].at = time.Now()
+			subs[i].id, subs[i].err = subs[i].nd.Submit(specs[i])
+		})
+	}
+	wg.Wait()
+	first := subs[0].at
+	for _, s := range subs {
+		if s.err != nil {
+			tb.Fatalf("submit to node %d: %v", s.nd.Index, s.err)
+		}
+		if s.at.Before(first) {
+			first = s.at
+		}
+	}
+
+	// Wait for every job on its manager, the node it was submitted to.
+	final := make([]node.JobStatus, len(subs))
+	WaitFor(tb, cfg.Timeout, fmt.Sprintf("%d jobs of %d tasks to finish", cfg.Jobs, cfg.Tasks), func() bool {
+		for i, s := range subs {
+			if st := final[i].State; st == "succeeded" || st == "failed" || st == "cancelled" {
+				continue
+			}
+			js, err := s.nd.Status(s.id)
+			if err != nil {
+				return false
+			}
+			final[i] = js
+			if st := js.State; st != "succeeded" && st != "failed" && st != "cancelled" {
+				return false
+			}
+		}
+		return true
+	})
+
+	var last time.Time
+	for i, s := range subs {
+		// The manager's events give start times should a task's status
+		// lack one.
+		running := map[string]time.Time{}
+		for _, line := range s.nd.Events(s.id) {
+			at, text, ok := parseEvent(line)
+			if !ok {
+				continue
+			}
+			key, rest, ok := strings.Cut(text, ": ")
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(rest, "running on ") {
+				running[key] = at
+			}
+		}
+		for _, tk := range final[i].Tasks {
+			res.Tasks++
+			key := fmt.Sprintf("%s/%s/%d", s.id, tk.Name, tk.Replica)
+			if tk.State == "succeeded" {
+				res.Succeeded++
+			}
+			if tk.State != "running" && tk.State != "succeeded" {
+				continue
+			}
+			res.Placed++
+			started, err := time.Parse(time.RFC3339Nano, tk.Started)
+			if err != nil {
+				var ok bool
+				if started, ok = running[key]; !ok {
+					res.Missing++
+					continue
+				}
+			}
+			res.Latency = append(res.Latency, started.Sub(s.at))
+			if started.After(last) {
+				last = started
+			}
+		}
+	}
+	if !last.IsZero() {
+		res.Span = last.Sub(first)
+	}
+	return res
+}
+
+// BenchmarkPlacement: 4 nodes; every iteration submits 5 jobs × 20 trivial
+// tasks at once to random nodes and reports submit-to-start percentiles,
+// placements per second and the ratio to the API's bare round trip.
+func BenchmarkPlacement(b *testing.B) {
+	net := newPlacementNet(b, 4)
+	cfg := placementConfig{Jobs: 5, Tasks: 20, APISamples: 200, Timeout: 2 * time.Minute}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var total placementResult
+	for b.Loop() {
+		total.add(measurePlacement(b, net, cfg, rng))
+	}
+	if total.Placed < total.Tasks || total.Missing > 0 {
+		b.Errorf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
+	}
+	p50, p99 := quantile(total.Latency, 0.50), quantile(total.Latency, 0.99)
+	api50, api99 := quantile(total.APIRTT, 0.50), quantile(total.APIRTT, 0.99)
+	b.ReportMetric(p50, "p50-submit-to-start-ms")
+	b.ReportMetric(p99, "p99-submit-to-start-ms")
+	b.ReportMetric(total.PlacementsPerSec(), "placements/s")
+	b.ReportMetric(api50, "p50-api-rtt-ms")
+	b.ReportMetric(api99, "p99-api-rtt-ms")
+	if api50 > 0 {
+		b.ReportMetric(p50/api50, "p50-ratio-vs-api-rtt")
+	}
+	b.Logf("%d tasks, %d placed, %d succeeded; span %v", total.Tasks, total.Placed, total.Succeeded, total.Span.Round(time.Millisecond))
+}
+
+// TestPlacementBenchSmoke runs the benchmark's measurement once, small,
+// and checks only that its figures are sane.
+func TestPlacementBenchSmoke(t *testing.T) {
+	net := newPlacementNet(t, 4)
+	cfg := placementConfig{Jobs: 1, Tasks: 5, APISamples: 20, Timeout: 30 * time.Second}
+	r := measurePlacement(t, net, cfg, rand.New(rand.NewPCG(1, 2)))
+	if r.Tasks != 5 || r.Succeeded != 5 || r.Placed != 5 {
+		t.Fatalf("tasks %d, placed %d, succeeded %d; want 5 each", r.Tasks, r.Placed, r.Succeeded)
+	}
+	if len(r.Latency) != 5 || r.Missing != 0 {
+		t.Fatalf("%d start latencies, %d placed tasks without a start time", len(r.Latency), r.Missing)
+	}
+	for _, d := range r.Latency {
+		if d <= 0 {
+			t.Fatalf("submit-to-start latency %v is not positive: %v", d, r.Latency)
+		}
+	}
+	if len(r.APIRTT) != cfg.APISamples || quantile(r.APIRTT, 0.5) <= 0 {
+		t.Fatalf("API round trips: %v", r.APIRTT)
+	}
+	if r.Span <= 0 || r.PlacementsPerSec() <= 0 {
+		t.Fatalf("span %v, %.1f placements/s", r.Span, r.PlacementsPerSec())
+	}
+	t.Logf("p50 %.1f ms, p99 %.1f ms submit-to-start; %.1f placements/s; API round trip p50 %.2f ms",
+		quantile(r.Latency, 0.5), quantile(r.Latency, 0.99), r.PlacementsPerSec(), quantile(r.APIRTT, 0.5))
+}

@@ -1,0 +1,165 @@
+package metrics
+
+import (
+	"time"
+)
+
+// Report is the summary of one simulation run, as `agora sim` prints it
+// in JSON. Times are in seconds, ratios are fractions (0.83 is 83 %), and
+// a figure that has no data (no finished job, no GPU, no prediction) is 0.
+type Report struct {
+	// Scheduler names the scheduler; Nodes, Jobs and Tasks count the
+	// nodes, the jobs submitted and the task replica records.
+	Scheduler string `json:"scheduler"`
+	Nodes     int    `json:"nodes"`
+	Jobs      int    `json:"jobs"`
+	Tasks     int    `json:"tasks"`
+	// Makespan is from the first submit to the last finish (or Input.End).
+	Makespan float64 `json:"makespan_s"`
+	// MeanWait, MeanResponse, MeanBoundedSlowdown and P99Wait are over
+	// the finished jobs (see JobTimes); P99Wait is the nearest-rank 99th
+	// percentile.
+	MeanWait            float64 `json:"mean_wait_s"`
+	MeanResponse        float64 `json:"mean_response_s"`
+	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
+	P99Wait             float64 `json:"p99_wait_s"`
+	// Utilization is the CPU used over the makespan (see Utilization).
+	Utilization float64 `json:"utilization"`
+	// GPUAllocationRatio is the share of the GPUs allocated when the
+	// arriving GPU requests reach the cluster's GPUs (see
+	// GPUAllocationRatio).
+	GPUAllocationRatio float64 `json:"gpu_allocation_ratio"`
+	// JainFairness is Jain's index of the users' mean bounded slowdowns
+	// (see Fairness).
+	JainFairness float64 `json:"jain_fairness"`
+	// Messages and Bytes are what the scheduler sent.
+	Messages int64 `json:"messages"`
+	Bytes    int64 `json:"bytes"`
+	// PredictionMAPE and UserEstimateMAPE are the mean absolute
+	// percentage errors, as fractions, of the scheduler's predicted
+	// runtimes and of the users' estimates against the actual runtimes.
+	PredictionMAPE   float64 `json:"prediction_mape"`
+	UserEstimateMAPE float64 `json:"user_estimate_mape"`
+	// Wall is the simulation's real running time.
+	Wall float64 `json:"wall_s"`
+}
+
+// Compute derives the report of a finished simulation.
+func Compute(in Input) Report {
+	r := Report{
+		Scheduler: in.Scheduler,
+		Nodes:     len(in.Nodes),
+		Jobs:      len(in.Jobs),
+		Messages:  in.Messages,
+		Bytes:     in.Bytes,
+		Wall:      in.Wall.Seconds(),
+	}
+	for _, j := range in.Jobs {
+		r.Tasks += len(j.Tasks)
+	}
+	if begin, end, ok := span(in); ok {
+		r.Makespan = (end - begin).Seconds()
+	}
+	var waits, responses, slowdowns []float64
+	for _, jt := range Jobs(in) {
+		if !jt.Finished {
+			continue
+		}
+		waits = append(waits, jt.Wait.Seconds())
+		responses = append(responses, jt.Response.Seconds())
+		slowdowns = append(slowdowns, jt.BoundedSlowdown)
+	}
+	r.MeanWait = Mean(waits)
+	r.MeanResponse = Mean(responses)
+	r.MeanBoundedSlowdown = Mean(slowdowns)
+	r.P99Wait = Percentile(waits, 99)
+	r.Utilization, _ = Utilization(in)
+	r.GPUAllocationRatio = GPUAllocationRatio(in)
+	r.JainFairness = Fairness(in)
+	var pred, est, act, actE []time.Duration
+	for _, p := range in.Predictions {
+		pred, act = append(pred, p.Predicted), append(act, p.Actual)
+		est, actE = append(est, p.Estimate), append(actE, p.Actual)
+	}
+	r.PredictionMAPE = MAPE(pred, act)
+	r.UserEstimateMAPE = MAPE(est, actE)
+	return r
+}
+
+// Fairness is Jain's index (see Jain) of the users' mean bounded
+// slowdowns, over users with at least one finished job: 1 when every
+// user's jobs are slowed alike, falling towards 1/users as one user's
+// jobs are slowed and the others' are not. Slowdown rather than a share
+// of the resources is measured because users ask for very different
+// amounts: equal shares would be unfair to the heavy users, while equal
+// slowdown is what each user sees as fair treatment. It is 0 without
+// finished jobs.
+func Fairness(in Input) float64 {
+	sum := map[string]float64{}
+	count := map[string]int{}
+	var users []string
+	for _, jt := range Jobs(in) {
+		if !jt.Finished {
+			continue
+		}
+		if count[jt.User] == 0 {
+			users = append(users, jt.User)
+		}
+		sum[jt.User] += jt.BoundedSlowdown
+		count[jt.User]++
+	}
+	means := make([]float64, 0, len(users))
+	for _, u := range users {
+		means = append(means, sum[u]/float64(count[u]))
+	}
+	return Jain(means)
+}
+
+// Utilization is the share of the cluster's CPU, and of its GPUs, that
+// running tasks held over the makespan: the CPU-seconds held (each
+// started replica's CPU request times the time from its start to its
+// finish, or to the end of the makespan when it did not finish) over the
+// total CPU times the makespan; the GPU variant likewise with GPUs, a
+// share counting as its fraction of a GPU. Each is 0 when the cluster
+// has none of that resource or the makespan is zero.
+func Utilization(in Input) (cpu, gpu float64) {
+	begin, end, ok := span(in)
+	capCPU, capGPU := capacity(in.Nodes)
+	if !ok || end <= begin {
+		return 0, 0
+	}
+	var usedCPU, usedGPU float64
+	for _, j := range in.Jobs {
+		for _, t := range j.Tasks {
+			s, f, ok := held(t, begin, end)
+			if !ok {
+				continue
+			}
+			sec := (f - s).Seconds()
+			usedCPU += float64(t.Request.CPU) * sec
+			usedGPU += float64(gpuMilli(t.Request)) * sec
+		}
+	}
+	secs := (end - begin).Seconds()
+	if capCPU > 0 {
+		cpu = usedCPU / (float64(capCPU) * secs)
+	}
+	if capGPU > 0 {
+		gpu = usedGPU / (float64(capGPU) * secs)
+	}
+	return cpu, gpu
+}
+
+// held is the interval a started task held its resources, within
+// [begin, end].
+func held(t TaskRecord, begin, end time.Duration) (s, f time.Duration, ok bool) {
+	if !t.Started {
+		return 0, 0, false
+	}
+	s, f = t.Start, end
+	if t.Finished {
+		f = t.Finish
+	}
+	s, f = max(s, begin), min(f, end)
+	return s, f, f > s
+}
