@@ -449,6 +449,10 @@ func (m *Market) repeatResults() {
 // running) with its manager, every LeaseEvery.
 func (m *Market) heartbeat() {
 	c := &m.c
+	if m.now.Sub(m.lastBeat) < m.cfg.LeaseEvery/4 {
+		return // renewals are due at most every LeaseEvery; look four times as often
+	}
+	m.lastBeat = m.now
 	beat := func(k *contract, st TaskState) {
 		if m.now.Sub(k.beat) < m.cfg.LeaseEvery {
 			return
@@ -460,7 +464,7 @@ func (m *Market) heartbeat() {
 	for k := range c.running {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	sortKeys(keys)
 	for _, k := range keys {
 		if r := c.running[k]; r.stopReason == "" {
 			beat(r, TaskRunning)
@@ -469,4 +473,18 @@ func (m *Market) heartbeat() {
 	for _, k := range c.queue {
 		beat(k, TaskAwarded)
 	}
+}
+
+// sortKeys orders task keys by job, task, replica without formatting them.
+func sortKeys(keys []TaskKey) {
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Job != b.Job {
+			return a.Job < b.Job
+		}
+		if a.Task != b.Task {
+			return a.Task < b.Task
+		}
+		return a.Replica < b.Replica
+	})
 }

@@ -43,6 +43,7 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	j := newJobRecord(id, js, m.cfg.Self, m.now)
 	m.jobs[id] = &j
 	m.jobOrder = append(m.jobOrder, id)
+	m.active = append(m.active, id)
 	m.touch(id)
 	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
 	m.placeReady()
@@ -66,6 +67,7 @@ func (m *Market) Restore(now time.Time, jobs []JobRecord) {
 		if j.State.Terminal() {
 			continue
 		}
+		m.active = append(m.active, j.ID)
 		j.Manager = m.cfg.Self
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
@@ -153,7 +155,7 @@ func (m *Market) Tick(now time.Time) {
 // placeReady opens an auction for every pending replica without one whose
 // back-off has passed.
 func (m *Market) placeReady() {
-	for _, id := range m.jobOrder {
+	for _, id := range m.activeJobs() {
 		j := m.jobs[id]
 		if j.State.Terminal() {
 			continue
@@ -791,7 +793,7 @@ func stageOf(reason string) int {
 // later reports carry the old epoch and are rejected, so a replica that
 // was partitioned away cannot succeed twice.
 func (m *Market) checkLeases() {
-	for _, id := range m.jobOrder {
+	for _, id := range m.activeJobs() {
 		j := m.jobs[id]
 		if j.State.Terminal() {
 			continue
@@ -811,4 +813,18 @@ func (m *Market) checkLeases() {
 			m.requeue(j, t, m.now)
 		}
 	}
+}
+
+// activeJobs returns the IDs of the jobs not yet finished, in submission
+// order, dropping finished ones from the index as it goes: the periodic
+// work of a manager costs what is live, not everything it ever ran.
+func (m *Market) activeJobs() []string {
+	keep := m.active[:0]
+	for _, id := range m.active {
+		if j := m.jobs[id]; j != nil && !j.State.Terminal() {
+			keep = append(keep, id)
+		}
+	}
+	m.active = keep
+	return keep
 }

@@ -40,6 +40,7 @@ type Market struct {
 	// manager role
 	jobs     map[string]*JobRecord
 	jobOrder []string
+	active   []string // unfinished jobs, submission order
 	auctions map[TaskKey]*auction
 	gangs    map[string]*gangAuction
 	view     map[NodeID]*Peer
@@ -50,6 +51,7 @@ type Market struct {
 	// contractor role
 	c         contractor
 	lastSteal time.Time
+	lastBeat  time.Time
 	draining  bool
 }
 
@@ -119,7 +121,12 @@ func (m *Market) flushSaves() {
 	if len(m.dirty) == 0 {
 		return
 	}
-	for _, id := range m.jobOrder {
+	ids := make([]string, 0, len(m.dirty))
+	for id := range m.dirty {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
 		if m.dirty[id] {
 			if j, ok := m.jobs[id]; ok {
 				m.saves = append(m.saves, SaveJob{Job: j.Clone()})
@@ -202,7 +209,7 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.enter(now)
 	defer m.leave()
 	delete(m.view, id)
-	for _, jid := range m.jobOrder {
+	for _, jid := range m.activeJobs() {
 		j := m.jobs[jid]
 		if j.State.Terminal() {
 			continue
@@ -273,6 +280,6 @@ func (m *Market) Running() []TaskKey {
 	for k := range m.c.running {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sortKeys(out)
 	return out
 }
