@@ -191,11 +191,14 @@ func (m *Market) closeGang(g *gangAuction) {
 		m.failGang(j, g, capable)
 		return
 	}
-	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
-		m.reserveFor(g)
-	}
 	back := m.cfg.RoundBackoff << min(g.round, 4)
 	back = min(back, 2*time.Second)
+	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
+		m.reserveFor(g)
+		// Reserved nodes take no new work: look again soon so the gang
+		// starts as soon as their running tasks are done.
+		back = m.cfg.RoundBackoff
+	}
 	back += time.Duration(m.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
 	g.nextAt = m.now.Add(back)
 }

@@ -171,3 +171,72 @@ func TestGangTooLargeOnRealNodes(t *testing.T) {
 		t.Fatalf("state %s reason %q", s.State, s.Reason)
 	}
 }
+
+// TestGangNotStarvedOnRealNodes: a gang of 3 × 4 CPU submitted into a
+// stream of 1-CPU tasks that keeps three 4-CPU nodes busy starts within
+// the bound of docs/scheduling.md (GangReserveAfter + the stream tasks'
+// runtime + one back-off round: 5 s + 1 s + 4 s), while the stream keeps
+// running.
+func TestGangNotStarvedOnRealNodes(t *testing.T) {
+	net := New(t, 3, Options{Resources: fourCPU})
+	net.WaitConverged(10 * time.Second)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			case <-tick.C:
+				for i := 0; i < 3; i++ {
+					if _, err := net.Node(i).Submit(`{"name": "stream", "tasks": [{"name": "s", "command": ["sleep", "1"], "resources": {"cpu": 1}}]}`); err == nil {
+						n++
+					}
+				}
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second) // let the stream fill the cluster
+	start := time.Now()
+	id, err := net.Node(0).Submit(`{"name": "big-gang", "tasks": [{"name": "w", "replicas": 3, "gang": true, "command": ["sleep", "1"], "resources": {"cpu": 4}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waited time.Duration
+	WaitFor(t, 20*time.Second, "the gang to start", func() bool {
+		s, err := net.Node(0).Status(id)
+		if err != nil {
+			return false
+		}
+		for _, tk := range s.Tasks {
+			if tk.State != "running" && tk.State != "succeeded" {
+				return false
+			}
+		}
+		waited = time.Since(start)
+		return true
+	})
+	close(stop)
+	submitted := <-done
+	t.Logf("gang started after %v; %d stream tasks submitted meanwhile", waited.Round(time.Millisecond), submitted)
+	if bound := 10 * time.Second; waited > bound {
+		t.Fatalf("gang waited %v, bound %v", waited, bound)
+	}
+	ran := 0
+	for _, nd := range net.Up() {
+		code, body, err := nd.API("GET", "/v1/jobs", nil)
+		if err == nil && code == 200 {
+			ran += strings.Count(string(body), `"state": "succeeded"`)
+		}
+	}
+	if ran < 10 {
+		t.Fatalf("only %d stream tasks succeeded; the stream should keep running", ran)
+	}
+	if s := waitJob(t, net.Node(0), id, 20*time.Second); s.State != "succeeded" {
+		t.Fatalf("gang %s: %s", s.State, s.Reason)
+	}
+}
