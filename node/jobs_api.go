@@ -119,6 +119,13 @@ func (n *Node) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, serr.Error())
 		return
 	}
+	// Replicate the record before answering, so the job survives even if
+	// this node dies right after the submit returns.
+	if j, ok := n.localJob(id); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		n.replicate(ctx, j)
+		cancel()
+	}
 	log.Infow("job submitted", "job", id, "name", js.Name, "tasks", len(js.Tasks))
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }

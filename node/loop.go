@@ -89,10 +89,23 @@ func (n *Node) loop() {
 // publishState copies what the adverts need out of the market and asks
 // gossip to publish early when it changed a lot.
 func (n *Node) publishState() {
-	free, q, wait := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.PredictedWait(time.Now())
+	free, q := n.mkt.Free(), n.mkt.QueueLen()
+	now := time.Now()
 	n.mu.Lock()
 	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q
-	n.free, n.queue, n.wait = free, q, wait
+	stale := now.Sub(n.waitAt) > 100*time.Millisecond
+	n.mu.Unlock()
+	var wait time.Duration
+	if changed || stale {
+		// The predicted wait simulates the node's schedule: compute it
+		// only when the state moved or every 100 ms, not per event.
+		wait = n.mkt.PredictedWait(now)
+	}
+	n.mu.Lock()
+	n.free, n.queue = free, q
+	if changed || stale {
+		n.wait, n.waitAt = wait, now
+	}
 	n.mu.Unlock()
 	if changed && n.gossip != nil {
 		n.gossip.Nudge()
@@ -107,6 +120,7 @@ func (n *Node) apply(effects []market.Effect) {
 			if err := n.jobs.Put(x.Job.ID, x.Job); err != nil {
 				log.Errorw("save job", "job", x.Job.ID, "err", err)
 			}
+			n.replicateLater(x.Job)
 		case market.Send:
 			n.tr.send(x.To, x.Msg)
 		case market.Broadcast:
@@ -114,9 +128,7 @@ func (n *Node) apply(effects []market.Effect) {
 		case market.StartTask:
 			n.startTask(x)
 		case market.StopTask:
-			if !n.runner.Stop(runID(x.Key, x.Epoch), x.Reason) {
-				log.Debugw("stop of a task not running", "task", x.Key)
-			}
+			n.stopTask(x)
 		case market.RecordRuntime:
 			n.historyDirty = true
 		case market.Event:
@@ -176,9 +188,11 @@ func (n *Node) startTask(st market.StartTask) {
 			"AGORA_MASTER_ADDR": hosts[0],
 		}
 	}
+	var ck *ckRun
 	if st.Task.CheckpointInterval > 0 {
 		spec.CheckpointDir = filepath.Join(dir, "checkpoint")
 		_ = os.MkdirAll(spec.CheckpointDir, 0o700)
+		ck = n.newCkRun(st.Task, spec.CheckpointDir)
 	}
 	stream := logStream(k, st.Task.Attempt)
 	ex := execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
@@ -193,10 +207,14 @@ func (n *Node) startTask(st market.StartTask) {
 	})
 	epoch := st.Task.Epoch
 	done := func(r runtime.Result) {
+		n.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
 		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
 		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
 		if err := n.execs.Put(stream, ex); err != nil {
 			log.Warnw("save execution", "err", err)
+		}
+		if n.killing.Load() {
+			return // a killed node reports nothing; its peers notice it is gone
 		}
 		for !n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, r.ExitCode, r.Reason) }) {
 			if n.ctx.Err() != nil {
@@ -205,15 +223,11 @@ func (n *Node) startTask(st market.StartTask) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if n.stopping.Load() {
-		go done(runtime.Result{ExitCode: -1, Reason: "node stopping", Finished: time.Now()})
+	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !n.stopping.Load() {
+		n.resumeThenStart(ck, runID(k, epoch), spec, sink, done)
 		return
 	}
-	log.Infow("starting task", "task", k, "attempt", st.Task.Attempt, "epoch", epoch, "gpus", st.Alloc.GPUs)
-	if err := n.runner.Start(runID(k, epoch), spec, sink, done); err != nil {
-		log.Errorw("start task", "task", k, "err", err)
-		go done(runtime.Result{ExitCode: -1, Reason: "start: " + err.Error(), Finished: time.Now()})
-	}
+	n.launch(runID(k, epoch), spec, sink, done, ck)
 }
 
 // saveHistory persists the runtime predictor's state.

@@ -64,17 +64,22 @@ type Node struct {
 	tr           *transport
 	runner       *runtime.Runner
 	jobs         *store.Bucket[market.JobRecord]
+	replicas     *store.Bucket[replicaRecord]
+	fo           *failover
 	execs        *store.Bucket[execution]
 	jobsTopic    *pubsub.Topic
 	historyDirty bool // loop goroutine only
 	cpuDeclared  bool // CPU capacity comes from --resources, not the machine
 	stopping     atomic.Bool
+	killing      atomic.Bool  // Kill: no snapshots, no exit reports
+	ck           *checkpoints // task checkpoints and their protocol
 
-	mu    sync.Mutex
-	free  resource.Vector
-	load  float64
-	queue int
-	wait  time.Duration
+	mu     sync.Mutex
+	free   resource.Vector
+	load   float64
+	queue  int
+	wait   time.Duration
+	waitAt time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -142,6 +147,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.members = store.NewBucket[memberRecord](n.store, "members")
 	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs")
+	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas")
+	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}}
 	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {
@@ -215,8 +222,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.loop()
+	go n.failoverLoop()
 	go n.joinLoop(boot)
 	go n.sampleLoop()
 	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
@@ -377,6 +385,7 @@ func (n *Node) startMarket() error {
 	n.mkt = m
 	n.events = make(chan func(), loopQueue)
 	n.runner = runtime.NewRunner(runtime.Options{})
+	n.ck = newCheckpoints(n)
 	if h := n.loadHistory(); len(h) > 0 {
 		m.RestoreHistory(h)
 	}
@@ -389,14 +398,18 @@ func (n *Node) startMarket() error {
 		jobs = append(jobs, e.Value)
 	}
 	n.reapOrphans()
-	m.Restore(time.Now(), jobs)
-	n.apply(m.Ready())
-	n.free, n.queue = m.Free(), m.QueueLen()
 	n.tr = newTransport(n)
-	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
 	if err := n.joinJobsTopic(); err != nil {
 		return fmt.Errorf("node: join jobs topic: %w", err)
 	}
+	m.Restore(time.Now(), jobs)
+	n.apply(m.Ready())
+	n.free, n.queue = m.Free(), m.QueueLen()
+	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
+	n.host.SetStreamHandler(CheckpointProtocol, n.handleCheckpoint)
+	n.wg.Add(1)
+	go n.checkpointSweep()
+	n.host.SetStreamHandler(JobRecordProtocol, n.handleRecord)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
 	}
@@ -459,6 +472,9 @@ func (n *Node) Kill() {
 }
 
 func (n *Node) teardown(graceful bool) {
+	if !graceful {
+		n.killing.Store(true)
+	}
 	if graceful && n.mkt != nil && n.events != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 		if err := n.Drain(ctx); err != nil {
@@ -481,12 +497,16 @@ func (n *Node) teardown(graceful bool) {
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()
 	}
-	n.stopping.Store(true)
+	n.setStopping()
 	if graceful && n.mkt != nil && n.events != nil {
 		_ = n.call(func() { n.saveHistory() })
 	}
 	if n.runner != nil {
-		n.runner.StopAll("node stopping")
+		if graceful {
+			n.runner.StopAll("node stopping")
+		} else {
+			n.killTasks()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = n.runner.Wait(ctx)
 		cancel()

@@ -71,7 +71,12 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 	case "status":
 		j, ok := n.localJob(q.Job)
 		if !ok {
-			return wire.QueryReply{}
+			// A replica answers only while the job's manager is gone.
+			r, found, _ := n.replicas.Get(q.Job)
+			if !found || n.live()[string(r.Record.Manager)] {
+				return wire.QueryReply{}
+			}
+			j = r.Record
 		}
 		body, err := json.Marshal(j)
 		if err != nil {

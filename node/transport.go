@@ -223,13 +223,17 @@ func (n *Node) joinJobsTopic() error {
 }
 
 func (n *Node) broadcast(msg market.Msg) {
+	t := n.jobsTopic
+	if t == nil {
+		return // not joined yet (restoring at start): the round's timeout recovers
+	}
 	b, err := wire.Encode(msg)
 	if err != nil {
 		log.Errorw("encode broadcast", "err", err)
 		return
 	}
 	go func() {
-		if err := n.jobsTopic.Publish(n.ctx, b); err != nil && n.ctx.Err() == nil {
+		if err := t.Publish(n.ctx, b); err != nil && n.ctx.Err() == nil {
 			log.Debugw("broadcast CFP", "err", err)
 		}
 	}()

@@ -69,7 +69,7 @@ func TestPartitionRerunsOnce(t *testing.T) {
 	}
 }
 
-// stealMakespan queues 60 short tasks on a lone node, then starts three
+// stealMakespan queues 60 one-second tasks on a lone node, then starts three
 // more nodes and measures how long the job takes from submit.
 func stealMakespan(t *testing.T, steal bool) time.Duration {
 	cfg := func(_ int, c *node.Config) { c.Market.NoSteal = !steal }
@@ -77,7 +77,7 @@ func stealMakespan(t *testing.T, steal bool) time.Duration {
 	net := New(t, 1, Options{Resources: four, Configure: cfg, Topology: Star})
 	var tasks []string
 	for i := 0; i < 60; i++ {
-		tasks = append(tasks, fmt.Sprintf(`{"name": "t%02d", "command": ["sleep", "0.5"], "resources": {"cpu": 1}}`, i))
+		tasks = append(tasks, fmt.Sprintf(`{"name": "t%02d", "command": ["sleep", "1"], "resources": {"cpu": 1}}`, i))
 	}
 	start := time.Now()
 	id, err := net.Node(0).Submit(`{"name": "queued", "tasks": [` + strings.Join(tasks, ",") + `]}`)

@@ -1,0 +1,303 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/runtime/checkpoint"
+)
+
+// CheckpointProtocol moves checkpoints between nodes: an executor pushes
+// chunks and manifests to its replica peers, a resuming executor fetches
+// them. One request and one reply per stream, each a varint-length frame
+// holding a JSON object (docs/protocol.md).
+const CheckpointProtocol = protocol.ID("/agora/checkpoint/1.0.0")
+
+// Limits of the checkpoint protocol.
+const (
+	// maxCkFrame bounds a request or reply frame: a chunk of 512 KiB is
+	// about 683 KiB in base64, a kept manifest at most 508 KiB.
+	maxCkFrame = 1 << 20
+	// maxCkIDs is the most chunk IDs in one "missing" request.
+	maxCkIDs = 4096
+	// ckCallTimeout bounds one request and its reply, client side.
+	ckCallTimeout = 5 * time.Second
+	// ckServeTimeout bounds one stream, server side.
+	ckServeTimeout = 10 * time.Second
+	// maxCkInbound is the most checkpoint streams served at once; more
+	// are reset.
+	maxCkInbound = 32
+	// maxHeldManifests is the most task replicas whose manifest a node
+	// keeps; a manifest for a new key beyond it is refused.
+	maxHeldManifests = 4096
+)
+
+// Checkpoint request operations.
+const (
+	opMissing     = "missing"
+	opPut         = "put"
+	opManifest    = "manifest"
+	opGetManifest = "get-manifest"
+	opGet         = "get"
+)
+
+// ckKey names a task replica on the wire.
+type ckKey struct {
+	Job     string `json:"job"`
+	Task    string `json:"task"`
+	Replica int    `json:"replica"`
+}
+
+// ckRequest is a checkpoint request; which fields are used depends on Op.
+type ckRequest struct {
+	Op       string          `json:"op"`
+	Key      *ckKey          `json:"key,omitempty"`      // manifest, get-manifest
+	IDs      []string        `json:"ids,omitempty"`      // missing
+	ID       string          `json:"id,omitempty"`       // put, get
+	Data     []byte          `json:"data,omitempty"`     // put (base64)
+	Manifest json.RawMessage `json:"manifest,omitempty"` // manifest
+}
+
+// ckReply answers a ckRequest. Error set means the request failed.
+type ckReply struct {
+	Error    string          `json:"error,omitempty"`
+	Missing  []string        `json:"missing,omitempty"`  // missing
+	Stored   bool            `json:"stored,omitempty"`   // manifest: kept (false: not newer)
+	Found    bool            `json:"found,omitempty"`    // get-manifest, get
+	Seq      uint64          `json:"seq,omitempty"`      // get-manifest
+	Manifest json.RawMessage `json:"manifest,omitempty"` // get-manifest
+	Data     []byte          `json:"data,omitempty"`     // get (base64)
+}
+
+var (
+	ckJobRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	ckTaskRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+)
+
+// wireKey converts a task key for the wire.
+func wireKey(k market.TaskKey) *ckKey { return &ckKey{Job: k.Job, Task: k.Task, Replica: k.Replica} }
+
+// String is the key's bucket key and placement key, "job/task/replica".
+func (k ckKey) String() string { return k.Job + "/" + k.Task + "/" + strconv.Itoa(k.Replica) }
+
+func (k *ckKey) validate() error {
+	switch {
+	case k == nil:
+		return errors.New("key: missing")
+	case !ckJobRE.MatchString(k.Job) || k.Job == "." || k.Job == "..":
+		return errors.New("key.job: invalid")
+	case !ckTaskRE.MatchString(k.Task) || k.Task == "." || k.Task == "..":
+		return errors.New("key.task: invalid")
+	case k.Replica < 0 || k.Replica > wire.MaxReplica:
+		return fmt.Errorf("key.replica: out of range 0..%d", wire.MaxReplica)
+	}
+	return nil
+}
+
+// matches reports whether m belongs to k.
+func (k ckKey) matches(m checkpoint.Manifest) bool {
+	return m.Job == k.Job && m.Task == k.Task && m.Replica == k.Replica
+}
+
+func decodeCk(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+// handleCheckpoint serves one checkpoint request.
+func (n *Node) handleCheckpoint(s network.Stream) {
+	select {
+	case n.ck.inbound <- struct{}{}:
+		defer func() { <-n.ck.inbound }()
+	default:
+		_ = s.Reset()
+		return
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(ckServeTimeout))
+	b, err := wire.ReadFrame(bufio.NewReader(s), maxCkFrame)
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	var rep ckReply
+	var req ckRequest
+	if err := decodeCk(b, &req); err != nil {
+		rep.Error = "bad request: " + err.Error()
+	} else {
+		rep = n.serveCheckpoint(req, time.Now())
+	}
+	rep.Error = wire.ClipText(rep.Error, wire.MaxErrorLen)
+	out, err := json.Marshal(rep)
+	if err != nil || len(out) > maxCkFrame {
+		_ = s.Reset()
+		return
+	}
+	w := bufio.NewWriter(s)
+	if wire.WriteFrame(w, out) == nil {
+		_ = w.Flush()
+	}
+}
+
+// serveCheckpoint answers one request from the local checkpoint store.
+func (n *Node) serveCheckpoint(req ckRequest, now time.Time) ckReply {
+	cs := n.ck.cs
+	fail := func(err error) ckReply { return ckReply{Error: err.Error()} }
+	switch req.Op {
+	case opMissing:
+		if len(req.IDs) > maxCkIDs {
+			return fail(fmt.Errorf("ids: %d exceeds %d", len(req.IDs), maxCkIDs))
+		}
+		for _, id := range req.IDs {
+			if !validChunkID(id) {
+				return fail(fmt.Errorf("ids: invalid chunk id %q", clipID(id)))
+			}
+		}
+		lack, err := cs.missing(req.IDs, now)
+		if err != nil {
+			return fail(err)
+		}
+		return ckReply{Missing: lack}
+	case opPut:
+		if err := cs.putRemote(req.ID, req.Data, now); err != nil {
+			return fail(err)
+		}
+		return ckReply{}
+	case opManifest:
+		stored, err := n.acceptManifest(req.Key, req.Manifest, now)
+		if err != nil {
+			return fail(err)
+		}
+		return ckReply{Stored: stored}
+	case opGetManifest:
+		if err := req.Key.validate(); err != nil {
+			return fail(err)
+		}
+		m, raw, ok, err := cs.manifest(req.Key.String())
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return ckReply{}
+		}
+		return ckReply{Found: true, Seq: m.Seq, Manifest: raw}
+	case opGet:
+		if !validChunkID(req.ID) {
+			return fail(fmt.Errorf("id: invalid chunk id %q", clipID(req.ID)))
+		}
+		data, ok, err := cs.Get(req.ID)
+		if err != nil {
+			return fail(err)
+		}
+		return ckReply{Found: ok, Data: data}
+	}
+	return fail(fmt.Errorf("op: unknown operation %q", clipID(req.Op)))
+}
+
+// acceptManifest keeps a manifest a peer pushed if it is valid, belongs
+// to key, is complete here and is newer than the one held.
+func (n *Node) acceptManifest(key *ckKey, raw []byte, now time.Time) (bool, error) {
+	if err := key.validate(); err != nil {
+		return false, err
+	}
+	if len(raw) > maxKeptManifest {
+		return false, fmt.Errorf("manifest: %d bytes exceeds %d", len(raw), maxKeptManifest)
+	}
+	m, err := checkpoint.DecodeManifest(raw)
+	if err != nil {
+		return false, err
+	}
+	if !key.matches(m) {
+		return false, errors.New("manifest: job, task or replica differs from the key")
+	}
+	cs := n.ck.cs
+	lack, err := checkpoint.Missing(m, cs)
+	if err != nil {
+		return false, err
+	}
+	if len(lack) > 0 {
+		return false, fmt.Errorf("manifest: %d chunks missing, first %s", len(lack), lack[0])
+	}
+	k := key.String()
+	if _, ok, err := cs.manifests.Get(k); err != nil {
+		return false, err
+	} else if !ok {
+		if c, err := cs.count(); err != nil {
+			return false, err
+		} else if c >= maxHeldManifests {
+			return false, fmt.Errorf("manifest: this node already keeps %d manifests", c)
+		}
+	}
+	switch err := cs.keep(k, m, raw, now); {
+	case errors.Is(err, errNotNewer):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// ckCall sends one checkpoint request to p and returns its reply; a reply
+// with Error set is returned as an error.
+func (n *Node) ckCall(ctx context.Context, p peer.ID, req ckRequest) (ckReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, ckCallTimeout)
+	defer cancel()
+	b, err := json.Marshal(req)
+	if err != nil {
+		return ckReply{}, err
+	}
+	if len(b) > maxCkFrame {
+		return ckReply{}, fmt.Errorf("checkpoint %s request of %d bytes exceeds %d", req.Op, len(b), maxCkFrame)
+	}
+	s, err := n.host.NewStream(ctx, p, CheckpointProtocol)
+	if err != nil {
+		return ckReply{}, err
+	}
+	defer s.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(dl)
+	}
+	w := bufio.NewWriter(s)
+	if err := wire.WriteFrame(w, b); err != nil {
+		_ = s.Reset()
+		return ckReply{}, err
+	}
+	if err := w.Flush(); err != nil {
+		_ = s.Reset()
+		return ckReply{}, err
+	}
+	_ = s.CloseWrite()
+	rb, err := wire.ReadFrame(bufio.NewReader(s), maxCkFrame)
+	if err != nil {
+		_ = s.Reset()
+		return ckReply{}, err
+	}
+	var rep ckReply
+	if err := decodeCk(rb, &rep); err != nil {
+		return ckReply{}, fmt.Errorf("bad checkpoint reply: %w", err)
+	}
+	if rep.Error != "" {
+		return rep, fmt.Errorf("peer %s: checkpoint %s: %s", p.ShortString(), req.Op, rep.Error)
+	}
+	return rep, nil
+}

@@ -1,0 +1,283 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agora-sched/agora/runtime/checkpoint"
+	"github.com/agora-sched/agora/store"
+)
+
+// Where checkpoints live in the node's store.
+const (
+	// chunkPrefix starts the blob key of every checkpoint chunk.
+	chunkPrefix = "ck/"
+	// chunkBucket indexes the chunks held, so GC can list them (the store
+	// cannot list blobs).
+	chunkBucket = "ckchunks"
+	// manifestBucket holds the newest manifest of each task replica this
+	// node took or keeps for others, keyed "job/task/replica".
+	manifestBucket = "checkpoints"
+)
+
+// Limits of the checkpoint store.
+const (
+	// maxKeptManifest is the largest encoded manifest kept: a bucket value
+	// holds at most store.MaxValueSize bytes, the record's other fields
+	// included. It allows checkpoints of about 2 GiB.
+	maxKeptManifest = store.MaxValueSize - 4<<10
+	// chunkGrace protects a chunk a peer put or asked about from GC for a
+	// while: its manifest follows the chunks.
+	chunkGrace = 2 * time.Minute
+	// manifestTTL is how long a manifest not updated is kept.
+	manifestTTL = 10 * time.Minute
+)
+
+// chunkRec is a chunk's index entry.
+type chunkRec struct {
+	// Remote is when a peer last put the chunk or asked whether this node
+	// has it (Unix ns); zero for chunks only this node's snapshots wrote.
+	Remote int64 `json:"remote,omitempty"`
+}
+
+// ckRecord is the newest manifest of one task replica.
+type ckRecord struct {
+	Seq      uint64          `json:"seq"`
+	Updated  time.Time       `json:"updated"`
+	Manifest json.RawMessage `json:"manifest"`
+}
+
+// ckStore keeps checkpoint chunks as store blobs and manifests in a
+// bucket. It implements checkpoint.ChunkStore. Snapshots and restores hold
+// gcMu for reading, GC holds it for writing: a snapshot may rely on a
+// chunk only its own, not yet kept, manifest references.
+type ckStore struct {
+	s         *store.Store
+	index     *store.Bucket[chunkRec]
+	manifests *store.Bucket[ckRecord]
+	gcMu      sync.RWMutex
+}
+
+func newCkStore(s *store.Store) *ckStore {
+	return &ckStore{s: s, index: store.NewBucket[chunkRec](s, chunkBucket), manifests: store.NewBucket[ckRecord](s, manifestBucket)}
+}
+
+// errNotNewer means a manifest was not kept because one at least as new
+// is held.
+var errNotNewer = errors.New("not newer than the manifest held")
+
+// validChunkID reports whether id is a lowercase hex SHA-256.
+func validChunkID(id string) bool {
+	if len(id) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkChunk fails unless data is a chunk that hashes to id.
+func checkChunk(id string, data []byte) error {
+	if !validChunkID(id) {
+		return fmt.Errorf("invalid chunk id %q", clipID(id))
+	}
+	if len(data) > checkpoint.MaxChunkSize {
+		return fmt.Errorf("chunk %s: %d bytes exceeds %d", id, len(data), checkpoint.MaxChunkSize)
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != id {
+		return fmt.Errorf("chunk %s: data does not hash to its id", id)
+	}
+	return nil
+}
+
+func clipID(id string) string {
+	if len(id) > 80 {
+		return id[:80] + "…"
+	}
+	return id
+}
+
+// Has reports whether the chunk is held.
+func (c *ckStore) Has(id string) (bool, error) {
+	if !validChunkID(id) {
+		return false, nil
+	}
+	return c.s.HasBlob(chunkPrefix + id)
+}
+
+// Put stores a chunk after checking that it hashes to id; the index entry
+// is written first, so GC finds any blob that was written.
+func (c *ckStore) Put(id string, data []byte) error {
+	if err := checkChunk(id, data); err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	err := c.index.Update(id, func(*chunkRec, bool) (bool, error) { return true, nil })
+	if err != nil {
+		return err
+	}
+	return c.s.PutBlob(chunkPrefix+id, data)
+}
+
+// Get returns a chunk's bytes.
+func (c *ckStore) Get(id string) ([]byte, bool, error) {
+	if !validChunkID(id) {
+		return nil, false, nil
+	}
+	return c.s.GetBlob(chunkPrefix + id)
+}
+
+// Delete removes a chunk and its index entry.
+func (c *ckStore) Delete(id string) error {
+	if err := c.s.DeleteBlob(chunkPrefix + id); err != nil {
+		return err
+	}
+	return c.index.Delete(id)
+}
+
+// putRemote stores a chunk a peer pushed, marking it recent.
+func (c *ckStore) putRemote(id string, data []byte, now time.Time) error {
+	if err := c.Put(id, data); err != nil {
+		return err
+	}
+	return c.index.Put(id, chunkRec{Remote: now.UnixNano()})
+}
+
+// missing returns which of ids are not held and marks the held ones
+// recent, so that GC spares them until the peer's manifest arrives.
+func (c *ckStore) missing(ids []string, now time.Time) ([]string, error) {
+	var lack, have []string
+	for _, id := range ids {
+		ok, err := c.Has(id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			have = append(have, id)
+		} else {
+			lack = append(lack, id)
+		}
+	}
+	for len(have) > 0 {
+		part := have[:min(len(have), 1024)]
+		have = have[len(part):]
+		err := c.s.Batch(func(b *store.Batch) error {
+			for _, id := range part {
+				if err := store.BatchPut(b, c.index, id, chunkRec{Remote: now.UnixNano()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return lack, nil
+}
+
+// manifest returns the newest manifest held for key.
+func (c *ckStore) manifest(key string) (checkpoint.Manifest, []byte, bool, error) {
+	rec, ok, err := c.manifests.Get(key)
+	if err != nil || !ok {
+		return checkpoint.Manifest{}, nil, false, err
+	}
+	m, err := checkpoint.DecodeManifest(rec.Manifest)
+	if err != nil {
+		return checkpoint.Manifest{}, nil, false, err
+	}
+	return m, rec.Manifest, true, nil
+}
+
+// keep stores m (encoded as raw) as key's manifest unless one with the
+// same or a higher Seq is held; then it returns errNotNewer.
+func (c *ckStore) keep(key string, m checkpoint.Manifest, raw []byte, now time.Time) error {
+	if len(raw) > maxKeptManifest {
+		return fmt.Errorf("manifest of %d bytes exceeds the %d bytes a node keeps", len(raw), maxKeptManifest)
+	}
+	return c.manifests.Update(key, func(v *ckRecord, exists bool) (bool, error) {
+		if exists && v.Seq >= m.Seq {
+			return false, errNotNewer
+		}
+		*v = ckRecord{Seq: m.Seq, Updated: now, Manifest: raw}
+		return true, nil
+	})
+}
+
+// drop forgets key's manifest; its chunks go at the next GC.
+func (c *ckStore) drop(key string) error { return c.manifests.Delete(key) }
+
+// count is the number of manifests held.
+func (c *ckStore) count() (int, error) { return c.manifests.Count("") }
+
+// gc deletes the chunks no held manifest references, sparing those a
+// peer put or asked about within chunkGrace. It returns how many went.
+func (c *ckStore) gc(now time.Time) (int, error) {
+	c.gcMu.Lock()
+	defer c.gcMu.Unlock()
+	var keep []checkpoint.Manifest
+	err := c.manifests.Scan("", func(key string, r ckRecord) (bool, error) {
+		m, err := checkpoint.DecodeManifest(r.Manifest)
+		if err != nil {
+			log.Warnw("dropping an unreadable checkpoint manifest", "key", key, "err", err)
+			_ = c.manifests.Delete(key)
+			return true, nil
+		}
+		keep = append(keep, m)
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var all []string
+	err = c.index.Scan("", func(id string, r chunkRec) (bool, error) {
+		if r.Remote == 0 || now.Sub(time.Unix(0, r.Remote)) > chunkGrace {
+			all = append(all, id)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	drop := checkpoint.GC(keep, all)
+	for _, id := range drop {
+		if err := c.Delete(id); err != nil {
+			return 0, err
+		}
+	}
+	return len(drop), nil
+}
+
+// sweep drops the manifests not updated for manifestTTL, except those
+// whose task replica runs here (active), then collects garbage.
+func (c *ckStore) sweep(now time.Time, active func(key string) bool) (manifests, chunks int, err error) {
+	var stale []string
+	err = c.manifests.Scan("", func(key string, r ckRecord) (bool, error) {
+		if now.Sub(r.Updated) > manifestTTL && !active(key) {
+			stale = append(stale, key)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, k := range stale {
+		// Re-checked inside the update: a peer may have refreshed it.
+		err := c.manifests.Update(k, func(v *ckRecord, exists bool) (bool, error) {
+			return exists && (now.Sub(v.Updated) <= manifestTTL || active(k)), nil
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	chunks, err = c.gc(now)
+	return len(stale), chunks, err
+}

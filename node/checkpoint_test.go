@@ -1,0 +1,199 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/runtime/checkpoint"
+	"github.com/agora-sched/agora/store"
+)
+
+// ckNode is a node with only a store and its checkpoint state: enough to
+// serve the checkpoint protocol's requests.
+func ckNode(t *testing.T) *Node {
+	t.Helper()
+	s, err := store.Open(t.TempDir(), store.InMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	n := &Node{store: s}
+	n.ck = newCheckpoints(n)
+	return n
+}
+
+// snapshotOf writes files into a fresh directory and snapshots it into a
+// memory store, as the executor would before pushing.
+func snapshotOf(t *testing.T, key ckKey, seq uint64, files map[string]string) (checkpoint.Manifest, []byte, *checkpoint.MemStore) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := checkpoint.NewMemStore()
+	m, _, err := checkpoint.Snapshot(dir, checkpoint.Meta{Job: key.Job, Task: key.Task, Replica: key.Replica, Epoch: seq >> 32, Seq: seq, Created: time.Now()}, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := checkpoint.EncodeManifest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, raw, ms
+}
+
+// push serves the requests an executor sends to a replica and returns the
+// manifest request's reply.
+func push(t *testing.T, n *Node, key ckKey, m checkpoint.Manifest, raw []byte, ms *checkpoint.MemStore) ckReply {
+	t.Helper()
+	now := time.Now()
+	rep := n.serveCheckpoint(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now)
+	if rep.Error != "" {
+		t.Fatal(rep.Error)
+	}
+	for _, id := range rep.Missing {
+		data, _, _ := ms.Get(id)
+		if r := n.serveCheckpoint(ckRequest{Op: opPut, ID: id, Data: data}, now); r.Error != "" {
+			t.Fatal(r.Error)
+		}
+	}
+	return n.serveCheckpoint(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now)
+}
+
+// TestCheckpointProtocolServe: a replica keeps a pushed manifest only when
+// it is complete, belongs to its key and is newer; it serves it and its
+// chunks back; malformed requests are refused naming the problem.
+func TestCheckpointProtocolServe(t *testing.T) {
+	n := ckNode(t)
+	now := time.Now()
+	key := ckKey{Job: "j-1", Task: "train", Replica: 0}
+	m, raw, ms := snapshotOf(t, key, 1<<32|1, map[string]string{"count": "17\n", "state": strings.Repeat("x", 100_000)})
+
+	if r := n.serveCheckpoint(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now); !strings.Contains(r.Error, "chunks missing") {
+		t.Fatalf("manifest before its chunks: %+v", r)
+	}
+	if r := push(t, n, key, m, raw, ms); r.Error != "" || !r.Stored {
+		t.Fatalf("push: %+v", r)
+	}
+	if r := push(t, n, key, m, raw, ms); r.Error != "" || r.Stored {
+		t.Fatalf("same seq again must not be stored: %+v", r)
+	}
+	if r := n.serveCheckpoint(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now); r.Error != "" || len(r.Missing) != 0 {
+		t.Fatalf("missing after push: %+v", r)
+	}
+	older, oraw, oms := snapshotOf(t, key, 1, map[string]string{"count": "3\n"})
+	if r := push(t, n, key, older, oraw, oms); r.Error != "" || r.Stored {
+		t.Fatalf("older seq must not replace the newer: %+v", r)
+	}
+	other := ckKey{Job: "j-1", Task: "eval", Replica: 0}
+	if r := n.serveCheckpoint(ckRequest{Op: opManifest, Key: &other, Manifest: raw}, now); !strings.Contains(r.Error, "differs from the key") {
+		t.Fatalf("manifest under another key: %+v", r)
+	}
+
+	r := n.serveCheckpoint(ckRequest{Op: opGetManifest, Key: &key}, now)
+	if !r.Found || r.Seq != m.Seq {
+		t.Fatalf("get-manifest: %+v", r)
+	}
+	got, err := checkpoint.DecodeManifest(r.Manifest)
+	if err != nil || got.Seq != m.Seq {
+		t.Fatalf("served manifest: %v %+v", err, got)
+	}
+	if r := n.serveCheckpoint(ckRequest{Op: opGetManifest, Key: &other}, now); r.Found || r.Error != "" {
+		t.Fatalf("get-manifest of an unknown key: %+v", r)
+	}
+	id := m.ChunkIDs()[0]
+	want, _, _ := ms.Get(id)
+	if r := n.serveCheckpoint(ckRequest{Op: opGet, ID: id}, now); !r.Found || string(r.Data) != string(want) {
+		t.Fatalf("get %s: found %v, %d bytes", id, r.Found, len(r.Data))
+	}
+
+	bad := []struct {
+		name string
+		req  ckRequest
+		want string
+	}{
+		{"unknown op", ckRequest{Op: "delete"}, "unknown operation"},
+		{"bad id", ckRequest{Op: opMissing, IDs: []string{"../x"}}, "invalid chunk id"},
+		{"too many ids", ckRequest{Op: opMissing, IDs: make([]string, maxCkIDs+1)}, "exceeds"},
+		{"wrong hash", ckRequest{Op: opPut, ID: id, Data: []byte("not it")}, "does not hash"},
+		{"oversized chunk", ckRequest{Op: opPut, ID: id, Data: make([]byte, checkpoint.MaxChunkSize+1)}, "exceeds"},
+		{"no key", ckRequest{Op: opGetManifest}, "key: missing"},
+		{"bad job", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "a/b", Task: "t"}}, "key.job"},
+		{"bad task", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "j", Task: ".."}}, "key.task"},
+		{"bad replica", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "j", Task: "t", Replica: -1}}, "key.replica"},
+		{"bad manifest", ckRequest{Op: opManifest, Key: &key, Manifest: []byte(`{"version":1,"job":"j-1","extra":1}`)}, "invalid manifest"},
+	}
+	for _, c := range bad {
+		if r := n.serveCheckpoint(c.req, now); !strings.Contains(r.Error, c.want) {
+			t.Errorf("%s: error %q, want it to mention %q", c.name, r.Error, c.want)
+		}
+	}
+	var req ckRequest
+	if err := decodeCk([]byte(`{"op":"get","id":"x","mode":1}`), &req); err == nil {
+		t.Error("a request with an unknown field was accepted")
+	}
+}
+
+// TestCheckpointStoreGC: chunks of dropped manifests are collected, chunks
+// a peer just pushed are spared for chunkGrace, and the sweep drops
+// manifests not updated for manifestTTL.
+func TestCheckpointStoreGC(t *testing.T) {
+	n := ckNode(t)
+	cs := n.ck.cs
+	now := time.Now()
+	key := ckKey{Job: "j-2", Task: "t", Replica: 1}
+	m, raw, ms := snapshotOf(t, key, 1<<32|1, map[string]string{"a": "alpha", "b": "beta"})
+	if r := push(t, n, key, m, raw, ms); !r.Stored {
+		t.Fatalf("push: %+v", r)
+	}
+	// A chunk pushed for a manifest that never came, and one a local
+	// snapshot wrote and no manifest kept.
+	orphan := []byte("orphan chunk")
+	oid := chunkIDOf(orphan)
+	if err := cs.putRemote(oid, orphan, now); err != nil {
+		t.Fatal(err)
+	}
+	local := []byte("local leftover")
+	lid := chunkIDOf(local)
+	if err := cs.Put(lid, local); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := cs.gc(now); err != nil || dropped != 1 {
+		t.Fatalf("gc dropped %d (%v), want only the local leftover", dropped, err)
+	}
+	if ok, _ := cs.Has(lid); ok {
+		t.Fatal("local leftover survived gc")
+	}
+	if ok, _ := cs.Has(oid); !ok {
+		t.Fatal("a chunk pushed within the grace period was collected")
+	}
+	// The pushed manifest's chunks were marked recent too; after the
+	// grace and the TTL both are gone.
+	later := now.Add(manifestTTL + time.Minute)
+	mans, chunks, err := cs.sweep(later, func(string) bool { return false })
+	if err != nil || mans != 1 || chunks != 3 {
+		t.Fatalf("sweep: %d manifests, %d chunks, %v; want 1 and 3", mans, chunks, err)
+	}
+	if _, _, ok, _ := cs.manifest(key.String()); ok {
+		t.Fatal("stale manifest survived the sweep")
+	}
+	// An active task's manifest is never stale.
+	if r := push(t, n, key, m, raw, ms); !r.Stored {
+		t.Fatalf("push again: %+v", r)
+	}
+	if mans, _, _ := cs.sweep(later.Add(manifestTTL*2), func(string) bool { return true }); mans != 0 {
+		t.Fatal("the manifest of a running task was swept")
+	}
+}
+
+func chunkIDOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,321 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+)
+
+// JobRecordProtocol carries job-record replicas from a manager to the
+// peers that would take over its jobs: one frame of JSON
+// {"record": <JobRecord>, "replicas": [<node id>, ...]} and one reply
+// {"ok": true} or {"error": "..."} per stream.
+const JobRecordProtocol = protocol.ID("/agora/jobrecord/1.0.0")
+
+// Limits and timings of job failover.
+const (
+	jobReplicas        = 2                      // r: replicas of each job record
+	maxJobRecordFrame  = 4 << 20                // bytes
+	replicateEvery     = 200 * time.Millisecond // batching of record updates
+	failoverCheckEvery = time.Second
+	rehomeFor          = 30 * time.Second // how long an executor looks for a new manager
+)
+
+// replicaRecord is a job record held for another manager.
+type replicaRecord struct {
+	Record   market.JobRecord `json:"record"`
+	Replicas []string         `json:"replicas"`
+	Updated  time.Time        `json:"updated"`
+}
+
+type jobReplicaMsg struct {
+	Record   market.JobRecord `json:"record"`
+	Replicas []string         `json:"replicas"`
+}
+
+type failover struct {
+	mu      sync.Mutex
+	pending map[string]market.JobRecord // records waiting to be replicated
+	rehome  map[string]bool             // jobs whose new manager is being looked for
+}
+
+// closest orders ids by XOR distance between SHA-256 of the id and of key.
+func closest(key string, ids []string) []string {
+	k := sha256.Sum256([]byte(key))
+	dist := func(id string) [32]byte {
+		h := sha256.Sum256([]byte(id))
+		for i := range h {
+			h[i] ^= k[i]
+		}
+		return h
+	}
+	out := append([]string(nil), ids...)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := dist(out[i]), dist(out[j])
+		for x := range a {
+			if a[x] != b[x] {
+				return a[x] < b[x]
+			}
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// replicaPeers are the r live peers closest to a job ID.
+func (n *Node) replicaPeers(job string) []string {
+	var ids []string
+	for _, m := range n.Peers() {
+		ids = append(ids, m.Advert.Peer.String())
+	}
+	c := closest(job, ids)
+	if len(c) > jobReplicas {
+		c = c[:jobReplicas]
+	}
+	return c
+}
+
+// replicateLater queues a record for the next replication batch.
+func (n *Node) replicateLater(j market.JobRecord) {
+	if j.Manager != market.NodeID(n.ID().String()) {
+		return
+	}
+	n.fo.mu.Lock()
+	n.fo.pending[j.ID] = j
+	n.fo.mu.Unlock()
+}
+
+// replicate pushes one record to its replica peers and waits for them.
+func (n *Node) replicate(ctx context.Context, j market.JobRecord) int {
+	reps := n.replicaPeers(j.ID)
+	body, err := json.Marshal(jobReplicaMsg{Record: j, Replicas: reps})
+	if err != nil || len(body) > maxJobRecordFrame {
+		log.Warnw("job record too large to replicate", "job", j.ID, "bytes", len(body), "err", err)
+		return 0
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for _, r := range reps {
+		p, err := peer.Decode(r)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.sendRecord(ctx, p, body); err != nil {
+				log.Debugw("replicate job record", "job", j.ID, "peer", p, "err", err)
+				return
+			}
+			mu.Lock()
+			ok++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return ok
+}
+
+func (n *Node) sendRecord(ctx context.Context, p peer.ID, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	s, err := n.host.NewStream(ctx, p, JobRecordProtocol)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(dl)
+	}
+	w := bufio.NewWriter(s)
+	if err := wire.WriteFrame(w, body); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_ = s.CloseWrite()
+	rb, err := wire.ReadFrame(bufio.NewReader(s), 4<<10)
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(rb, &rep); err != nil {
+		return err
+	}
+	if !rep.OK {
+		return fmt.Errorf("%s", rep.Error)
+	}
+	return nil
+}
+
+// handleRecord stores a replica pushed by a job's manager.
+func (n *Node) handleRecord(s network.Stream) {
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(queryTimeout))
+	reply := func(err error) {
+		b, _ := json.Marshal(map[string]any{"ok": err == nil, "error": errText(err)})
+		w := bufio.NewWriter(s)
+		if wire.WriteFrame(w, b) == nil {
+			_ = w.Flush()
+		}
+	}
+	b, err := wire.ReadFrame(bufio.NewReader(s), maxJobRecordFrame)
+	if err != nil {
+		return
+	}
+	var msg jobReplicaMsg
+	if err := json.Unmarshal(b, &msg); err != nil {
+		reply(fmt.Errorf("malformed job record: %v", err))
+		return
+	}
+	from := s.Conn().RemotePeer().String()
+	if string(msg.Record.Manager) != from {
+		reply(fmt.Errorf("record's manager %s is not the sender %s", msg.Record.Manager, from))
+		return
+	}
+	if err := msg.Record.Spec.Validate(); err != nil || msg.Record.ID == "" {
+		reply(fmt.Errorf("invalid job record: %v", err))
+		return
+	}
+	reply(n.replicas.Put(msg.Record.ID, replicaRecord{Record: msg.Record, Replicas: msg.Replicas, Updated: time.Now()}))
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// failoverLoop replicates pending records, adopts jobs whose manager is
+// gone when this node is the closest live replica, and re-homes this
+// node's tasks whose manager is gone.
+func (n *Node) failoverLoop() {
+	defer n.wg.Done()
+	rep := time.NewTicker(replicateEvery)
+	defer rep.Stop()
+	chk := time.NewTicker(failoverCheckEvery)
+	defer chk.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-rep.C:
+			n.fo.mu.Lock()
+			batch := n.fo.pending
+			n.fo.pending = map[string]market.JobRecord{}
+			n.fo.mu.Unlock()
+			for _, j := range batch {
+				n.replicate(n.ctx, j)
+			}
+		case <-chk.C:
+			n.checkFailover()
+		}
+	}
+}
+
+func (n *Node) live() map[string]bool {
+	l := map[string]bool{n.ID().String(): true}
+	for _, m := range n.Peers() {
+		l[m.Advert.Peer.String()] = true
+	}
+	return l
+}
+
+func (n *Node) checkFailover() {
+	live := n.live()
+	self := n.ID().String()
+	recs, err := n.replicas.List("")
+	if err != nil {
+		return
+	}
+	for _, e := range recs {
+		r := e.Value
+		if r.Record.State.Terminal() || live[string(r.Record.Manager)] {
+			continue
+		}
+		// The closest live node of the replica set takes over.
+		var first string
+		for _, id := range closest(r.Record.ID, r.Replicas) {
+			if live[id] {
+				first = id
+				break
+			}
+		}
+		if first != self {
+			continue
+		}
+		rec := r.Record
+		log.Infow("manager gone: taking over job", "job", rec.ID, "old_manager", rec.Manager)
+		n.exec(func() { n.mkt.Adopt(time.Now(), rec) })
+		_ = n.replicas.Delete(e.Key)
+	}
+	// Executor side: find the new manager of jobs whose manager is gone.
+	var managers map[string]market.NodeID
+	if n.call(func() { managers = n.mkt.ManagersOf() }) != nil {
+		return
+	}
+	for job, mgr := range managers {
+		if live[string(mgr)] {
+			continue
+		}
+		n.fo.mu.Lock()
+		busy := n.fo.rehome[job]
+		n.fo.rehome[job] = true
+		n.fo.mu.Unlock()
+		if !busy {
+			go n.findNewManager(job, mgr)
+		}
+	}
+}
+
+// findNewManager asks live peers which of them now manages job.
+func (n *Node) findNewManager(job string, old market.NodeID) {
+	defer func() {
+		n.fo.mu.Lock()
+		delete(n.fo.rehome, job)
+		n.fo.mu.Unlock()
+	}()
+	deadline := time.Now().Add(rehomeFor)
+	for time.Now().Before(deadline) && n.ctx.Err() == nil {
+		if j, ok := n.localJob(job); ok && j.Manager == market.NodeID(n.ID().String()) {
+			n.exec(func() { n.mkt.Rehome(time.Now(), job, j.Manager) })
+			return
+		}
+		for _, m := range n.Peers() {
+			p := m.Advert.Peer
+			rep, err := n.ask(n.ctx, p, wire.Query{Kind: "status", Job: job})
+			if err != nil || !rep.Found {
+				continue
+			}
+			var j market.JobRecord
+			if json.Unmarshal(rep.Body, &j) == nil && j.Manager == market.NodeID(p.String()) && j.Manager != old {
+				log.Infow("job has a new manager", "job", job, "manager", p)
+				n.exec(func() { n.mkt.Rehome(time.Now(), job, j.Manager) })
+				return
+			}
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
