@@ -51,6 +51,9 @@ type Config struct {
 	Network        string        // Agora network name, part of every topic
 	AdvertInterval time.Duration // resource advert period
 	DisableNVML    bool          // skip GPU discovery (tests)
+	// SendDelay, when set, delays every market message to a peer by the
+	// returned one-way latency (fault injection for tests).
+	SendDelay func(to string) time.Duration
 	// Market tunes the scheduler (scorer, weights, d, windows); Self,
 	// Site, Labels and Capacity are filled in by the node.
 	Market market.Config

@@ -91,6 +91,15 @@ func (t *transport) run(id peer.ID, ob *outbox) {
 			return
 		case b = <-ob.ch:
 		}
+		if d := t.n.cfg.SendDelay; d != nil {
+			if lat := d(id.String()); lat > 0 {
+				select {
+				case <-t.n.ctx.Done():
+					return
+				case <-time.After(lat):
+				}
+			}
+		}
 		for attempt := 0; attempt < 2; attempt++ {
 			if s == nil {
 				ctx, cancel := context.WithTimeout(t.n.ctx, dialTimeout)

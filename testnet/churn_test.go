@@ -29,35 +29,17 @@ func TestChurn(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	// Churn from this goroutine, between status polls: every second an
-	// edge node leaves (alternately stopped and killed) or comes back.
+	// The two edge nodes leave every ~1.7 s, alternately drained and
+	// killed, and come back 0.7 s later; the script runs from this loop.
+	script := net.Script(Churn([]int{4, 5}, 1700*time.Millisecond, 700*time.Millisecond, 10)...)
 	deadline := time.Now().Add(120 * time.Second)
 	pending := map[string]int{} // job → its manager's index
 	for j, id := range ids {
 		pending[id] = j % 4
 	}
-	n, next, down := 0, time.Now().Add(time.Second), -1
+	steps := 0
 	for len(pending) > 0 && time.Now().Before(deadline) {
-		if time.Now().After(next) {
-			if down < 0 {
-				down = 4 + n%2
-				how := "stopped"
-				t0 := time.Now()
-				if (n/2)%2 == 0 {
-					net.Stop(down)
-				} else {
-					net.Kill(down)
-					how = "killed"
-				}
-				t.Logf("edge %d %s in %v", down, how, time.Since(t0).Round(time.Millisecond))
-				n++
-				next = time.Now().Add(700 * time.Millisecond)
-			} else {
-				net.Restart(down)
-				down = -1
-				next = time.Now().Add(time.Second)
-			}
-		}
+		steps = script.Run()
 		for id, mgr := range pending { // one job per round keeps the churn on time
 			s, err := net.Node(mgr).Status(id)
 			if err == nil && (s.State == "succeeded" || s.State == "failed" || s.State == "cancelled") {
@@ -93,5 +75,5 @@ func TestChurn(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tasks each succeeded exactly once across %d edge departures", tasks, n)
+	t.Logf("%d tasks each succeeded exactly once across %d scripted leaves and rejoins during the workload", tasks, steps)
 }

@@ -134,3 +134,29 @@ func TestStealingOnRealNodes(t *testing.T) {
 		t.Fatalf("stealing makespan %v is not 30%% shorter than %v", on, off)
 	}
 }
+
+// TestAddedLatency: with 300 ms one-way latency injected between the
+// manager and one executor, jobs still place and complete.
+func TestAddedLatency(t *testing.T) {
+	net := New(t, 3, Options{Resources: fourCPU, Topology: Star})
+	net.WaitConverged(10 * time.Second)
+	net.SetLatency(0, 1, 300*time.Millisecond)
+	var tasks []string
+	for i := 0; i < 12; i++ {
+		tasks = append(tasks, fmt.Sprintf(`{"name": "t%02d", "command": ["sleep", "0.3"], "resources": {"cpu": 1}}`, i))
+	}
+	start := time.Now()
+	id, err := net.Node(0).Submit(`{"name": "slow-link", "tasks": [` + strings.Join(tasks, ",") + `]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitJob(t, net.Node(0), id, 60*time.Second)
+	if s.State != "succeeded" {
+		t.Fatalf("job %s: %s", s.State, s.Reason)
+	}
+	per := map[string]int{}
+	for _, tk := range s.Tasks {
+		per[tk.Node]++
+	}
+	t.Logf("done in %v; tasks per node %v", time.Since(start).Round(time.Millisecond), per)
+}

@@ -46,6 +46,7 @@ type Net struct {
 	opts  Options
 	ctx   context.Context
 	base  string
+	lat   latencies
 	mu    sync.Mutex
 	nodes []*Node
 }
@@ -119,6 +120,7 @@ func (net *Net) Add() *Node {
 		net.opts.Configure(i, &cfg)
 	}
 	nd := &Node{Index: i, Dir: dir, Config: cfg}
+	nd.Config.SendDelay = net.delayFor(nd)
 	net.mu.Lock()
 	net.nodes = append(net.nodes, nd)
 	net.mu.Unlock()
