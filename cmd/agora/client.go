@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -49,49 +47,17 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Msg }
 
-// do sends a request and decodes a JSON answer into out (when not nil).
+// do sends a request with an optional JSON body and decodes a JSON
+// answer into out (when not nil; a *json.RawMessage receives it as is).
 func (c *client) do(method, path string, body any, out any) error {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach agora node at %s: %w", strings.TrimPrefix(c.base, "http://"), err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return &apiError{Status: resp.StatusCode, Msg: e.Error}
-		}
-		return &apiError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
-	}
-	if out == nil {
-		return nil
-	}
-	if raw, ok := out.(*json.RawMessage); ok {
-		*raw = append((*raw)[:0], data...)
-		return nil
-	}
-	return json.Unmarshal(data, out)
+	return c.send(method, path, "application/json", b, out)
 }
 
 // printJSON writes v indented.

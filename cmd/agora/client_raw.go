@@ -14,11 +14,17 @@ import (
 // sent as the user wrote it: it posts body with the given content type and
 // decodes a JSON answer into out (when not nil), errors as *apiError.
 func (c *client) send(method, path, contentType string, body []byte, out any) error {
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", contentType)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach agora node at %s: %w", strings.TrimPrefix(c.base, "http://"), err)
@@ -38,6 +44,10 @@ func (c *client) send(method, path, contentType string, body []byte, out any) er
 		return &apiError{Status: resp.StatusCode, Msg: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
 	}
 	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = append((*raw)[:0], data...)
 		return nil
 	}
 	return json.Unmarshal(data, out)

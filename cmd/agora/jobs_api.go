@@ -11,33 +11,16 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agora-sched/agora/node"
 )
 
 // jobStatus is the node's answer to GET /v1/jobs/{id}, and one element of
-// GET /v1/jobs.
-type jobStatus struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name"`
-	State     string       `json:"state"`
-	Reason    string       `json:"reason"`
-	Manager   string       `json:"manager"`
-	Submitted string       `json:"submitted"`
-	Finished  string       `json:"finished"`
-	Tasks     []taskStatus `json:"tasks"`
-}
+// GET /v1/jobs: the node's own type, so client and server cannot drift.
+type jobStatus = node.JobStatus
 
 // taskStatus is one task replica of a jobStatus.
-type taskStatus struct {
-	Name     string `json:"name"`
-	Replica  int    `json:"replica"`
-	State    string `json:"state"`
-	Node     string `json:"node"`
-	Attempts int    `json:"attempts"`
-	ExitCode int    `json:"exit_code"`
-	Reason   string `json:"reason"`
-	Started  string `json:"started"`
-	Finished string `json:"finished"`
-}
+type taskStatus = node.TaskStatus
 
 // Polling periods and the outage a polling loop rides out; variables so
 // that tests can shorten them.
