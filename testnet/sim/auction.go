@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+)
+
+// fastFor is how long a node is ticked every fastEvery after it took part
+// in an exchange: it covers bid windows, award timeouts and round backoffs.
+const (
+	fastFor   = 3 * time.Second
+	fastEvery = 10 * time.Millisecond
+)
+
+type runningTask struct {
+	gen      uint64
+	epoch    uint64
+	stopping bool
+}
+
+type predKey struct {
+	key   market.TaskKey
+	epoch uint64
+}
+
+type auctionSched struct {
+	e        *engine
+	markets  []*market.Market
+	index    map[market.NodeID]int
+	view     [][]int // the peers each node sees and broadcasts to
+	watchers [][]int // the nodes that see each node
+	dirty    []bool  // changed since its last advert
+	fastTill []time.Duration
+	fastSet  []bool
+	running  []map[market.TaskKey]*runningTask
+	gen      uint64
+	pending  map[predKey]metrics_pred
+	ended    map[string]bool
+}
+
+type metrics_pred struct {
+	predicted, estimate time.Duration
+	start               time.Duration
+}
+
+func newAuction(e *engine) (*auctionSched, error) {
+	a := &auctionSched{e: e, index: map[market.NodeID]int{}, pending: map[predKey]metrics_pred{}, ended: map[string]bool{}}
+	n := len(e.nodes)
+	for i, nd := range e.nodes {
+		mc := market.Config{
+			Self: nd.id, Site: nd.site, Capacity: nd.cap.Clone(),
+			D: e.cfg.D, LeaseEvery: e.cfg.LeaseEvery, LeaseTimeout: e.cfg.LeaseTimeout,
+			Seed: e.cfg.Seed*1_000_003 + int64(i),
+		}
+		if e.cfg.Weights != nil {
+			mc.Weights = *e.cfg.Weights
+		}
+		m, err := market.New(mc)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		a.markets = append(a.markets, m)
+		a.index[nd.id] = i
+		a.running = append(a.running, map[market.TaskKey]*runningTask{})
+	}
+	a.fastTill = make([]time.Duration, n)
+	a.fastSet = make([]bool, n)
+	a.view = make([][]int, n)
+	for i := range n {
+		if n-1 <= e.cfg.ViewSize {
+			for j := range n {
+				if j != i {
+					a.view[i] = append(a.view[i], j)
+				}
+			}
+			continue
+		}
+		seen := map[int]bool{i: true}
+		for len(a.view[i]) < e.cfg.ViewSize {
+			j := e.rng.Intn(n)
+			if !seen[j] {
+				seen[j] = true
+				a.view[i] = append(a.view[i], j)
+			}
+		}
+	}
+	a.watchers = make([][]int, n)
+	a.dirty = make([]bool, n)
+	for i, v := range a.view {
+		for _, j := range v {
+			a.watchers[j] = append(a.watchers[j], i)
+		}
+		a.dirty[i] = true
+	}
+	return a, nil
+}
+
+func (a *auctionSched) init() {
+	a.adverts()
+	a.e.push(&event{at: a.e.cfg.AdvertInterval, kind: evAdvert})
+	a.e.push(&event{at: a.e.cfg.SlowTick, kind: evSlowTick})
+}
+
+func (a *auctionSched) now() time.Time { return t0.Add(a.e.now) }
+
+func (a *auctionSched) adverts() {
+	// Only nodes whose state changed since their last advert publish a
+	// new one: the views hold no expiry, and an unchanged advert would
+	// tell the same story.
+	now := a.now()
+	for j, o := range a.markets {
+		if !a.dirty[j] {
+			continue
+		}
+		a.dirty[j] = false
+		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(now)}
+		for _, i := range a.watchers[j] {
+			a.markets[i].Advert(now, p)
+		}
+	}
+
+}
+
+func (a *auctionSched) latency(from, to int) time.Duration {
+	f, t := a.e.nodes[from], a.e.nodes[to]
+	if f.site == t.site {
+		return a.e.cfg.Latency
+	}
+	return max(f.latency, t.latency, a.e.cfg.Latency)
+}
+
+// wake makes node i tick fast for a while.
+func (a *auctionSched) wake(i int) {
+	a.fastTill[i] = a.e.now + fastFor
+	if !a.fastSet[i] {
+		a.fastSet[i] = true
+		a.e.push(&event{at: a.e.now + fastEvery, kind: evTick, node: i})
+	}
+}
+
+func (a *auctionSched) send(from, to int, msg market.Msg) {
+	a.e.msgs++
+	if b, err := wire.Encode(msg); err == nil {
+		a.e.bytes += int64(len(b))
+	}
+	a.e.push(&event{at: a.e.now + a.latency(from, to), kind: evDeliver, node: to, from: from, msg: msg})
+}
+
+// drain carries out node i's effects.
+func (a *auctionSched) drain(i int) {
+	effs := a.markets[i].Ready()
+	if len(effs) == 0 {
+		return
+	}
+	a.wake(i)
+	a.dirty[i] = true
+	e := a.e
+	for _, eff := range effs {
+		switch x := eff.(type) {
+		case market.Send:
+			if j, ok := a.index[x.To]; ok {
+				a.send(i, j, x.Msg)
+			}
+		case market.Broadcast:
+			for _, j := range a.view[i] {
+				a.send(i, j, x.Msg)
+			}
+		case market.StartTask:
+			k := x.Task.Key
+			a.gen++
+			a.running[i][k] = &runningTask{gen: a.gen, epoch: x.Task.Epoch}
+			e.running++
+			e.lastProgress = e.now
+			if t := e.task(k); t != nil {
+				t.Start, t.Started, t.Finished = e.now, true, false
+			}
+			p := a.markets[i].Predict(x.Task.Type, x.Task.Estimate)
+			a.pending[predKey{k, x.Task.Epoch}] = metrics_pred{predicted: p.Runtime, estimate: x.Task.Estimate, start: e.now}
+			e.push(&event{at: e.now + e.runtime(k), kind: evFinish, node: i, key: k, gen: a.gen})
+		case market.StopTask:
+			if r, ok := a.running[i][x.Key]; ok && r.epoch == x.Epoch && !r.stopping {
+				r.stopping = true
+				a.gen++
+				r.gen = a.gen
+				e.push(&event{at: e.now + 10*time.Millisecond, kind: evFinish, node: i, key: x.Key, gen: a.gen})
+			}
+		case market.SaveJob:
+			if x.Job.State.Terminal() && !a.ended[x.Job.ID] {
+				a.ended[x.Job.ID] = true
+				e.done++
+			}
+		}
+	}
+}
+
+func (a *auctionSched) handle(ev *event) {
+	e := a.e
+	now := a.now()
+	switch ev.kind {
+	case evArrive:
+		j := &e.w.Jobs[ev.job]
+		i := e.rng.Intn(len(a.markets))
+		if err := a.markets[i].Submit(now, j.ID, j.Spec); err != nil {
+			if !a.ended[j.ID] {
+				a.ended[j.ID] = true
+				e.done++
+			}
+			return
+		}
+		a.drain(i)
+	case evDeliver:
+		a.markets[ev.node].Step(now, e.nodes[ev.from].id, ev.msg)
+		a.drain(ev.node)
+	case evFinish:
+		r, ok := a.running[ev.node][ev.key]
+		if !ok || r.gen != ev.gen {
+			return
+		}
+		delete(a.running[ev.node], ev.key)
+		a.dirty[ev.node] = true
+		e.running--
+		e.lastProgress = e.now
+		code, reason := 0, "exit status 0"
+		pk := predKey{ev.key, r.epoch}
+		p := a.pending[pk]
+		delete(a.pending, pk)
+		if t := e.task(ev.key); t != nil {
+			if r.stopping {
+				code, reason = -1, "stopped"
+				t.Started = false
+			} else {
+				t.Finish, t.Finished = e.now, true
+				e.preds = append(e.preds, predOf(ev.key, p, e.now-p.start))
+			}
+		}
+		a.markets[ev.node].TaskExited(now, ev.key, r.epoch, code, reason)
+		a.drain(ev.node)
+	case evTick:
+		i := ev.node
+		a.markets[i].Tick(now)
+		a.drain(i)
+		if e.now < a.fastTill[i] {
+			e.push(&event{at: e.now + fastEvery, kind: evTick, node: i})
+		} else {
+			a.fastSet[i] = false
+		}
+	case evSlowTick:
+		for i, m := range a.markets {
+			if !a.fastSet[i] {
+				m.Tick(now)
+				a.drain(i)
+			}
+		}
+		e.push(&event{at: e.now + e.cfg.SlowTick, kind: evSlowTick})
+	case evAdvert:
+		a.adverts()
+		e.push(&event{at: e.now + e.cfg.AdvertInterval, kind: evAdvert})
+	}
+}

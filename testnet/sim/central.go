@@ -1,0 +1,309 @@
+package sim
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market"
+)
+
+// unit is what a central scheduler places at once: one replica, or every
+// replica of a gang (on distinct nodes).
+type unit struct {
+	job      int
+	task     string
+	replicas []int
+	req      resource.Request
+	est, rt  time.Duration
+	seq      int
+}
+
+type placed struct {
+	node   int
+	req    resource.Request
+	alloc  resource.Allocation
+	estEnd time.Duration
+	key    string
+}
+
+// central is a baseline: one scheduler with an instant, exact view of
+// every node's free resources, no messages.
+type central struct {
+	e       *engine
+	policy  string
+	free    []resource.Vector
+	queue   []*unit
+	useq    int
+	rr      int
+	run     map[market.TaskKey]*placed
+	left    []map[string]int // replicas of each task not yet finished
+	dead    []bool
+	jobLeft []int
+}
+
+func newCentral(e *engine, policy string) *central {
+	c := &central{e: e, policy: policy, run: map[market.TaskKey]*placed{}}
+	for _, n := range e.nodes {
+		c.free = append(c.free, n.cap.Clone())
+	}
+	for _, j := range e.w.Jobs {
+		l := map[string]int{}
+		n := 0
+		for _, t := range j.Spec.Tasks {
+			l[t.Name] = max(t.Replicas, 1)
+			n++
+		}
+		c.left = append(c.left, l)
+		c.jobLeft = append(c.jobLeft, n)
+	}
+	c.dead = make([]bool, len(e.w.Jobs))
+	return c
+}
+
+func (c *central) init() {}
+
+func (c *central) handle(ev *event) {
+	e := c.e
+	switch ev.kind {
+	case evArrive:
+		j := &e.w.Jobs[ev.job]
+		for _, t := range j.Spec.Tasks {
+			if len(t.After) == 0 {
+				c.enqueue(ev.job, t.Name)
+			}
+		}
+	case evFinish:
+		p := c.run[ev.key]
+		delete(c.run, ev.key)
+		c.free[p.node].Give(p.req, p.alloc)
+		e.running--
+		e.lastProgress = e.now
+		if t := e.task(ev.key); t != nil {
+			t.Finish, t.Finished = e.now, true
+		}
+		ji := ev.job
+		c.left[ji][ev.key.Task]--
+		if c.left[ji][ev.key.Task] == 0 {
+			c.jobLeft[ji]--
+			if c.jobLeft[ji] == 0 && !c.dead[ji] {
+				e.done++
+			}
+			for _, t := range e.w.Jobs[ji].Spec.Tasks {
+				if !slices.Contains(t.After, ev.key.Task) {
+					continue
+				}
+				ready := true
+				for _, d := range t.After {
+					if c.left[ji][d] > 0 {
+						ready = false
+					}
+				}
+				if ready {
+					c.enqueue(ji, t.Name)
+				}
+			}
+		}
+	}
+	c.schedule()
+}
+
+func (c *central) enqueue(ji int, name string) {
+	if c.dead[ji] {
+		return
+	}
+	j := &c.e.w.Jobs[ji]
+	ts, _ := j.Spec.Task(name)
+	n := max(ts.Replicas, 1)
+	mk := func(reps []int) *unit {
+		c.useq++
+		return &unit{job: ji, task: name, replicas: reps, req: ts.Request, est: ts.Estimate, rt: j.Runtimes[name], seq: c.useq}
+	}
+	k := 1
+	if ts.Gang && n > 1 {
+		k = n
+	}
+	capable := 0
+	for _, nd := range c.e.nodes {
+		if _, why := resource.Fit(nd.cap, ts.Request); why == "" {
+			capable++
+		}
+	}
+	if capable < k {
+		c.dead[ji] = true // never placeable: the job fails
+		c.e.done++
+		return
+	}
+	if k > 1 {
+		reps := make([]int, n)
+		for r := range reps {
+			reps[r] = r
+		}
+		c.queue = append(c.queue, mk(reps))
+		return
+	}
+	for r := range n {
+		c.queue = append(c.queue, mk([]int{r}))
+	}
+}
+
+// pick chooses len(u.replicas) distinct nodes of free that fit u now, in
+// the policy's order, skipping excluded nodes; nil when too few fit.
+func (c *central) pick(u *unit, free []resource.Vector, exclude map[int]bool) []int {
+	var cand []int
+	for i := range free {
+		if exclude[i] {
+			continue
+		}
+		if _, why := resource.Fit(free[i], u.req); why == "" {
+			cand = append(cand, i)
+		}
+	}
+	k := len(u.replicas)
+	if len(cand) < k {
+		return nil
+	}
+	switch c.policy {
+	case "random":
+		c.e.rng.Shuffle(len(cand), func(a, b int) { cand[a], cand[b] = cand[b], cand[a] })
+	case "round-robin":
+		n := len(free)
+		sort.SliceStable(cand, func(a, b int) bool {
+			return (cand[a]-c.rr+n)%n < (cand[b]-c.rr+n)%n
+		})
+	case "least-loaded":
+		sort.SliceStable(cand, func(a, b int) bool {
+			fa := float64(free[cand[a]].CPU) / float64(max(c.e.nodes[cand[a]].cap.CPU, 1))
+			fb := float64(free[cand[b]].CPU) / float64(max(c.e.nodes[cand[b]].cap.CPU, 1))
+			return fa > fb
+		})
+	case "omniscient":
+		// best fit: the least CPU left over, then the fewest free GPUs
+		sort.SliceStable(cand, func(a, b int) bool {
+			la, lb := free[cand[a]].CPU-u.req.CPU, free[cand[b]].CPU-u.req.CPU
+			if la != lb {
+				return la < lb
+			}
+			return free[cand[a]].GPUShare() < free[cand[b]].GPUShare()
+		})
+	}
+	return cand[:k]
+}
+
+func (c *central) start(u *unit, nodes []int) {
+	e := c.e
+	j := &e.w.Jobs[u.job]
+	est := u.est
+	if est <= 0 {
+		est = 24 * time.Hour
+	}
+	for i, r := range u.replicas {
+		n := nodes[i]
+		a, why := resource.Fit(c.free[n], u.req)
+		if why != "" {
+			panic("sim: picked node does not fit: " + why)
+		}
+		c.free[n].Take(u.req, a)
+		k := market.TaskKey{Job: j.ID, Task: u.task, Replica: r}
+		c.run[k] = &placed{node: n, req: u.req, alloc: a, estEnd: e.now + est, key: k.String()}
+		e.running++
+		e.lastProgress = e.now
+		if t := e.task(k); t != nil {
+			t.Start, t.Started = e.now, true
+		}
+		p := metrics_pred{estimate: u.est}
+		if c.policy == "omniscient" {
+			p.predicted = u.rt
+		}
+		e.preds = append(e.preds, predOf(k, p, u.rt))
+		e.push(&event{at: e.now + u.rt, kind: evFinish, node: n, job: u.job, key: k})
+	}
+	if c.policy == "round-robin" {
+		c.rr = (nodes[len(nodes)-1] + 1) % len(c.free)
+	}
+}
+
+func (c *central) schedule() {
+	if len(c.queue) == 0 {
+		return
+	}
+	order := slices.Clone(c.queue)
+	if c.policy == "omniscient" {
+		// shortest true runtime first
+		sort.SliceStable(order, func(a, b int) bool { return order[a].rt < order[b].rt })
+	}
+	started := map[*unit]bool{}
+	var shadow time.Duration
+	var reserved map[int]bool
+	for _, u := range order {
+		if c.dead[u.job] {
+			started[u] = true
+			continue
+		}
+		if c.policy == "easy" && reserved != nil {
+			est := u.est
+			if est <= 0 {
+				est = 24 * time.Hour
+			}
+			excl := reserved
+			if c.e.now+est <= shadow {
+				excl = nil
+			}
+			if nodes := c.pick(u, c.free, excl); nodes != nil {
+				c.start(u, nodes)
+				started[u] = true
+			}
+			continue
+		}
+		if nodes := c.pick(u, c.free, nil); nodes != nil {
+			c.start(u, nodes)
+			started[u] = true
+			continue
+		}
+		if c.policy == "easy" {
+			shadow, reserved = c.reserve(u)
+		}
+	}
+	kept := c.queue[:0]
+	for _, u := range c.queue {
+		if !started[u] {
+			kept = append(kept, u)
+		}
+	}
+	clear(c.queue[len(kept):])
+	c.queue = kept
+}
+
+// reserve finds when the blocked head u could start if the running tasks
+// end at their estimates, and the nodes it would take then.
+func (c *central) reserve(u *unit) (time.Duration, map[int]bool) {
+	free := make([]resource.Vector, len(c.free))
+	for i := range c.free {
+		free[i] = c.free[i].Clone()
+	}
+	runs := make([]*placed, 0, len(c.run))
+	for _, p := range c.run {
+		runs = append(runs, p)
+	}
+	sort.Slice(runs, func(a, b int) bool {
+		if runs[a].estEnd != runs[b].estEnd {
+			return runs[a].estEnd < runs[b].estEnd
+		}
+		if runs[a].node != runs[b].node {
+			return runs[a].node < runs[b].node
+		}
+		return runs[a].key < runs[b].key
+	})
+	for _, p := range runs {
+		free[p.node].Give(p.req, p.alloc)
+		if nodes := c.pick(u, free, nil); nodes != nil {
+			res := map[int]bool{}
+			for _, n := range nodes {
+				res[n] = true
+			}
+			return max(p.estEnd, c.e.now), res
+		}
+	}
+	return c.e.now, map[int]bool{}
+}
