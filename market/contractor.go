@@ -57,6 +57,7 @@ type contractor struct {
 	holds    map[TaskKey]*hold
 	reserves map[string]*reservation
 	results  []*pendingResult
+	accepted int // awards accepted so far
 }
 
 func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
@@ -314,6 +315,7 @@ func (m *Market) onAward(a Award) {
 		return
 	}
 	reply.Accept = true
+	c.accepted++
 	m.send(a.Manager, reply)
 	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt})
 	m.schedule()

@@ -51,6 +51,8 @@ type Market struct {
 	// contractor role
 	c         contractor
 	lastSteal time.Time
+	stealGap  time.Duration
+	stealMark int // c.accepted at the last steal request
 	lastBeat  time.Time
 	draining  bool
 }

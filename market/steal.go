@@ -20,7 +20,16 @@ import (
 
 func (m *Market) maybeSteal() {
 	c := &m.c
-	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 || m.now.Sub(m.lastSteal) < m.cfg.StealEvery {
+	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
+		return
+	}
+	// Back off while requests bring nothing (the loaded peers' queues hold
+	// nothing this node can run): double the gap up to 32 × StealEvery;
+	// any award accepted since the last request resets it.
+	if c.accepted != m.stealMark || m.stealGap == 0 {
+		m.stealGap = m.cfg.StealEvery
+	}
+	if m.now.Sub(m.lastSteal) < m.stealGap {
 		return
 	}
 	room := m.c.availFor("")
@@ -42,7 +51,10 @@ func (m *Market) maybeSteal() {
 	if victim == nil {
 		return
 	}
-	m.lastSteal = m.now
+	if !m.lastSteal.IsZero() && c.accepted == m.stealMark {
+		m.stealGap = min(2*m.stealGap, 32*m.cfg.StealEvery)
+	}
+	m.lastSteal, m.stealMark = m.now, c.accepted
 	// Ask for two waves' worth: the second is queued here while the first
 	// runs, so the thief is not idle again before its next request.
 	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
