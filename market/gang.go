@@ -195,9 +195,14 @@ func (m *Market) closeGang(g *gangAuction) {
 	back = min(back, 2*time.Second)
 	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
 		m.reserveFor(g)
-		// Reserved nodes take no new work: look again soon so the gang
-		// starts as soon as their running tasks are done.
+		// Reserved nodes take no new work: look again about when the
+		// size-th best bidder expects room (half that wait, so the start
+		// is not late), at least every RoundBackoff and often enough to
+		// renew the reservation.
 		back = m.cfg.RoundBackoff
+		if wait := m.gangRoomIn(g); wait > 2*back {
+			back = min(wait/2, m.cfg.ReserveTTL/2)
+		}
 	}
 	back += time.Duration(m.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
 	g.nextAt = m.now.Add(back)
@@ -528,4 +533,18 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// gangRoomIn is how long until the size-th earliest bidder of the round
+// predicts it could start a replica (0 when unknown).
+func (m *Market) gangRoomIn(g *gangAuction) time.Duration {
+	if len(g.bids) < g.size {
+		return 0
+	}
+	starts := make([]time.Time, 0, len(g.bids))
+	for _, b := range g.bids {
+		starts = append(starts, b.Start)
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+	return max(starts[g.size-1].Sub(m.now), 0)
 }
