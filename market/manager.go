@@ -302,36 +302,34 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 }
 
 func (m *Market) onBid(b Bid) {
-	if g := m.liveGang(b.Auction); g != nil {
-		if !g.holding && g.nextAt.IsZero() && !g.answered[b.Bidder] {
-			g.answered[b.Bidder] = true
-			g.bids = append(g.bids, b)
-		}
-		return
-	}
-	a := m.liveAuction(b.Auction)
-	if a == nil || a.closed || a.answered[b.Bidder] {
-		return
-	}
-	a.answered[b.Bidder] = true
-	a.bids = append(a.bids, b)
-	m.maybeClose(a)
+	m.onAnswer(b.Auction, b.Bidder,
+		func(g *gangAuction) { g.bids = append(g.bids, b) },
+		func(a *auction) { a.bids = append(a.bids, b) })
 }
 
 func (m *Market) onNoBid(nb NoBid) {
-	if g := m.liveGang(nb.Auction); g != nil {
-		if !g.holding && g.nextAt.IsZero() && !g.answered[nb.Bidder] {
-			g.answered[nb.Bidder] = true
-			g.nobids = append(g.nobids, nb)
+	m.onAnswer(nb.Auction, nb.Bidder,
+		func(g *gangAuction) { g.nobids = append(g.nobids, nb) },
+		func(a *auction) { a.nobids = append(a.nobids, nb) })
+}
+
+// onAnswer records a bidder's first answer (a bid or a refusal) to the
+// gang or single-task auction it names, if that round is still taking
+// answers, and closes a single-task round once everyone invited answered.
+func (m *Market) onAnswer(id AuctionID, bidder NodeID, gang func(*gangAuction), single func(*auction)) {
+	if g := m.liveGang(id); g != nil {
+		if !g.holding && g.nextAt.IsZero() && !g.answered[bidder] {
+			g.answered[bidder] = true
+			gang(g)
 		}
 		return
 	}
-	a := m.liveAuction(nb.Auction)
-	if a == nil || a.closed || a.answered[nb.Bidder] {
+	a := m.liveAuction(id)
+	if a == nil || a.closed || a.answered[bidder] {
 		return
 	}
-	a.answered[nb.Bidder] = true
-	a.nobids = append(a.nobids, nb)
+	a.answered[bidder] = true
+	single(a)
 	m.maybeClose(a)
 }
 
