@@ -183,8 +183,15 @@ func (c *cluster) step() {
 			c.drain()
 		}
 	}
-	for _, m := range c.nodes {
+	for i, m := range c.nodes {
+		// NextTick must never be later than the first Tick with work:
+		// a Tick before it emits nothing.
+		nt := m.NextTick()
+		before := len(m.out) + len(m.saves)
 		m.Tick(c.now)
+		if (nt.IsZero() || c.now.Before(nt)) && len(m.out)+len(m.saves) > before {
+			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...))
+		}
 	}
 	if c.now.Sub(c.lastAdvert) >= c.advertEvery {
 		c.adverts()

@@ -68,6 +68,9 @@ type Config struct {
 	// StealEvery is how often an idle node may ask a loaded peer for
 	// work; 500ms.
 	StealEvery time.Duration
+	// StealBackoffMax bounds the gap between an idle node's requests while
+	// they bring nothing (it doubles from StealEvery); 32 × StealEvery.
+	StealBackoffMax time.Duration
 	// HoldExpiry is how long a gang hold lasts unless committed; 2s.
 	HoldExpiry time.Duration
 	// GangReserveAfter is how long a gang may wait before it reserves its
@@ -111,6 +114,7 @@ func (c Config) withDefaults() Config {
 	def(&c.HoldExpiry, 2*time.Second)
 	def(&c.LeaseEvery, time.Second)
 	def(&c.StealEvery, 500*time.Millisecond)
+	def(&c.StealBackoffMax, 32*c.StealEvery)
 	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)

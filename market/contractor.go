@@ -128,6 +128,30 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 		}
 	}
 	sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	// Reservations: a gang replica only counts the reservations ahead of
+	// its own; a plain task fits beside them all, or backfills when it
+	// ends before they can be honoured.
+	gang := ""
+	if o.GangSize > 1 {
+		gang = gangID(o.Key.Job, o.Key.Task)
+	}
+	roomAt := c.reservedRoomAt(now)
+	fits := func(free resource.Vector, req resource.Request, at time.Time, rt time.Duration) (resource.Allocation, bool) {
+		if len(c.reserves) == 0 {
+			al, why := resource.Fit(free, req)
+			return al, why == ""
+		}
+		v, _ := c.minusReserves(free.Clone(), gang)
+		if al, why := resource.Fit(v, req); why == "" {
+			return al, true
+		}
+		if gang != "" || at.Add(rt).After(roomAt) {
+			return resource.Allocation{}, false
+		}
+		al, why := resource.Fit(free, req)
+		return al, why == ""
+	}
+	rt := c.predictRuntime(o, now)
 	insert := func(e ev) {
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at.After(e.at) })
 		evs = append(evs, ev{})
@@ -138,7 +162,7 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 	for {
 		rest := pending[:0:0]
 		for _, k := range pending {
-			if al, why := resource.Fit(free, k.spec.Request); why == "" {
+			if al, ok := fits(free, k.spec.Request, t, k.runtime); ok {
 				free.Take(k.spec.Request, al)
 				insert(ev{t.Add(k.runtime), k.spec.Request, al})
 			} else {
@@ -146,11 +170,13 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 			}
 		}
 		pending = rest
-		if _, why := resource.Fit(free, o.Request); why == "" {
+		if _, ok := fits(free, o.Request, t, rt); ok {
 			return t
 		}
 		if len(evs) == 0 {
-			return t.Add(24 * time.Hour) // cannot happen when capacity fits; be safe
+			// Only reservations stand in the way, and they outlast every
+			// prediction: a day is as good as never for a bid.
+			return t.Add(24 * time.Hour)
 		}
 		t = evs[0].at
 		for len(evs) > 0 && !evs[0].at.After(t) {
@@ -322,13 +348,16 @@ func (m *Market) onAward(a Award) {
 }
 
 // schedule starts queued contracts that fit, in queue order, and issues
-// the evictions a preempting contract needs.
+// the evictions a preempting contract needs. A contract that fits beside
+// the gang reservations starts; one that only fits in reserved room
+// starts if it is predicted to end before the reservations can be
+// honoured (backfill).
 func (m *Market) schedule() {
 	c := &m.c
+	roomAt := c.reservedRoomAt(m.now)
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
-		al, why := resource.Fit(c.availFor(""), k.spec.Request)
-		if why == "" {
+		if al, ok := c.canStart(k.spec.Request, k.runtime, m.now, roomAt); ok {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			c.free.Take(k.spec.Request, al)
 			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now

@@ -49,6 +49,19 @@ type Event struct {
 	Text string
 }
 
+// RoundClosed reports a single-task auction round this node manages that
+// closed with at least one bid: Opened is when its CFPs went out, Closed
+// when the bids were ranked and the first award was decided (and sent).
+// Both are market times (the now of the call that did it). It is for
+// tracing and benchmarks; a caller may ignore it.
+type RoundClosed struct {
+	Auction AuctionID
+	Opened  time.Time
+	Closed  time.Time
+	Bids    int // bids received in the round
+	Invited int // nodes invited directly (a broadcast reaches others too)
+}
+
 func (Send) effect()          {}
 func (Broadcast) effect()     {}
 func (StartTask) effect()     {}
@@ -56,3 +69,4 @@ func (StopTask) effect()      {}
 func (SaveJob) effect()       {}
 func (RecordRuntime) effect() {}
 func (Event) effect()         {}
+func (RoundClosed) effect()   {}

@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -199,10 +200,15 @@ func (m *Market) closeGang(g *gangAuction) {
 		// size-th best bidder expects room (half that wait, so the start
 		// is not late), at least every RoundBackoff and often enough to
 		// renew the reservation.
+		// When no bidder can say (room is held by reservations ahead of
+		// this one), back off exponentially instead.
 		back = m.cfg.RoundBackoff
 		if wait := m.gangRoomIn(g); wait > 2*back {
-			back = min(wait/2, m.cfg.ReserveTTL/2)
+			back = wait / 2
+		} else if g.slotsBid() < g.size {
+			back = m.cfg.RoundBackoff << min(g.round, 16)
 		}
+		back = min(back, m.cfg.ReserveTTL/3) // with the jitter below, renewed before it lapses
 	}
 	back += time.Duration(m.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
 	g.nextAt = m.now.Add(back)
@@ -228,6 +234,11 @@ func (m *Market) reserveFor(g *gangAuction) {
 	}
 	if len(g.reserved) == 0 {
 		m.event(g.job, fmt.Sprintf("%s/%s: gang waited %v; reserving %d nodes", g.job, g.task, m.now.Sub(g.since).Round(time.Millisecond), len(nodes)))
+	}
+	for _, n := range g.reserved {
+		if !slices.Contains(nodes, n) { // dropped from the set: free it now, not at expiry
+			m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
+		}
 	}
 	g.reserved = nodes
 	until := m.now.Add(m.cfg.ReserveTTL)
@@ -412,21 +423,113 @@ func (c *contractor) gangSlots(o TaskOffer) int {
 }
 
 // availFor is what is free for a task of the given gang ("" for none):
-// free minus every other gang's reservation.
+// free minus the reservations that come first (see minusReserves).
 func (c *contractor) availFor(gang string) resource.Vector {
-	free := c.free.Clone()
+	v, _ := c.minusReserves(c.free.Clone(), gang)
+	return v
+}
+
+// minusReserves takes from free the reservations a task of the given gang
+// ("" for none) must leave alone, and returns it. Reservations are
+// honoured in one order on every node — higher priority first, then by
+// gang ID — and a gang that holds a reservation here is only charged for
+// those ahead of its own. Two starving gangs that reserved the same nodes
+// thus cannot block each other forever: the first in that order gets the
+// room on every node it reserved. When free cannot honour them all,
+// nothing is left and ok is false.
+func (c *contractor) minusReserves(free resource.Vector, gang string) (v resource.Vector, ok bool) {
+	if len(c.reserves) == 0 {
+		return free, true
+	}
+	rs := make([]*reservation, 0, len(c.reserves))
 	for _, r := range c.reserves {
-		if r.gang == gang {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return reservedBefore(rs[i], rs[j]) })
+	own := c.reserves[gang]
+	for _, r := range rs {
+		if r.gang == gang || (own != nil && !reservedBefore(r, own)) {
 			continue
 		}
 		if al, why := resource.Fit(free, r.req); why == "" {
 			free.Take(r.req, al)
 		} else {
-			// Not enough left to honour it: nothing else may start.
-			return resource.Vector{GPUs: free.GPUs[:0]}
+			return resource.Vector{GPUs: free.GPUs[:0]}, false
 		}
 	}
-	return free
+	return free, true
+}
+
+// reservedRoomAt is when the running tasks, ending at their predicted
+// times, leave room for every reservation: until then a task that ends
+// in time may use the reserved room (backfilling, as EASY does). It is
+// the zero time when there are no reservations, and far in the future
+// when releases alone never make room (the reservations then block
+// nothing).
+func (c *contractor) reservedRoomAt(now time.Time) time.Time {
+	if len(c.reserves) == 0 {
+		return time.Time{}
+	}
+	at, _ := c.roomWhen(now, func(free resource.Vector) bool {
+		_, ok := c.minusReserves(free, "")
+		return ok
+	})
+	return at
+}
+
+// roomWhen walks the running tasks' predicted ends in order and returns
+// the first time at which ok holds of the free room (now if it holds
+// already), with the room then; far in the future when it never does. ok
+// may change the vector it is given.
+func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (time.Time, resource.Vector) {
+	free := c.free.Clone()
+	if ok(free.Clone()) {
+		return now, free
+	}
+	ks := make([]*contract, 0, len(c.running))
+	for _, k := range c.running {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := endOf(ks[i], now), endOf(ks[j], now)
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ks[i].seq < ks[j].seq
+	})
+	for _, k := range ks {
+		free.Give(k.spec.Request, k.alloc)
+		if ok(free.Clone()) {
+			return endOf(k, now), free
+		}
+	}
+	return now.Add(farFuture), free
+}
+
+// farFuture stands for "never" in predictions.
+const farFuture = 100 * 365 * 24 * time.Hour
+
+// canStart reports whether a plain task of predicted runtime rt may take
+// req now: it fits beside the reservations, or it fits in the free room
+// and ends before the reservations can be honoured (backfill). roomAt is
+// reservedRoomAt's answer.
+func (c *contractor) canStart(req resource.Request, rt time.Duration, now, roomAt time.Time) (resource.Allocation, bool) {
+	if al, why := resource.Fit(c.availFor(""), req); why == "" {
+		return al, true
+	}
+	if roomAt.IsZero() || now.Add(rt).After(roomAt) {
+		return resource.Allocation{}, false
+	}
+	al, why := resource.Fit(c.free, req)
+	return al, why == ""
+}
+
+// reservedBefore orders reservations: higher priority, then gang ID.
+func reservedBefore(a, b *reservation) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	return a.gang < b.gang
 }
 
 func (m *Market) onHold(h Hold) {
@@ -533,6 +636,15 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// slotsBid is how many replicas the round's bidders could start now.
+func (g *gangAuction) slotsBid() int {
+	n := 0
+	for _, b := range g.bids {
+		n += b.Slots
+	}
+	return n
 }
 
 // gangRoomIn is how long until the size-th earliest bidder of the round

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/predict"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -171,3 +172,68 @@ func TestGangTooLargeRefused(t *testing.T) {
 }
 
 var _ = resource.WholeGPU
+
+// Two starving gangs that reserved the same node must not block each
+// other: the first in the shared order (priority, then gang ID) sees the
+// room, the other and plain tasks do not.
+func TestReservationsOrdered(t *testing.T) {
+	c := newContractor(cpuNode(4), predict.RuntimeConfig{})
+	whole := resource.Request{CPU: 4000}
+	c.reserves["jobB/t"] = &reservation{gang: "jobB/t", req: whole, priority: 5}
+	c.reserves["jobA/t"] = &reservation{gang: "jobA/t", req: whole, priority: 5}
+	for _, tc := range []struct {
+		gang string
+		cpu  int64
+	}{{"jobA/t", 4000}, {"jobB/t", 0}, {"", 0}, {"jobC/t", 0}} {
+		if got := c.availFor(tc.gang).CPU; got != tc.cpu {
+			t.Errorf("availFor(%q) = %d millicores, want %d", tc.gang, got, tc.cpu)
+		}
+	}
+	c.reserves["jobB/t"].priority = 9 // higher priority goes first
+	if got := c.availFor("jobB/t").CPU; got != 4000 {
+		t.Errorf("higher-priority gang sees %d millicores, want 4000", got)
+	}
+	if got := c.availFor("jobA/t").CPU; got != 0 {
+		t.Errorf("lower-priority gang sees %d millicores, want 0", got)
+	}
+}
+
+// A reserved node backfills: a plain task may use the reserved room only
+// if it is predicted to end before the reservation can be honoured, and
+// its bid says so.
+func TestReservationBackfill(t *testing.T) {
+	now := t0
+	c := newContractor(cpuNode(4), predict.RuntimeConfig{})
+	long := &contract{spec: TaskSpec{TaskOffer: TaskOffer{Key: TaskKey{Job: "r", Task: "t"}, Request: resource.Request{CPU: 3000}}},
+		started: now, runtime: 10 * time.Minute, running: true}
+	c.free.Take(long.spec.Request, resource.Allocation{})
+	c.running[long.spec.Key] = long
+	c.reserves["g/t"] = &reservation{gang: "g/t", req: resource.Request{CPU: 4000}, priority: 5}
+	roomAt := c.reservedRoomAt(now)
+	if want := now.Add(10 * time.Minute); !roomAt.Equal(want) {
+		t.Fatalf("reservedRoomAt = %v, want %v", roomAt.Sub(now), want.Sub(now))
+	}
+	for _, tc := range []struct {
+		rt time.Duration
+		ok bool
+	}{{5 * time.Minute, true}, {10 * time.Minute, true}, {11 * time.Minute, false}} {
+		if _, ok := c.canStart(resource.Request{CPU: 1000}, tc.rt, now, roomAt); ok != tc.ok {
+			t.Errorf("canStart(1 CPU for %v) = %v, want %v", tc.rt, ok, tc.ok)
+		}
+	}
+	// bids agree: a short task starts now, a long one after the gang has
+	// its room (never, as far as the prediction goes: a day)
+	short := TaskOffer{Key: TaskKey{Job: "s", Task: "t"}, Type: "s", Estimate: 5 * time.Minute, Request: resource.Request{CPU: 1000}}
+	if got := c.predictStart(short, now); !got.Equal(now) {
+		t.Errorf("short task predicted to start at +%v, want now", got.Sub(now))
+	}
+	longOffer := TaskOffer{Key: TaskKey{Job: "l", Task: "t"}, Type: "l", Estimate: time.Hour, Request: resource.Request{CPU: 1000}}
+	if got := c.predictStart(longOffer, now); got.Sub(now) < 10*time.Minute {
+		t.Errorf("long task predicted to start at +%v, before the reservation's room", got.Sub(now))
+	}
+	// the gang itself sees its room once the long task ends
+	g := TaskOffer{Key: TaskKey{Job: "g", Task: "t"}, GangSize: 2, Request: resource.Request{CPU: 4000}}
+	if got := c.predictStart(g, now); !got.Equal(now.Add(10 * time.Minute)) {
+		t.Errorf("gang replica predicted to start at +%v, want +10m", got.Sub(now))
+	}
+}

@@ -454,6 +454,7 @@ func (m *Market) closeAuction(a *auction) {
 	if len(a.ranked) > 0 {
 		b := a.ranked[0]
 		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start +%v score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, b.Start.Sub(m.now).Round(time.Millisecond), b.Score))
+		m.emit(RoundClosed{Auction: a.id, Opened: a.roundStart, Closed: m.now, Bids: len(a.bids), Invited: len(a.invited)})
 	}
 	m.awardNext(a)
 }

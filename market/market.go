@@ -44,6 +44,7 @@ type Market struct {
 	auctions map[TaskKey]*auction
 	gangs    map[string]*gangAuction
 	view     map[NodeID]*Peer
+	loaded   int // peers of the view with a queue of two or more: steal victims
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
@@ -203,6 +204,12 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		return
 	}
 	p.Seen = now
+	if old := m.view[p.ID]; old != nil && old.Queue >= 2 {
+		m.loaded--
+	}
+	if p.Queue >= 2 {
+		m.loaded++
+	}
 	m.view[p.ID] = &p
 }
 
@@ -210,6 +217,9 @@ func (m *Market) Advert(now time.Time, p Peer) {
 func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.enter(now)
 	defer m.leave()
+	if old := m.view[id]; old != nil && old.Queue >= 2 {
+		m.loaded--
+	}
 	delete(m.view, id)
 	for _, jid := range m.activeJobs() {
 		j := m.jobs[jid]

@@ -24,7 +24,7 @@ func (m *Market) maybeSteal() {
 		return
 	}
 	// Back off while requests bring nothing (the loaded peers' queues hold
-	// nothing this node can run): double the gap up to 32 × StealEvery;
+	// nothing this node can run): double the gap up to StealBackoffMax;
 	// any award accepted since the last request resets it.
 	if c.accepted != m.stealMark || m.stealGap == 0 {
 		m.stealGap = m.cfg.StealEvery
@@ -52,7 +52,7 @@ func (m *Market) maybeSteal() {
 		return
 	}
 	if !m.lastSteal.IsZero() && c.accepted == m.stealMark {
-		m.stealGap = min(2*m.stealGap, 32*m.cfg.StealEvery)
+		m.stealGap = min(2*m.stealGap, max(m.cfg.StealBackoffMax, m.cfg.StealEvery))
 	}
 	m.lastSteal, m.stealMark = m.now, c.accepted
 	// Ask for two waves' worth: the second is queued here while the first

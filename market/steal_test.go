@@ -20,7 +20,7 @@ func stealScenario(t *testing.T, steal bool) time.Duration {
 	}
 	for _, m := range c.nodes[:1] {
 		for id := range m.view {
-			delete(m.view, id)
+			m.PeerGone(c.now, id)
 		}
 	}
 	var tasks []spec.Task

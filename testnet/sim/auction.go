@@ -8,12 +8,10 @@ import (
 	"github.com/agora-sched/agora/market/wire"
 )
 
-// fastFor is how long a node is ticked every fastEvery after it took part
-// in an exchange: it covers bid windows, award timeouts and round backoffs.
-const (
-	fastFor   = 3 * time.Second
-	fastEvery = 10 * time.Millisecond
-)
+// minTickGap is the least a node's next tick lies ahead: the real node
+// ticks every 10ms, so nothing is lost, and a deadline that Tick does not
+// clear cannot spin the engine at one instant.
+const minTickGap = time.Millisecond
 
 type runningTask struct {
 	gen      uint64
@@ -30,15 +28,16 @@ type auctionSched struct {
 	e        *engine
 	markets  []*market.Market
 	index    map[market.NodeID]int
-	view     [][]int // the peers each node sees and broadcasts to
-	watchers [][]int // the nodes that see each node
-	dirty    []bool  // changed since its last advert
-	fastTill []time.Duration
-	fastSet  []bool
+	view     [][]int         // the peers each node sees and broadcasts to
+	watchers [][]int         // the nodes that see each node
+	dirty    []bool          // changed since its last advert
+	tickAt   []time.Duration // the node's pending tick, -1 when none
+	tickGen  []uint64
 	running  []map[market.TaskKey]*runningTask
 	gen      uint64
 	pending  map[predKey]metrics_pred
 	ended    map[string]bool
+	kinds    map[string]int // messages by type, when debugging
 }
 
 type metrics_pred struct {
@@ -47,12 +46,13 @@ type metrics_pred struct {
 }
 
 func newAuction(e *engine) (*auctionSched, error) {
-	a := &auctionSched{e: e, index: map[market.NodeID]int{}, pending: map[predKey]metrics_pred{}, ended: map[string]bool{}}
+	a := &auctionSched{e: e, index: map[market.NodeID]int{}, pending: map[predKey]metrics_pred{}, ended: map[string]bool{}, kinds: debugKinds}
 	n := len(e.nodes)
 	for i, nd := range e.nodes {
 		mc := market.Config{
 			Self: nd.id, Site: nd.site, Capacity: nd.cap.Clone(),
 			D: e.cfg.D, LeaseEvery: e.cfg.LeaseEvery, LeaseTimeout: e.cfg.LeaseTimeout,
+			ReserveTTL: e.cfg.ReserveTTL, StealEvery: e.cfg.StealEvery, StealBackoffMax: e.cfg.StealBackoffMax,
 			Seed: e.cfg.Seed*1_000_003 + int64(i),
 		}
 		if e.cfg.Weights != nil {
@@ -66,8 +66,11 @@ func newAuction(e *engine) (*auctionSched, error) {
 		a.index[nd.id] = i
 		a.running = append(a.running, map[market.TaskKey]*runningTask{})
 	}
-	a.fastTill = make([]time.Duration, n)
-	a.fastSet = make([]bool, n)
+	a.tickAt = make([]time.Duration, n)
+	a.tickGen = make([]uint64, n)
+	for i := range a.tickAt {
+		a.tickAt[i] = -1
+	}
 	a.view = make([][]int, n)
 	for i := range n {
 		if n-1 <= e.cfg.ViewSize {
@@ -101,7 +104,6 @@ func newAuction(e *engine) (*auctionSched, error) {
 func (a *auctionSched) init() {
 	a.adverts()
 	a.e.push(&event{at: a.e.cfg.AdvertInterval, kind: evAdvert})
-	a.e.push(&event{at: a.e.cfg.SlowTick, kind: evSlowTick})
 }
 
 func (a *auctionSched) now() time.Time { return t0.Add(a.e.now) }
@@ -119,6 +121,7 @@ func (a *auctionSched) adverts() {
 		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(now)}
 		for _, i := range a.watchers[j] {
 			a.markets[i].Advert(now, p)
+			a.wake(i) // a loaded peer may make an idle node steal
 		}
 	}
 
@@ -132,17 +135,29 @@ func (a *auctionSched) latency(from, to int) time.Duration {
 	return max(f.latency, t.latency, a.e.cfg.Latency)
 }
 
-// wake makes node i tick fast for a while.
+// wake schedules node i's next tick for when its market says it has
+// work (market.NextTick); an earlier pending tick is kept, a later one is
+// superseded.
 func (a *auctionSched) wake(i int) {
-	a.fastTill[i] = a.e.now + fastFor
-	if !a.fastSet[i] {
-		a.fastSet[i] = true
-		a.e.push(&event{at: a.e.now + fastEvery, kind: evTick, node: i})
+	nt := a.markets[i].NextTick()
+	if nt.IsZero() {
+		return
 	}
+	at := max(nt.Sub(t0), a.e.now+minTickGap)
+	if p := a.tickAt[i]; p >= 0 && p <= at {
+		return
+	}
+	a.tickAt[i] = at
+	a.gen++
+	a.tickGen[i] = a.gen
+	a.e.push(&event{at: at, kind: evTick, node: i, gen: a.gen})
 }
 
 func (a *auctionSched) send(from, to int, msg market.Msg) {
 	a.e.msgs++
+	if a.kinds != nil {
+		a.kinds[fmt.Sprintf("%T", msg)]++
+	}
 	if b, err := wire.Encode(msg); err == nil {
 		a.e.bytes += int64(len(b))
 	}
@@ -151,11 +166,11 @@ func (a *auctionSched) send(from, to int, msg market.Msg) {
 
 // drain carries out node i's effects.
 func (a *auctionSched) drain(i int) {
+	a.wake(i)
 	effs := a.markets[i].Ready()
 	if len(effs) == 0 {
 		return
 	}
-	a.wake(i)
 	a.dirty[i] = true
 	e := a.e
 	for _, eff := range effs {
@@ -240,23 +255,15 @@ func (a *auctionSched) handle(ev *event) {
 		a.drain(ev.node)
 	case evTick:
 		i := ev.node
+		if a.tickGen[i] != ev.gen {
+			return // superseded by an earlier tick
+		}
+		a.tickAt[i] = -1
 		a.markets[i].Tick(now)
 		a.drain(i)
-		if e.now < a.fastTill[i] {
-			e.push(&event{at: e.now + fastEvery, kind: evTick, node: i})
-		} else {
-			a.fastSet[i] = false
-		}
-	case evSlowTick:
-		for i, m := range a.markets {
-			if !a.fastSet[i] {
-				m.Tick(now)
-				a.drain(i)
-			}
-		}
-		e.push(&event{at: e.now + e.cfg.SlowTick, kind: evSlowTick})
 	case evAdvert:
 		a.adverts()
 		e.push(&event{at: e.now + e.cfg.AdvertInterval, kind: evAdvert})
 	}
 }
+var debugKinds map[string]int

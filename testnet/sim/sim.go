@@ -41,20 +41,32 @@ type Config struct {
 	// Between sites it is the larger of the two classes' Latency (at
 	// least Latency).
 	Latency time.Duration
-	// ViewSize bounds how many peers each node sees (and broadcasts to);
-	// 64.
+	// ViewSize bounds how many peers each node sees (and broadcasts to).
+	// A real node sees every peer's adverts; the simulator does too up to
+	// 1,024 nodes, and beyond that gives each node a random 128 peers
+	// (memory and advert work grow with nodes × view).
 	ViewSize int
-	// LeaseEvery and LeaseTimeout override the market's lease timers;
-	// the simulator defaults them to 1m and 5m (no node fails here, and
-	// per-second renewals of week-long tasks would dominate the run).
+	// The market's timers are tuned for interactive jobs of seconds; a
+	// trace's jobs run for hours, and per-second renewals of them would
+	// dominate a simulation without changing a placement. The simulator
+	// therefore stretches the periodic ones (the bid window, award timeout
+	// and back-offs keep the node's defaults):
+	//
+	// LeaseEvery and LeaseTimeout are the lease renewal period and lapse;
+	// 5m and 20m.
 	LeaseEvery, LeaseTimeout time.Duration
-	// SlowTick is how often every node is ticked while work remains; 5s.
-	// A node that just took part in an exchange is ticked every 10ms for
-	// the next few seconds.
-	SlowTick time.Duration
+	// ReserveTTL is how long a gang reservation lasts unless renewed (a
+	// reserved gang looks again at most every half of it); 5m.
+	ReserveTTL time.Duration
+	// StealEvery and StealBackoffMax pace idle nodes' steal requests; 5s
+	// and 30m.
+	StealEvery, StealBackoffMax time.Duration
 	// Idle stops the run when nothing has started or finished for this
 	// long with no task running (jobs left are unplaceable); 6h.
 	Idle time.Duration
+	// Horizon, when set, stops the run at this virtual time; jobs not
+	// finished by then count as unfinished.
+	Horizon time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -65,13 +77,12 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.AdvertInterval, 2*time.Second)
 	def(&c.Latency, time.Millisecond)
-	def(&c.LeaseEvery, time.Minute)
-	def(&c.LeaseTimeout, 5*time.Minute)
-	def(&c.SlowTick, 5*time.Second)
+	def(&c.LeaseEvery, 5*time.Minute)
+	def(&c.LeaseTimeout, 20*time.Minute)
+	def(&c.ReserveTTL, 5*time.Minute)
+	def(&c.StealEvery, 5*time.Second)
+	def(&c.StealBackoffMax, 30*time.Minute)
 	def(&c.Idle, 6*time.Hour)
-	if c.ViewSize <= 0 {
-		c.ViewSize = 64
-	}
 	return c
 }
 
@@ -114,8 +125,7 @@ const (
 	evArrive = iota
 	evDeliver
 	evFinish
-	evTick     // fast tick of one node
-	evSlowTick // every node
+	evTick // one node's market.Tick, when its NextTick is due
 	evAdvert
 )
 
@@ -224,6 +234,12 @@ func Simulate(cfg Config) (metrics.Input, error) {
 	if len(e.nodes) == 0 {
 		return metrics.Input{}, fmt.Errorf("sim: the cluster has no nodes")
 	}
+	if e.cfg.ViewSize <= 0 {
+		e.cfg.ViewSize = 128
+		if len(e.nodes) <= 1024 {
+			e.cfg.ViewSize = len(e.nodes)
+		}
+	}
 	for i, j := range e.w.Jobs {
 		e.jobIndex[j.ID] = i
 		rec := metrics.JobRecord{ID: j.ID, User: j.User}
@@ -254,6 +270,10 @@ func Simulate(cfg Config) (metrics.Input, error) {
 	s.init()
 	for e.done < len(e.jobs) && e.q.Len() > 0 {
 		ev := e.q.next()
+		if cfg.Horizon > 0 && ev.at > cfg.Horizon {
+			e.now = cfg.Horizon
+			break
+		}
 		e.now = ev.at
 		if ev.kind == evArrive {
 			e.lastProgress = e.now
@@ -345,4 +365,87 @@ func sortedInts(m map[int]bool) []int {
 
 func predOf(k market.TaskKey, p metrics_pred, actual time.Duration) metrics.Prediction {
 	return metrics.Prediction{Job: k.Job, Task: k.Task, Predicted: p.predicted, Estimate: p.estimate, Actual: actual}
+}
+
+// HeteroCluster is a heterogeneous cluster of n nodes (at least 10) in
+// three classes: a tenth GPU servers (64 cores, 512 GiB, eight 80 GiB
+// A100s) and half CPU servers (32 cores, 128 GiB) in the one data centre,
+// and the rest edge boxes (4 cores, 8 GiB) at a site 20ms away.
+func HeteroCluster(n int) *workload.Cluster {
+	n = max(n, 10)
+	gpu := resource.Vector{CPU: 64000, Memory: 512 << 30, Disk: 4 << 40}
+	for i := range 8 {
+		gpu.GPUs = append(gpu.GPUs, resource.GPU{Index: i, Model: "A100-SXM4-80GB", Memory: 80 << 30, Free: resource.WholeGPU})
+	}
+	cpu := resource.Vector{CPU: 32000, Memory: 128 << 30, Disk: 1 << 40}
+	edge := resource.Vector{CPU: 4000, Memory: 8 << 30, Disk: 128 << 30}
+	g, c := n/10, n/2
+	return &workload.Cluster{Nodes: []workload.NodeClass{
+		{Count: g, Site: "dc", Resources: gpu},
+		{Count: c, Site: "dc", Resources: cpu},
+		{Count: n - g - c, Site: "edge", Latency: 20 * time.Millisecond, Resources: edge},
+	}}
+}
+
+// Inflate is the workload of the fragmentation experiment of Weng et al.
+// ("Beware of Fragmentation", USENIX ATC '23): the tasks of w sampled with
+// replacement (seeded), arriving one every gap and never departing (each
+// runs for 365 days), until their GPU requests reach factor × gpus (the
+// cluster's GPUs). Run it with a Horizon just past the last arrival and
+// read the report's gpu_allocation_ratio.
+func Inflate(w *workload.Workload, gpus, factor float64, seed int64, gap time.Duration) (*workload.Workload, error) {
+	if gpus <= 0 {
+		return nil, fmt.Errorf("sim: inflate: the cluster has no GPUs")
+	}
+	var pool []int
+	for i, j := range w.Jobs {
+		if len(j.Spec.Tasks) == 1 && max(j.Spec.Tasks[0].Replicas, 1) == 1 && len(j.Spec.Tasks[0].After) == 0 {
+			pool = append(pool, i)
+		}
+	}
+	if len(pool) == 0 {
+		return nil, fmt.Errorf("sim: inflate: %s has no single-task jobs to sample", w.Name)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	out := &workload.Workload{Name: fmt.Sprintf("%s,inflate=%g", w.Name, factor)}
+	const forever = 365 * 24 * time.Hour
+	var asked float64
+	for k := 0; asked < factor*gpus; k++ {
+		if k >= 10_000_000 {
+			return nil, fmt.Errorf("sim: inflate: %s asks for too few GPUs to reach %g× %g", w.Name, factor, gpus)
+		}
+		src := w.Jobs[pool[rng.Intn(len(pool))]]
+		j := src
+		j.ID = fmt.Sprintf("inf-%07d", k)
+		j.Spec.Name = j.ID
+		j.Spec.Tasks = slices.Clone(src.Spec.Tasks)
+		j.Spec.Tasks[0].Estimate = forever
+		j.Submit = time.Duration(k) * gap
+		j.Runtimes = map[string]time.Duration{j.Spec.Tasks[0].Name: forever}
+		asked += workload.GPUs(j.Spec.Tasks[0].Request.GPU)
+		out.Jobs = append(out.Jobs, j)
+	}
+	return out, nil
+}
+
+// SWFCluster is the machine an SWF log ran on: MaxProcs (else MaxNodes)
+// nodes of one processor each, as the log's header declares, so that a
+// job of p processors is a gang of p one-CPU replicas on distinct nodes.
+func SWFCluster(path string) (*workload.Cluster, error) {
+	w, err := workload.OpenSWF(path, workload.SWFOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	if w.SWF != nil {
+		n = w.SWF.MaxProcs
+		if n <= 0 {
+			n = w.SWF.MaxNodes
+		}
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%s: the header declares neither MaxProcs nor MaxNodes; give --cluster", path)
+	}
+	one := resource.Vector{CPU: 1000, Memory: 1 << 30, Disk: 1 << 30}
+	return &workload.Cluster{Nodes: []workload.NodeClass{{Count: n, Resources: one}}}, nil
 }

@@ -45,9 +45,6 @@ func TestSchedulersFinishAll(t *testing.T) {
 	w := tinyWorkload(t, 1, 50)
 	for _, s := range Schedulers {
 		t.Run(s, func(t *testing.T) {
-			if s == "auction" {
-				t.Skip("auction run does not finish in time yet (see report)")
-			}
 			in, err := Simulate(Config{Cluster: tinyCluster(), Workload: w, Scheduler: s, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +65,7 @@ func TestSchedulersFinishAll(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	w := tinyWorkload(t, 2, 40)
-	for _, s := range []string{"random", "easy"} {
+	for _, s := range []string{"random", "easy", "auction"} {
 		a, b := run(t, s, 7, w), run(t, s, 7, w)
 		a.Wall, b.Wall = 0, 0
 		if a != b {
@@ -83,7 +80,6 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestAuctionNearOmniscient(t *testing.T) {
-	t.Skip("auction run does not finish in time yet (see report)")
 	w := tinyWorkload(t, 3, 40)
 	a, o := run(t, "auction", 1, w), run(t, "omniscient", 1, w)
 	ratio := a.MeanResponse / o.MeanResponse

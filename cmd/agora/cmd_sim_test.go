@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// simJSON runs `agora sim ... --json` in process and returns the report
+// with wall_s removed.
+func simJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := runMain(append([]string{"sim", "--json"}, args...), &out, &errb); code != 0 {
+		t.Fatalf("agora sim %v: exit %d: %s", args, code, errb.String())
+	}
+	var r map[string]any
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"scheduler", "nodes", "jobs", "tasks", "makespan_s", "mean_wait_s", "mean_response_s",
+		"mean_bounded_slowdown", "p99_wait_s", "utilization", "gpu_allocation_ratio", "jain_fairness", "messages",
+		"bytes", "prediction_mape", "user_estimate_mape", "wall_s"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	delete(r, "wall_s")
+	return r
+}
+
+// Done-when 1: the same seed gives the same report (but wall_s), a
+// different seed a different one.
+func TestSimDeterministic(t *testing.T) {
+	for _, sched := range []string{"auction", "easy"} {
+		t.Run(sched, func(t *testing.T) {
+			args := []string{"--workload", "synthetic:3,jobs=80", "--scheduler", sched, "--cluster", "hetero:30"}
+			a := simJSON(t, append(args, "--seed", "5")...)
+			b := simJSON(t, append(args, "--seed", "5")...)
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if !bytes.Equal(ja, jb) {
+				t.Fatalf("same seed, different reports:\n%s\n%s", ja, jb)
+			}
+			if a["jobs"].(float64) != 80 || a["mean_response_s"].(float64) <= 0 {
+				t.Fatalf("implausible report %s", ja)
+			}
+			if sched == "auction" && a["messages"].(float64) == 0 {
+				t.Fatalf("the auction sent no messages: %s", ja)
+			}
+			c := simJSON(t, "--workload", "synthetic:4,jobs=80", "--scheduler", sched, "--cluster", "hetero:30", "--seed", "6")
+			jc, _ := json.Marshal(c)
+			if bytes.Equal(ja, jc) {
+				t.Fatalf("different seeds, identical reports %s", ja)
+			}
+		})
+	}
+}
+
+func TestSimBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--workload is required"},
+		{[]string{"--workload", "synthetic:1", "--scheduler", "fifo"}, `unknown scheduler "fifo"`},
+		{[]string{"--workload", "nosuch.swf"}, "--workload"},
+		{[]string{"--workload", "synthetic:1", "--cluster", "hetero:x"}, "--cluster"},
+		{[]string{"--workload", "synthetic:1", "--cluster", "/nonexistent.yaml"}, "--cluster"},
+		{[]string{"--workload", "synthetic:1", "--weights", "1,2"}, "--weights"},
+		{[]string{"--workload", "synthetic:1", "--d", "-1"}, "--d"},
+		{[]string{"--workload", "synthetic:1", "--inflate", "-1"}, "--inflate"},
+	} {
+		var out, errb bytes.Buffer
+		code := runMain(append([]string{"sim"}, tc.args...), &out, &errb)
+		if code != exitBadUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("agora sim %v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// The fragmentation experiment: arrivals never depart, the run stops
+// after the last, and the allocation ratio is reported.
+func TestSimInflate(t *testing.T) {
+	r := simJSON(t, "--workload", "synthetic:2,jobs=200", "--scheduler", "omniscient", "--inflate", "1")
+	g := r["gpu_allocation_ratio"].(float64)
+	if g < 0.5 || g > 1 {
+		t.Fatalf("gpu_allocation_ratio %v, want a plausible fraction", g)
+	}
+}

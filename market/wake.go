@@ -1,0 +1,128 @@
+package market
+
+import "time"
+
+// NextTick reports the earliest time at which Tick has work to do: a bid
+// window closing, an award or hold timing out, a back-off ending, a lease
+// lapsing or due for renewal, a final report to repeat, a hold or
+// reservation expiring, or an idle node's next steal request. It is zero
+// when nothing is pending, and may be earlier than needed (a Tick then
+// does nothing) but never later.
+//
+// A driver that ticks on a fixed period (the node ticks every 10ms) does
+// not need it. A simulator of thousands of nodes does: it ticks each node
+// only when NextTick says so, and asks again after every call into the
+// market, since any Step, Advert, Submit or TaskExited may bring a new
+// deadline nearer.
+func (m *Market) NextTick() time.Time {
+	var next time.Time
+	at := func(t time.Time) {
+		if t.IsZero() {
+			t = m.now // "due now" callers pass the zero time
+		}
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	// manager: auctions, gangs, placement, leases
+	for _, a := range m.auctions {
+		switch {
+		case !a.closed:
+			at(a.closeAt)
+		case a.awardee != nil:
+			at(a.awardBy)
+		case !a.nextAt.IsZero():
+			at(a.nextAt)
+		}
+	}
+	for _, g := range m.gangs {
+		switch {
+		case g.holding:
+			at(g.holdBy)
+		case g.nextAt.IsZero():
+			at(g.closeAt)
+		default:
+			at(g.nextAt)
+		}
+	}
+	for _, id := range m.active {
+		j := m.jobs[id]
+		if j == nil || j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			switch t.State {
+			case TaskPending:
+				if m.auctions[t.Key] != nil || m.gangs[gangID(t.Key.Job, t.Key.Task)] != nil {
+					continue
+				}
+				if t.NotBefore.After(m.now) {
+					at(t.NotBefore)
+				} else {
+					at(m.now)
+				}
+			case TaskAwarded, TaskRunning:
+				if !t.LeaseUntil.IsZero() {
+					at(t.LeaseUntil)
+				}
+			}
+		}
+	}
+	// contractor: lease renewals, repeated results, holds, reservations
+	c := &m.c
+	var beat time.Time
+	due := func(k *contract) {
+		if t := k.beat.Add(m.cfg.LeaseEvery); beat.IsZero() || t.Before(beat) {
+			beat = t
+		}
+	}
+	for _, k := range c.running {
+		if k.stopReason == "" {
+			due(k)
+		}
+	}
+	for _, k := range c.queue {
+		due(k)
+	}
+	if !beat.IsZero() {
+		// heartbeat looks at most every LeaseEvery/4
+		if gate := m.lastBeat.Add(m.cfg.LeaseEvery / 4); gate.After(beat) {
+			beat = gate
+		}
+		at(beat)
+	}
+	for _, r := range c.results {
+		at(r.next)
+	}
+	for _, h := range c.holds {
+		at(h.expires)
+	}
+	for _, r := range c.reserves {
+		at(r.until)
+	}
+	if t, ok := m.nextSteal(); ok {
+		at(t)
+	}
+	if !next.IsZero() && next.Before(m.now) {
+		next = m.now
+	}
+	return next
+}
+
+// nextSteal is when maybeSteal would next send a request, if the node
+// stays as it is; false when it would not.
+func (m *Market) nextSteal() (time.Time, bool) {
+	c := &m.c
+	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
+		return time.Time{}, false
+	}
+	if m.loaded == 0 || c.availFor("").CPU < 1000 {
+		return time.Time{}, false
+	}
+	gap := m.stealGap
+	if c.accepted != m.stealMark || gap == 0 {
+		gap = m.cfg.StealEvery
+	}
+	return m.lastSteal.Add(gap), true
+}
