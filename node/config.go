@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/market"
 	ma "github.com/multiformats/go-multiaddr"
@@ -57,6 +59,15 @@ type Config struct {
 	// Market tunes the scheduler (scorer, weights, d, windows); Self,
 	// Site, Labels and Capacity are filled in by the node.
 	Market market.Config
+	// OnRoundClosed, when set, is called for every single-task auction
+	// round this node manages that closes with bids: when its CFPs went
+	// out and when its award was decided (tracing, benchmarks). It runs
+	// on the node's event loop, so it must return quickly and must not
+	// call back into the node.
+	OnRoundClosed func(market.RoundClosed)
+	// PubSubOptions are extra GossipSub options (tests and tracing, e.g.
+	// pubsub.WithRawTracer); nil for the defaults.
+	PubSubOptions []pubsub.Option
 }
 
 // ConfigError is a problem with the node's configuration or environment

@@ -137,6 +137,10 @@ func (n *Node) apply(effects []market.Effect) {
 				log.Warnw("append event", "err", err)
 			}
 			log.Debugw("market", "job", x.Job, "event", x.Text)
+		case market.RoundClosed:
+			if f := n.cfg.OnRoundClosed; f != nil {
+				f(x)
+			}
 		}
 	}
 }

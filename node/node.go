@@ -190,7 +190,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: start DHT: %w", err)
 	}
-	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host); err != nil {
+	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host, cfg.PubSubOptions...); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
 	}
 	if err := n.startMarket(); err != nil {

@@ -266,4 +266,5 @@ func (a *auctionSched) handle(ev *event) {
 		e.push(&event{at: e.now + e.cfg.AdvertInterval, kind: evAdvert})
 	}
 }
+
 var debugKinds map[string]int
