@@ -1,0 +1,562 @@
+package testnet
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node"
+)
+
+// Real-network benchmarks: in-process nodes with real libp2p hosts on
+// 127.0.0.1 (the testnet), measured from the outside or through the
+// node's tracing hooks (Config.OnRoundClosed, Config.PubSubOptions).
+//
+//	go test -run '^$' -bench Net -benchtime 1x ./testnet/
+//
+// With -benchtime 1x each benchmark makes one measurement; the set takes
+// about 40 s on two cores.
+
+// echoProtocol is a bare request-response protocol registered on the
+// benchmark nodes' hosts only: it echoes every frame it reads, framed as
+// the market stream is.
+const echoProtocol = protocol.ID("/agora/bench-echo/1.0.0")
+
+// serveEcho echoes frames on s until it ends.
+func serveEcho(s network.Stream) {
+	defer s.Close()
+	r, w := bufio.NewReader(s), bufio.NewWriter(s)
+	for {
+		b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
+		if err != nil {
+			return
+		}
+		if wire.WriteFrame(w, b) != nil || w.Flush() != nil {
+			_ = s.Reset()
+			return
+		}
+	}
+}
+
+// echoConn is one long-lived echo stream from one node to another, as the
+// market transport keeps one long-lived stream per peer.
+type echoConn struct {
+	s network.Stream
+	r *bufio.Reader
+	w *bufio.Writer
+}
+
+func openEcho(tb testing.TB, from, to *Node) *echoConn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := from.Host().NewStream(ctx, to.ID(), echoProtocol)
+	if err != nil {
+		tb.Fatalf("open echo stream node %d → %d: %v", from.Index, to.Index, err)
+	}
+	return &echoConn{s: s, r: bufio.NewReader(s), w: bufio.NewWriter(s)}
+}
+
+// roundTrip sends payload and waits for its echo.
+func (c *echoConn) roundTrip(tb testing.TB, payload []byte) time.Duration {
+	tb.Helper()
+	t0 := time.Now()
+	if err := wire.WriteFrame(c.w, payload); err != nil {
+		tb.Fatalf("echo write: %v", err)
+	}
+	if err := c.w.Flush(); err != nil {
+		tb.Fatalf("echo flush: %v", err)
+	}
+	b, err := wire.ReadFrame(c.r, wire.MaxMessageBytes)
+	d := time.Since(t0)
+	if err != nil || len(b) != len(payload) {
+		tb.Fatalf("echo read: %d bytes, %v", len(b), err)
+	}
+	return d
+}
+
+// cfpPayload is a CFP as the market encodes it, so that the bare round
+// trip carries as many bytes as an auction's messages do.
+func cfpPayload(tb testing.TB, manager *Node) []byte {
+	tb.Helper()
+	key := market.TaskKey{Job: "j-0123456789abcdef", Task: "t000", Replica: 0}
+	b, err := wire.Encode(market.CFP{
+		Auction: market.AuctionID{Key: key, Epoch: 1},
+		Manager: market.NodeID(manager.ID().String()),
+		Task:    market.TaskOffer{Key: key, Type: "bench", Priority: 5, Request: resource.Request{CPU: 100}},
+	})
+	if err != nil {
+		tb.Fatalf("encode CFP: %v", err)
+	}
+	return b
+}
+
+// roundLog collects the auction rounds every node reports.
+type roundLog struct {
+	ch chan market.RoundClosed
+}
+
+func (l *roundLog) add(rc market.RoundClosed) {
+	select {
+	case l.ch <- rc:
+	default: // the benchmark fails on a missing round rather than block a loop
+	}
+}
+
+// wait returns the next round reported, or fails after d.
+func (l *roundLog) wait(tb testing.TB, d time.Duration, what string) market.RoundClosed {
+	tb.Helper()
+	select {
+	case rc := <-l.ch:
+		return rc
+	case <-time.After(d):
+		tb.Fatalf("no auction round closed within %v after %s", d, what)
+	}
+	return market.RoundClosed{}
+}
+
+// roundResult is what measureRounds measured.
+type roundResult struct {
+	Round  []time.Duration // CFPs sent → award decided, per round
+	Accept []time.Duration // CFPs sent → award accepted (manager's event log)
+	Bare   []time.Duration // echo round trips between the same hosts
+	Bids   int             // bids over all rounds
+	Short  int             // rounds that closed with fewer bids than invited nodes: the window ran out
+	Bytes  int             // echo payload
+}
+
+// measureRounds submits rounds one-task jobs one after the other, each to
+// the next node in turn, waits for each job's auction round to close, and
+// after each one times one echo round trip over every ordered pair of
+// nodes, so that the baseline is taken under the same conditions.
+func measureRounds(tb testing.TB, net *Net, log *roundLog, rounds int) roundResult {
+	tb.Helper()
+	nodes := net.Up()
+	conns := map[[2]int]*echoConn{}
+	for _, a := range nodes {
+		for _, c := range nodes {
+			if a != c {
+				conns[[2]int{a.Index, c.Index}] = openEcho(tb, a, c)
+			}
+		}
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = c.s.Close()
+		}
+	}()
+	var res roundResult
+	payload := cfpPayload(tb, nodes[0])
+	res.Bytes = len(payload)
+	// Warm the HTTP client's and the echo streams' connections.
+	for _, nd := range nodes {
+		if _, _, err := nd.API("GET", "/v1/id", nil); err != nil {
+			tb.Fatalf("warm up node %d: %v", nd.Index, err)
+		}
+	}
+	for _, c := range conns {
+		c.roundTrip(tb, payload)
+	}
+	managers := map[string]*Node{}
+	rcs := map[string]market.RoundClosed{}
+	for i := range rounds {
+		nd := nodes[i%len(nodes)]
+		id, err := nd.Submit(trivialJob(fmt.Sprintf("round-%d", i), 1))
+		if err != nil {
+			tb.Fatalf("submit to node %d: %v", nd.Index, err)
+		}
+		managers[id] = nd
+		// Wait for this job's round; a later round of an earlier job
+		// (after every bidder declined) counts as well.
+		for {
+			rc := log.wait(tb, 10*time.Second, "submitting job "+id)
+			rcs[rc.Auction.Key.Job] = rc
+			res.Round = append(res.Round, rc.Closed.Sub(rc.Opened))
+			res.Bids += rc.Bids
+			if rc.Bids < rc.Invited {
+				res.Short++ // nobody refuses here: capacity never limits
+			}
+			if rc.Auction.Key.Job == id {
+				break
+			}
+		}
+		for _, a := range nodes {
+			for _, c := range nodes {
+				if a != c {
+					res.Bare = append(res.Bare, conns[[2]int{a.Index, c.Index}].roundTrip(tb, payload))
+				}
+			}
+		}
+	}
+	// The award's acceptance, from each manager's event log, timed from
+	// the opening of the job's last round.
+	WaitFor(tb, 10*time.Second, "every award to be accepted", func() bool {
+		res.Accept = res.Accept[:0]
+		for id, nd := range managers {
+			rc := rcs[id]
+			var at time.Time
+			for _, line := range nd.Events(id) {
+				if t, text, ok := parseEvent(line); ok && strings.Contains(text, ": awarded to ") {
+					at = t
+				}
+			}
+			if at.IsZero() {
+				return false
+			}
+			res.Accept = append(res.Accept, at.Sub(rc.Opened))
+		}
+		return true
+	})
+	return res
+}
+
+// newRoundNet starts 4 big nodes with the given bid window (0: the
+// default) reporting their auction rounds, with the echo protocol on
+// every host.
+func newRoundNet(tb testing.TB, window time.Duration) (*Net, *roundLog) {
+	tb.Helper()
+	log := &roundLog{ch: make(chan market.RoundClosed, 1024)}
+	net := New(tb, 4, Options{
+		Resources: func(int) string { return bigNode },
+		Configure: func(_ int, c *node.Config) {
+			c.Market.BidWindow = window
+			c.OnRoundClosed = log.add
+		},
+	})
+	net.WaitConverged(15 * time.Second)
+	for _, nd := range net.Up() {
+		nd.Host().SetStreamHandler(echoProtocol, serveEcho)
+	}
+	return net, log
+}
+
+// BenchmarkNetAuctionRound: 4 nodes; one-task jobs submitted one at a
+// time, each to the next node; reports the auction round latency, CFPs
+// sent → award decided, as the manager's core timed it (market.RoundClosed:
+// from the loop turn that opened the round to the one that took the last
+// bid needed), and CFPs sent → award accepted (the manager's event log),
+// next to a bare request-response round trip over a long-lived libp2p
+// stream between the same hosts, carrying a CFP's bytes, timed after every
+// round over every ordered pair. Runs with the default bid window and with
+// a 2 ms one; window_closed_frac is the share of rounds that closed with
+// fewer bids than invited nodes, i.e. on the window rather than on the
+// last answer.
+func BenchmarkNetAuctionRound(b *testing.B) {
+	for _, window := range []time.Duration{0, 2 * time.Millisecond} {
+		name := "window=" + window.String()
+		if window == 0 {
+			name = "window=default" // market.Config's, 50 ms
+		}
+		b.Run(name, func(b *testing.B) {
+			net, log := newRoundNet(b, window)
+			var total roundResult
+			for b.Loop() {
+				r := measureRounds(b, net, log, 400)
+				total.Round = append(total.Round, r.Round...)
+				total.Accept = append(total.Accept, r.Accept...)
+				total.Bare = append(total.Bare, r.Bare...)
+				total.Bids += r.Bids
+				total.Short += r.Short
+				total.Bytes = r.Bytes
+			}
+			r50, r99 := quantile(total.Round, 0.50), quantile(total.Round, 0.99)
+			b50, b99 := quantile(total.Bare, 0.50), quantile(total.Bare, 0.99)
+			b.ReportMetric(r50, "round_p50_ms")
+			b.ReportMetric(r99, "round_p99_ms")
+			b.ReportMetric(b50, "bare_p50_ms")
+			b.ReportMetric(b99, "bare_p99_ms")
+			if b99 > 0 {
+				b.ReportMetric(r99/b99, "round_p99_over_bare_p99")
+			}
+			b.ReportMetric(quantile(total.Accept, 0.50), "accept_p50_ms")
+			b.ReportMetric(quantile(total.Accept, 0.99), "accept_p99_ms")
+			b.ReportMetric(float64(total.Short)/float64(len(total.Round)), "window_closed_frac")
+			b.Logf("%d rounds (%.2f bids each, %d closed by the window), %d bare round trips of %d bytes",
+				len(total.Round), float64(total.Bids)/float64(len(total.Round)), total.Short, len(total.Bare), total.Bytes)
+		})
+	}
+}
+
+// TestNetAuctionRoundSmoke runs the round benchmark's measurement small:
+// every round is reported once, over the network, with sane figures.
+func TestNetAuctionRoundSmoke(t *testing.T) {
+	net, log := newRoundNet(t, 0)
+	r := measureRounds(t, net, log, 8)
+	if len(r.Round) < 8 || len(r.Accept) != 8 || len(r.Bare) != 8*12 || r.Bids < 8 {
+		t.Fatalf("%d rounds, %d acceptances, %d bare round trips, %d bids", len(r.Round), len(r.Accept), len(r.Bare), r.Bids)
+	}
+	for _, ds := range [][]time.Duration{r.Round, r.Accept, r.Bare} {
+		for _, d := range ds {
+			if d <= 0 || d > 5*time.Second {
+				t.Fatalf("implausible duration %v among %v", d, ds)
+			}
+		}
+	}
+	t.Logf("round p50 %.2f ms, bare p50 %.3f ms", quantile(r.Round, 0.5), quantile(r.Bare, 0.5))
+}
+
+// BenchmarkNetPlacements: 4 nodes; every iteration submits 16 jobs × 25
+// trivial tasks at once, each job to a random node, and reports tasks
+// started per second over the whole cluster (first submit → last start).
+// It is BenchmarkPlacement's measurement with a larger burst.
+func BenchmarkNetPlacements(b *testing.B) {
+	net := newPlacementNet(b, 4)
+	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var total placementResult
+	for b.Loop() {
+		total.add(measurePlacement(b, net, cfg, rng))
+	}
+	if total.Placed < total.Tasks || total.Missing > 0 {
+		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
+	}
+	b.ReportMetric(total.PlacementsPerSec(), "placements_per_s")
+	b.ReportMetric(quantile(total.Latency, 0.50), "start_p50_ms")
+	b.ReportMetric(quantile(total.Latency, 0.99), "start_p99_ms")
+	b.Logf("%d tasks, %d placed, %d succeeded; span %v", total.Tasks, total.Placed, total.Succeeded, total.Span.Round(time.Millisecond))
+}
+
+// advertTracer counts one node's traffic on the adverts topic.
+type advertTracer struct {
+	topic string
+	mu    sync.Mutex
+	self  peer.ID
+	c     advertCounts
+	mesh  map[peer.ID]bool
+	own   map[string]bool // seqnos of own adverts already counted
+}
+
+// advertCounts are cumulative counts of one node's adverts-topic traffic.
+type advertCounts struct {
+	SentMsgs     int64 // advert messages put on outbound RPCs (own and forwarded)
+	SentMsgBytes int64 // their protobuf size (data, from, seqno, signature, key)
+	SentRPCBytes int64 // every outbound pubsub RPC, control included
+	Own          int64 // adverts this node published (and sent to a peer)
+	Received     int64 // distinct adverts of others delivered
+	Dups         int64 // duplicate copies of adverts dropped
+}
+
+func (c advertCounts) sub(o advertCounts) advertCounts {
+	return advertCounts{c.SentMsgs - o.SentMsgs, c.SentMsgBytes - o.SentMsgBytes, c.SentRPCBytes - o.SentRPCBytes,
+		c.Own - o.Own, c.Received - o.Received, c.Dups - o.Dups}
+}
+
+func (c advertCounts) add(o advertCounts) advertCounts {
+	return advertCounts{c.SentMsgs + o.SentMsgs, c.SentMsgBytes + o.SentMsgBytes, c.SentRPCBytes + o.SentRPCBytes,
+		c.Own + o.Own, c.Received + o.Received, c.Dups + o.Dups}
+}
+
+func (t *advertTracer) setSelf(id peer.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.self = id
+}
+
+func (t *advertTracer) counts() (advertCounts, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.c, len(t.mesh)
+}
+
+func (t *advertTracer) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.c.SentRPCBytes += int64(proto.Size(&rpc.RPC))
+	for _, m := range rpc.GetPublish() {
+		if m.GetTopic() != t.topic {
+			continue
+		}
+		t.c.SentMsgs++
+		t.c.SentMsgBytes += int64(proto.Size(m))
+		// The raw tracer is not told of local deliveries: count this
+		// node's own adverts by their first copy sent.
+		if peer.ID(m.GetFrom()) == t.self && !t.own[string(m.GetSeqno())] {
+			t.own[string(m.GetSeqno())] = true
+			t.c.Own++
+		}
+	}
+}
+
+func (t *advertTracer) DeliverMessage(msg *pubsub.Message) {
+	if msg.GetTopic() != t.topic {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.c.Received++ // the raw tracer hears only of others' messages
+}
+
+func (t *advertTracer) DuplicateMessage(msg *pubsub.Message) {
+	if msg.GetTopic() != t.topic {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.c.Dups++
+}
+
+func (t *advertTracer) Graft(p peer.ID, topic string) {
+	if topic != t.topic {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mesh[p] = true
+}
+
+func (t *advertTracer) Prune(p peer.ID, topic string) {
+	if topic != t.topic {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.mesh, p)
+}
+
+// OnClosedOutboundStream: the peer is gone, and with it from the mesh
+// (GossipSub drops it without a Prune).
+func (t *advertTracer) OnClosedOutboundStream(p peer.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.mesh, p)
+}
+
+func (*advertTracer) OnNewOutboundStream(peer.ID, protocol.ID)             {}
+func (*advertTracer) Join(string)                                          {}
+func (*advertTracer) Leave(string)                                         {}
+func (*advertTracer) ValidateMessage(*pubsub.Message)                      {}
+func (*advertTracer) RejectMessage(*pubsub.Message, string)                {}
+func (*advertTracer) ThrottlePeer(peer.ID)                                 {}
+func (*advertTracer) RecvRPC(*pubsub.RPC)                                  {}
+func (*advertTracer) SendRPCCompleted(*pubsub.RPC, peer.ID, time.Duration) {}
+func (*advertTracer) DropRPC(*pubsub.RPC, peer.ID)                         {}
+func (*advertTracer) UndeliverableMessage(*pubsub.Message)                 {}
+
+// BenchmarkNetAdverts: 8 idle nodes at the production advert interval
+// (node.DefaultAdvertInterval); after membership converged and the mesh
+// settled, counts for 10 s each node's adverts-topic traffic with a
+// GossipSub raw tracer. Reports advert bytes sent per node per second (own
+// and forwarded adverts, whole signed pubsub messages), all pubsub bytes
+// sent per node per second (control and gossip included), and duplicate
+// copies received per distinct advert, next to GossipSub's D in use (the
+// node passes no GossipSub parameters, so the library default) and the
+// D/2 − 1 bound it is compared with.
+func BenchmarkNetAdverts(b *testing.B) {
+	const n = 8
+	const window = 10 * time.Second
+	topic := gossip.AdvertTopic(node.DefaultNetwork)
+	tracers := make([]*advertTracer, n)
+	for i := range tracers {
+		tracers[i] = &advertTracer{topic: topic, mesh: map[peer.ID]bool{}, own: map[string]bool{}}
+	}
+	net := New(b, n, Options{
+		Interval:  node.DefaultAdvertInterval,
+		Topology:  Star,
+		Resources: func(int) string { return bigNode },
+		Configure: func(i int, c *node.Config) {
+			c.PubSubOptions = append(c.PubSubOptions, pubsub.WithRawTracer(tracers[i]))
+		},
+	})
+	for _, nd := range net.Up() {
+		tracers[nd.Index].setSelf(nd.ID())
+	}
+	net.WaitConverged(30 * time.Second)
+	time.Sleep(node.DefaultAdvertInterval) // let the mesh settle past the joins
+	var sum advertCounts
+	var meshSum int
+	var elapsed time.Duration
+	for b.Loop() {
+		before := make([]advertCounts, n)
+		for i, t := range tracers {
+			before[i], _ = t.counts()
+		}
+		t0 := time.Now()
+		time.Sleep(window)
+		elapsed += time.Since(t0)
+		meshSum = 0
+		for i, t := range tracers {
+			c, mesh := t.counts()
+			sum = sum.add(c.sub(before[i]))
+			meshSum += mesh
+		}
+	}
+	if sum.Own == 0 || sum.Received == 0 {
+		b.Fatalf("no adverts seen in %v: %+v", elapsed, sum)
+	}
+	perNodeS := float64(n) * elapsed.Seconds()
+	d := pubsub.DefaultGossipSubParams().D
+	b.ReportMetric(float64(sum.SentMsgBytes)/perNodeS, "advert_bytes_per_node_s")
+	b.ReportMetric(float64(sum.SentRPCBytes)/perNodeS, "pubsub_bytes_per_node_s")
+	b.ReportMetric(float64(sum.SentMsgBytes)/float64(max(sum.SentMsgs, 1)), "advert_msg_bytes")
+	b.ReportMetric(float64(sum.Own)/perNodeS, "adverts_per_node_s")
+	b.ReportMetric(float64(sum.Dups)/float64(sum.Received), "dup_per_msg")
+	b.ReportMetric(float64(meshSum)/n, "mesh_degree")
+	b.ReportMetric(float64(d), "gossipsub_D")
+	b.ReportMetric(float64(d)/2-1, "D_half_minus_1")
+	b.Logf("%d nodes, %v: %d adverts published, %d delivered to others, %d duplicates; %d advert messages sent (%d bytes), %d pubsub RPC bytes sent",
+		n, elapsed.Round(time.Millisecond), sum.Own, sum.Received, sum.Dups, sum.SentMsgs, sum.SentMsgBytes, sum.SentRPCBytes)
+}
+
+// settledMem collects garbage until the heap stops shrinking and returns
+// the memory statistics then.
+func settledMem() runtime.MemStats {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	for range 5 {
+		time.Sleep(100 * time.Millisecond)
+		runtime.GC()
+		var next runtime.MemStats
+		runtime.ReadMemStats(&next)
+		if next.HeapInuse >= ms.HeapInuse {
+			return next
+		}
+		ms = next
+	}
+	return ms
+}
+
+// BenchmarkNetIdleMemory: Go heap in use (after garbage collection) before
+// and after starting 8 nodes that then idle for 3 s with membership
+// converged, divided by 8. Also the heap of live objects and goroutines
+// per node. Memory outside the Go heap (mmapped badger files, process
+// overhead) is not counted.
+func BenchmarkNetIdleMemory(b *testing.B) {
+	const n = 8
+	var heap, alloc, gor float64
+	for b.Loop() {
+		before, g0 := settledMem(), runtime.NumGoroutine()
+		net := New(b, n, Options{Resources: func(int) string { return bigNode }})
+		net.WaitConverged(30 * time.Second)
+		time.Sleep(3 * time.Second)
+		after, g1 := settledMem(), runtime.NumGoroutine()
+		heap = (float64(after.HeapInuse) - float64(before.HeapInuse)) / n
+		alloc = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
+		gor = float64(g1-g0) / n
+		for i := range n {
+			net.Kill(i)
+		}
+	}
+	if heap <= 0 {
+		b.Fatalf("heap in use per idle node %.0f bytes: the measurement is broken", heap)
+	}
+	b.ReportMetric(heap, "idle_heap_bytes_per_node")
+	b.ReportMetric(alloc, "idle_heap_alloc_bytes_per_node")
+	b.ReportMetric(gor, "idle_goroutines_per_node")
+}
