@@ -204,11 +204,15 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		return
 	}
 	p.Seen = now
-	if old := m.view[p.ID]; old != nil && old.Queue >= 2 {
-		m.loaded--
-	}
 	if p.Queue >= 2 {
 		m.loaded++
+	}
+	if old := m.view[p.ID]; old != nil {
+		if old.Queue >= 2 {
+			m.loaded--
+		}
+		*old = p // in place: a thousand-node view is refreshed often
+		return
 	}
 	m.view[p.ID] = &p
 }

@@ -2,7 +2,6 @@ package market
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -32,19 +31,17 @@ func (m *Market) maybeSteal() {
 	if m.now.Sub(m.lastSteal) < m.stealGap {
 		return
 	}
+	if m.loaded == 0 {
+		return // no peer has a queue worth stealing from
+	}
 	room := m.c.availFor("")
 	if room.CPU < 1000 {
 		return
 	}
+	// the longest queue; ties to the smallest ID (one pass, no sort)
 	var victim *Peer
-	ids := make([]NodeID, 0, len(m.view))
-	for id := range m.view {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		p := m.view[id]
-		if p.Queue >= 2 && (victim == nil || p.Queue > victim.Queue) {
+	for _, p := range m.view {
+		if p.Queue >= 2 && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) {
 			victim = p
 		}
 	}

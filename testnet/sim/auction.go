@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agora-sched/agora/market"
@@ -25,19 +26,21 @@ type predKey struct {
 }
 
 type auctionSched struct {
-	e        *engine
-	markets  []*market.Market
-	index    map[market.NodeID]int
-	view     [][]int         // the peers each node sees and broadcasts to
-	watchers [][]int         // the nodes that see each node
-	dirty    []bool          // changed since its last advert
-	tickAt   []time.Duration // the node's pending tick, -1 when none
-	tickGen  []uint64
-	running  []map[market.TaskKey]*runningTask
-	gen      uint64
-	pending  map[predKey]metrics_pred
-	ended    map[string]bool
-	kinds    map[string]int // messages by type, when debugging
+	e         *engine
+	markets   []*market.Market
+	index     map[market.NodeID]int
+	view      [][]int // the peers each node sees and broadcasts to
+	watchers  [][]int // the nodes that see each node
+	dirty     []bool  // changed since its last advert
+	dirtyList []int
+	last      []advertSum     // what each node last advertised
+	tickAt    []time.Duration // the node's pending tick, -1 when none
+	tickGen   []uint64
+	running   []map[market.TaskKey]*runningTask
+	gen       uint64
+	pending   map[predKey]metrics_pred
+	ended     map[string]bool
+	kinds     map[string]int // messages by type, when debugging
 }
 
 type metrics_pred struct {
@@ -92,11 +95,13 @@ func newAuction(e *engine) (*auctionSched, error) {
 	}
 	a.watchers = make([][]int, n)
 	a.dirty = make([]bool, n)
+	a.last = make([]advertSum, n)
 	for i, v := range a.view {
 		for _, j := range v {
 			a.watchers[j] = append(a.watchers[j], i)
 		}
-		a.dirty[i] = true
+		a.touch(i)
+		a.last[i].queue = -1 // the first advert always goes out
 	}
 	return a, nil
 }
@@ -109,22 +114,44 @@ func (a *auctionSched) init() {
 func (a *auctionSched) now() time.Time { return t0.Add(a.e.now) }
 
 func (a *auctionSched) adverts() {
-	// Only nodes whose state changed since their last advert publish a
-	// new one: the views hold no expiry, and an unchanged advert would
-	// tell the same story.
+	// Only nodes whose free room or queue changed since their last advert
+	// publish a new one: the views hold no expiry, and an unchanged advert
+	// would tell the same story.
 	now := a.now()
-	for j, o := range a.markets {
-		if !a.dirty[j] {
+	slices.Sort(a.dirtyList)
+	for _, j := range a.dirtyList {
+		a.dirty[j] = false
+		o := a.markets[j]
+		free := o.Free()
+		sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen()}
+		if sum == a.last[j] {
 			continue
 		}
-		a.dirty[j] = false
-		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(now)}
+		a.last[j] = sum
+		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: free, Queue: sum.queue, PredictedWait: o.PredictedWait(now)}
 		for _, i := range a.watchers[j] {
 			a.markets[i].Advert(now, p)
-			a.wake(i) // a loaded peer may make an idle node steal
+			if p.Queue >= 2 {
+				a.wake(i) // a loaded peer may make an idle node steal
+			}
 		}
 	}
+	a.dirtyList = a.dirtyList[:0]
+}
 
+// advertSum is what an advert says that placement depends on; a node
+// re-advertises only when it changes.
+type advertSum struct {
+	cpu, mem, gpu int64
+	queue         int
+}
+
+// touch marks node i as possibly changed since its last advert.
+func (a *auctionSched) touch(i int) {
+	if !a.dirty[i] {
+		a.dirty[i] = true
+		a.dirtyList = append(a.dirtyList, i)
+	}
 }
 
 func (a *auctionSched) latency(from, to int) time.Duration {
@@ -171,7 +198,7 @@ func (a *auctionSched) drain(i int) {
 	if len(effs) == 0 {
 		return
 	}
-	a.dirty[i] = true
+	a.touch(i)
 	e := a.e
 	for _, eff := range effs {
 		switch x := eff.(type) {
@@ -235,7 +262,7 @@ func (a *auctionSched) handle(ev *event) {
 			return
 		}
 		delete(a.running[ev.node], ev.key)
-		a.dirty[ev.node] = true
+		a.touch(ev.node)
 		e.running--
 		e.lastProgress = e.now
 		code, reason := 0, "exit status 0"

@@ -295,8 +295,27 @@ func (c *central) reserve(u *unit) (time.Duration, map[int]bool) {
 		}
 		return runs[a].key < runs[b].key
 	})
+	// Count the nodes that fit as releases come, and pick only once
+	// enough do: one pass over the nodes, not one per release.
+	fits := make([]bool, len(free))
+	n := 0
+	for i := range free {
+		if _, why := resource.Fit(free[i], u.req); why == "" {
+			fits[i] = true
+			n++
+		}
+	}
 	for _, p := range runs {
 		free[p.node].Give(p.req, p.alloc)
+		if !fits[p.node] {
+			if _, why := resource.Fit(free[p.node], u.req); why == "" {
+				fits[p.node] = true
+				n++
+			}
+		}
+		if n < len(u.replicas) {
+			continue
+		}
 		if nodes := c.pick(u, free, nil); nodes != nil {
 			res := map[int]bool{}
 			for _, n := range nodes {
