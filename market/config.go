@@ -78,6 +78,14 @@ type Config struct {
 	GangReserveAfter time.Duration
 	// ReserveTTL is how long a gang reservation lasts unless renewed; 10s.
 	ReserveTTL time.Duration
+	// GangForceEvery: a gang skips its rounds while its view shows too
+	// few nodes with room for a replica, but after this many skips in a
+	// row one round runs anyway, so that a gang reserves nodes on a busy
+	// cluster where no node ever shows a whole replica's room; 3. Negative:
+	// never (rounds run only when the view shows room — better when gangs
+	// wait hours behind each other, as in HPC logs, where reservations
+	// would idle the machine).
+	GangForceEvery int
 	// Scorer names the bid scorer (see Scorers); "weighted".
 	Scorer string
 	// Weights of the weighted scorer; DefaultWeights.
@@ -118,6 +126,9 @@ func (c Config) withDefaults() Config {
 	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)
+	if c.GangForceEvery == 0 {
+		c.GangForceEvery = 3
+	}
 	if c.PreemptMargin <= 0 {
 		c.PreemptMargin = 1
 	}

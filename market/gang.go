@@ -48,6 +48,68 @@ type gangAuction struct {
 	nextAt     time.Time
 	since      time.Time // first round of this placement: the starvation clock
 	reserved   []NodeID
+	// reservedUntil is when the reservations lapse unless renewed.
+	reservedUntil time.Time
+	idle          int // rounds skipped in a row because the view showed no room
+}
+
+// gangBlocked reports whether a gang's next round would be wasted: the
+// view shows fewer nodes with room for a replica now than the gang needs,
+// though enough could ever hold one (else the round must run, to fail the
+// gang with its reason). Such a round is skipped — a reservation is only
+// renewed when due — and the gang looks again after a back-off that
+// doubles up to a third of ReserveTTL; after Config.GangForceEvery
+// skips one runs regardless. A waiting gang of 64 would otherwise invite 128 nodes every
+// few seconds for hours.
+func (m *Market) gangBlocked(g *gangAuction) bool {
+	if m.cfg.GangForceEvery > 0 && g.idle >= m.cfg.GangForceEvery {
+		return false
+	}
+	req := g.offer.Request
+	room, capable := 0, 0
+	count := func(site string, labels map[string]string, capv, free resource.Vector) {
+		if resource.Constraints(site, labels, req) != "" {
+			return
+		}
+		whole := capv.Clone()
+		for i := range whole.GPUs {
+			whole.GPUs[i].Free = resource.WholeGPU
+		}
+		if _, why := resource.Fit(whole, req); why != "" {
+			return
+		}
+		capable++
+		if _, why := resource.Fit(free, req); why == "" {
+			room++
+		}
+	}
+	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free)
+	for _, p := range m.view {
+		count(p.Site, p.Labels, p.Capacity, p.Free)
+	}
+	need := g.size
+	if g.pack {
+		need = 1
+	}
+	if room >= need || capable < need {
+		return false
+	}
+	g.idle++
+	back := min(m.cfg.RoundBackoff<<min(g.idle+g.round, 16), m.cfg.ReserveTTL/3)
+	back += time.Duration(m.rng.Int63n(int64(back)/2 + 1))
+	g.nextAt = m.now.Add(back)
+	if len(g.reserved) > 0 && g.nextAt.After(g.reservedUntil.Add(-m.cfg.ReserveTTL/3)) {
+		m.renewReserve(g)
+	}
+	return true
+}
+
+// renewReserve (re)sends the gang's reservations, for ReserveTTL.
+func (m *Market) renewReserve(g *gangAuction) {
+	g.reservedUntil = m.now.Add(m.cfg.ReserveTTL)
+	for _, n := range g.reserved {
+		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: g.reservedUntil})
+	}
 }
 
 func gangID(job, task string) string { return job + "/" + task }
@@ -148,6 +210,10 @@ func (m *Market) gangTick() {
 			}
 			m.closeGang(g)
 		case !g.holding && !g.nextAt.IsZero() && !m.now.Before(g.nextAt):
+			if m.gangBlocked(g) {
+				continue
+			}
+			g.idle = 0
 			g.round++
 			m.gangCFPs(g)
 		}
@@ -241,10 +307,7 @@ func (m *Market) reserveFor(g *gangAuction) {
 		}
 	}
 	g.reserved = nodes
-	until := m.now.Add(m.cfg.ReserveTTL)
-	for _, n := range nodes {
-		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: until})
-	}
+	m.renewReserve(g)
 }
 
 // takeHolds starts phase one: a Hold to every chosen holder.
@@ -599,7 +662,21 @@ func (m *Market) onReserve(r Reserve) {
 		m.schedule()
 		return
 	}
-	c.reserves[id] = &reservation{gang: id, req: r.Request, priority: r.Priority, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
+	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
+	// One reservation per node, the first in the shared order, as EASY
+	// protects only the head of its queue: with every waiting gang
+	// reserving, nodes would idle behind reservations that are hours from
+	// being honoured. A gang turned away here keeps its turn by renewing.
+	for oid, o := range c.reserves {
+		if oid == id {
+			continue
+		}
+		if reservedBefore(o, nr) {
+			return
+		}
+		delete(c.reserves, oid)
+	}
+	c.reserves[id] = nr
 }
 
 // expireHolds gives back holds and reservations past their expiry.

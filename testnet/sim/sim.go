@@ -56,11 +56,16 @@ type Config struct {
 	// 5m and 20m.
 	LeaseEvery, LeaseTimeout time.Duration
 	// ReserveTTL is how long a gang reservation lasts unless renewed (a
-	// reserved gang looks again at most every half of it); 5m.
+	// reserved gang looks again at least every third of it); 30m.
 	ReserveTTL time.Duration
 	// StealEvery and StealBackoffMax pace idle nodes' steal requests; 5s
 	// and 30m.
 	StealEvery, StealBackoffMax time.Duration
+	// GangForceEvery is the market's (see market.Config); the simulator
+	// defaults it to -1: a waiting gang's rounds run only when its view
+	// shows room (trace gangs wait hours, and forced rounds that reserve
+	// nodes idled the SWF machines).
+	GangForceEvery int
 	// Idle stops the run when nothing has started or finished for this
 	// long with no task running (jobs left are unplaceable); 6h.
 	Idle time.Duration
@@ -79,8 +84,11 @@ func (c Config) withDefaults() Config {
 	def(&c.Latency, time.Millisecond)
 	def(&c.LeaseEvery, 5*time.Minute)
 	def(&c.LeaseTimeout, 20*time.Minute)
-	def(&c.ReserveTTL, 5*time.Minute)
+	def(&c.ReserveTTL, 30*time.Minute)
 	def(&c.StealEvery, 5*time.Second)
+	if c.GangForceEvery == 0 {
+		c.GangForceEvery = -1
+	}
 	def(&c.StealBackoffMax, 30*time.Minute)
 	def(&c.Idle, 6*time.Hour)
 	return c
