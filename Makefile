@@ -5,7 +5,7 @@ DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt bench proto clean
+.PHONY: all build run test vet fmt bench bench-all proto clean
 
 all: build
 
@@ -26,7 +26,20 @@ test: vet
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+# The benchmark report: the real-network benchmarks on loopback, then the
+# simulator experiments (synthetic mix, wall time against node count, the
+# SWF and Alibaba traces in $(TRACES)), written to docs/performance.md with
+# its plots in docs/perf/. REPORTFLAGS sizes the experiments (see
+# `go run ./testnet/sim/report -h`); expect about half an hour on 2 cores.
+TRACES      ?= ../shared/traces
+REPORTFLAGS ?=
 bench:
+	@mkdir -p docs/perf
+	$(GO) test -run '^$$' -bench 'Net' -benchtime 1x ./testnet/ | tee docs/perf/netbench.txt
+	$(GO) run ./testnet/sim/report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
+
+# Every Go benchmark of the repository (micro-benchmarks included).
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 # Regenerate protobuf code (committed, so building never needs protoc).
