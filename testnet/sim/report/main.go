@@ -68,6 +68,12 @@ func main() {
 	r.swf()
 	r.alibaba()
 	r.network()
+	// The hand-written analysis (targets missed, why, what would close
+	// them) lives beside the plots and is carried into every report.
+	if notes, err := os.ReadFile(filepath.Join(o.plots, "notes.md")); err == nil {
+		r.p("")
+		r.b.Write(notes)
+	}
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
 		fail("%v", err)
 	}
