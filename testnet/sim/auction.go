@@ -56,8 +56,8 @@ func newAuction(e *engine) (*auctionSched, error) {
 			Self: nd.id, Site: nd.site, Capacity: nd.cap.Clone(),
 			D: e.cfg.D, LeaseEvery: e.cfg.LeaseEvery, LeaseTimeout: e.cfg.LeaseTimeout,
 			ReserveTTL: e.cfg.ReserveTTL, StealEvery: e.cfg.StealEvery, StealBackoffMax: e.cfg.StealBackoffMax,
-			GangForceEvery: e.cfg.GangForceEvery,
-			Seed:           e.cfg.Seed*1_000_003 + int64(i),
+			GangForceEvery: e.cfg.GangForceEvery, Scorer: e.cfg.Scorer,
+			Seed: e.cfg.Seed*1_000_003 + int64(i),
 		}
 		if e.cfg.Weights != nil {
 			mc.Weights = *e.cfg.Weights

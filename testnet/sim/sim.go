@@ -31,9 +31,10 @@ type Config struct {
 	Scheduler string
 	// Seed seeds every random choice of the run.
 	Seed int64
-	// Weights and D override the market's defaults when set.
+	// Weights, D and Scorer override the market's defaults when set.
 	Weights *market.Weights
 	D       int
+	Scorer  string
 	// AdvertInterval is how often each node's view of its peers is
 	// refreshed; 2s.
 	AdvertInterval time.Duration
