@@ -1,39 +1,11 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/agora-sched/agora/testnet/sim/internal/traces"
 	"github.com/agora-sched/agora/testnet/sim/workload"
 )
-
-// traceFile finds a file of the shared traces directory: in
-// $AGORA_TRACES, or in a shared/traces directory here or above. It skips
-// the test when there is none.
-func traceFile(t *testing.T, name string) string {
-	t.Helper()
-	dirs := []string{os.Getenv("AGORA_TRACES")}
-	if dir, err := filepath.Abs("."); err == nil {
-		for ; ; dir = filepath.Dir(dir) {
-			dirs = append(dirs, filepath.Join(dir, "shared", "traces"))
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Skipf("trace %s not found (set AGORA_TRACES)", name)
-	return ""
-}
 
 // The KTH log replayed on its machine (first 200 jobs, gangs of up to 100
 // one-CPU replicas): the auction's bounded slowdown is no worse than
@@ -44,7 +16,7 @@ func TestKTHAuctionVersusEasy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 200 jobs")
 	}
-	path := traceFile(t, "KTH-SP2-1996-2.1-cln.swf.gz")
+	path := traces.File(t, "KTH-SP2-1996-2.1-cln.swf.gz")
 	c, err := SWFCluster(path)
 	if err != nil {
 		t.Fatal(err)

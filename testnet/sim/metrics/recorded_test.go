@@ -5,45 +5,14 @@ import (
 	"compress/gzip"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/testnet/sim/internal/traces"
 )
-
-// traceFile finds a file of the shared traces directory: in
-// $AGORA_TRACES, or in a shared/traces directory here or above. It skips
-// the test when there is none.
-func traceFile(t *testing.T, name string) string {
-	t.Helper()
-	dirs := []string{os.Getenv("AGORA_TRACES")}
-	if dir, err := filepath.Abs("."); err == nil {
-		for ; ; dir = filepath.Dir(dir) {
-			dirs = append(dirs, filepath.Join(dir, "shared", "traces"))
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		if p := filepath.Join(d, name); fileExists(p) {
-			return p
-		}
-	}
-	t.Skipf("trace %s not found (set AGORA_TRACES)", name)
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
 
 // recordedSchedule reads the schedule an SWF log records — each job
 // started after its recorded wait (field 3) on its allocated processors
@@ -109,7 +78,7 @@ func TestRecordedSchedules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			r := Compute(recordedSchedule(t, traceFile(t, c.file), c.procs))
+			r := Compute(recordedSchedule(t, traces.File(t, c.file), c.procs))
 			t.Logf("%d jobs: mean wait %.3f h, mean bounded slowdown %.2f, utilization %.4f, p99 wait %.1f h, Jain %.3f",
 				r.Jobs, r.MeanWait/3600, r.MeanBoundedSlowdown, r.Utilization, r.P99Wait/3600, r.JainFairness)
 			if math.Abs(r.MeanWait/3600-c.waitHours) > 0.05 || math.Abs(r.MeanBoundedSlowdown-c.slowdown) > 0.1 ||
