@@ -70,12 +70,25 @@ func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
 
 // wholeCapacity is the capacity with every GPU unallocated: what Fit uses
 // to decide whether the node could ever run a request.
-func (c *contractor) wholeCapacity() resource.Vector {
-	v := c.capacity.Clone()
+func (c *contractor) wholeCapacity() resource.Vector { return whole(c.capacity) }
+
+// whole is a copy of capacity with every GPU unallocated.
+func whole(capacity resource.Vector) resource.Vector {
+	v := capacity.Clone()
 	for i := range v.GPUs {
 		v.GPUs[i].Free = resource.WholeGPU
 	}
 	return v
+}
+
+// couldHold is why a node (its site, labels and capacity) could never
+// run req, or "" when it could, given time.
+func couldHold(site string, labels map[string]string, capacity resource.Vector, req resource.Request) string {
+	if why := resource.Constraints(site, labels, req); why != "" {
+		return why
+	}
+	_, why := resource.Fit(whole(capacity), req)
+	return why
 }
 
 // predictRuntime is the runtime this node expects for an offer, inflated

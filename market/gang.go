@@ -68,14 +68,7 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 	req := g.offer.Request
 	room, capable := 0, 0
 	count := func(site string, labels map[string]string, capv, free resource.Vector) {
-		if resource.Constraints(site, labels, req) != "" {
-			return
-		}
-		whole := capv.Clone()
-		for i := range whole.GPUs {
-			whole.GPUs[i].Free = resource.WholeGPU
-		}
-		if _, why := resource.Fit(whole, req); why != "" {
+		if couldHold(site, labels, capv, req) != "" {
 			return
 		}
 		capable++

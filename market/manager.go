@@ -243,14 +243,7 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candidate {
 	var cands []candidate
 	consider := func(id NodeID, site string, labels map[string]string, capv, free resource.Vector, wait time.Duration) {
-		if resource.Constraints(site, labels, req) != "" {
-			return
-		}
-		whole := capv.Clone()
-		for i := range whole.GPUs {
-			whole.GPUs[i].Free = resource.WholeGPU
-		}
-		if _, why := resource.Fit(whole, req); why != "" {
+		if couldHold(site, labels, capv, req) != "" {
 			return
 		}
 		c := candidate{id: id, tried: tried[id], wait: wait, tie: m.rng.Int63()}
@@ -741,14 +734,7 @@ func (m *Market) unplaceableReason(a *auction) string {
 		if seen[id] {
 			return
 		}
-		why := resource.Constraints(site, labels, a.offer.Request)
-		if why == "" {
-			whole := capv.Clone()
-			for i := range whole.GPUs {
-				whole.GPUs[i].Free = resource.WholeGPU
-			}
-			_, why = resource.Fit(whole, a.offer.Request)
-		}
+		why := couldHold(site, labels, capv, a.offer.Request)
 		if why == "" {
 			why = "did not bid"
 		}
