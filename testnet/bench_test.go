@@ -236,13 +236,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 // tasks at once to random nodes and reports submit-to-start percentiles,
 // placements per second and the ratio to the API's bare round trip.
 func BenchmarkPlacement(b *testing.B) {
-	net := newPlacementNet(b, 4)
-	cfg := placementConfig{Jobs: 5, Tasks: 20, APISamples: 200, Timeout: 2 * time.Minute}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var total placementResult
-	for b.Loop() {
-		total.add(measurePlacement(b, net, cfg, rng))
-	}
+	total := benchPlacements(b, placementConfig{Jobs: 5, Tasks: 20, APISamples: 200, Timeout: 2 * time.Minute}, 1, 2)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Errorf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
@@ -257,6 +251,18 @@ func BenchmarkPlacement(b *testing.B) {
 		b.ReportMetric(p50/api50, "p50-ratio-vs-api-rtt")
 	}
 	b.Logf("%d tasks, %d placed, %d succeeded; span %v", total.Tasks, total.Placed, total.Succeeded, total.Span.Round(time.Millisecond))
+}
+
+// benchPlacements starts 4 nodes and sums measurePlacement over the
+// benchmark's iterations, with job placement drawn from seed (s1, s2).
+func benchPlacements(b *testing.B, cfg placementConfig, s1, s2 uint64) placementResult {
+	net := newPlacementNet(b, 4)
+	rng := rand.New(rand.NewPCG(s1, s2))
+	var total placementResult
+	for b.Loop() {
+		total.add(measurePlacement(b, net, cfg, rng))
+	}
+	return total
 }
 
 // TestPlacementBenchSmoke runs the benchmark's measurement once, small,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -316,13 +315,7 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // started per second over the whole cluster (first submit → last start).
 // It is BenchmarkPlacement's measurement with a larger burst.
 func BenchmarkNetPlacements(b *testing.B) {
-	net := newPlacementNet(b, 4)
-	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
-	rng := rand.New(rand.NewPCG(3, 4))
-	var total placementResult
-	for b.Loop() {
-		total.add(measurePlacement(b, net, cfg, rng))
-	}
+	total := benchPlacements(b, placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}, 3, 4)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
