@@ -16,6 +16,9 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 )
 
+// DefaultRepair is a failed node's repair time when its class gives none.
+const DefaultRepair = 10 * time.Minute
+
 // Limits on a cluster file.
 const (
 	// MaxClusterBytes is the largest cluster file ReadCluster reads.
@@ -40,8 +43,26 @@ type NodeClass struct {
 	// Latency is the one-way network delay from these nodes to nodes at
 	// other sites; nodes at one site reach each other without delay.
 	Latency time.Duration
-	// FailureRate is how often each node fails, in failures per hour.
+	// FailureRate is how often each node fails, in failures per hour:
+	// the simulator draws each node's time to its next failure from an
+	// exponential distribution of this rate (zero: never).
 	FailureRate float64
+	// Repair is how long a failed node stays down before it restarts and
+	// rejoins (its mean time to repair); zero means DefaultRepair.
+	Repair time.Duration
+	// Bandwidth is each node's link speed in bytes per second; zero means
+	// unlimited. A message between two nodes takes its encoded size over
+	// the slower end's bandwidth on top of the latency, and the messages
+	// of one link queue behind each other.
+	Bandwidth int64
+	// Join is when the class's nodes join the cluster (virtual time from
+	// the start of the run); before it they are absent. Zero: from the
+	// start.
+	Join time.Duration
+	// Leave, when set, is when the class's nodes leave the cluster
+	// gracefully (drained, as a stopping node is) never to return. It is
+	// after Join.
+	Leave time.Duration
 	// Resources is each node's capacity, GPUs numbered from zero and
 	// wholly free.
 	Resources resource.Vector
@@ -112,7 +133,11 @@ func LoadCluster(path string) (*Cluster, error) {
 //	  - count: 40                # default 1
 //	    site: eu-west            # default "", the one default site
 //	    latency: 20ms            # one-way, to nodes at other sites
-//	    failure_rate: 0.001      # failures per node per hour
+//	    failure_rate: 0.001      # failures per node per hour (default 0)
+//	    repair: 10m              # downtime after a failure (default 10m)
+//	    bandwidth: 1Gbit/s       # each node's link (default unlimited)
+//	    join: 1h                 # absent until this virtual time (default 0)
+//	    leave: 30h               # drained and gone from this time (default never)
 //	    resources:               # a --resources file's shape
 //	      cpu: 32
 //	      memory: 256GiB
@@ -252,6 +277,31 @@ func (p *clusterParser) nodeClass(n *yaml.Node, field string) (NodeClass, error)
 				return p.fail(kfield, v, "%s out of range 0..3600 per hour", v.Value)
 			}
 			nc.FailureRate = f
+		case "repair":
+			d, err := virtualTime(v, time.Second)
+			if err != nil {
+				return p.fail(kfield, v, "%v", err)
+			}
+			nc.Repair = d
+		case "join", "leave":
+			d, err := virtualTime(v, 0)
+			if err != nil {
+				return p.fail(kfield, v, "%v", err)
+			}
+			if key == "join" {
+				nc.Join = d
+			} else {
+				nc.Leave = d
+				if d == 0 {
+					return p.fail(kfield, v, "0: a class that leaves at once has no nodes (leave it out)")
+				}
+			}
+		case "bandwidth":
+			b, err := bandwidthValue(v)
+			if err != nil {
+				return p.fail(kfield, v, "%v", err)
+			}
+			nc.Bandwidth = b
 		case "resources":
 			hasResources = true
 			res, err := p.resources(v, kfield)
@@ -260,7 +310,7 @@ func (p *clusterParser) nodeClass(n *yaml.Node, field string) (NodeClass, error)
 			}
 			nc.Resources = res
 		default:
-			return p.fail(kfield, v, "unknown key (want count, site, latency, failure_rate or resources)")
+			return p.fail(kfield, v, "unknown key (want count, site, latency, failure_rate, repair, bandwidth, join, leave or resources)")
 		}
 		return nil
 	})
@@ -269,6 +319,9 @@ func (p *clusterParser) nodeClass(n *yaml.Node, field string) (NodeClass, error)
 	}
 	if !hasResources {
 		return nc, p.fail(field+".resources", n, "required: the resources of each node")
+	}
+	if nc.Leave > 0 && nc.Leave <= nc.Join {
+		return nc, p.fail(field+".leave", n, "%v is not after join (%v)", nc.Leave, nc.Join)
 	}
 	return nc, nil
 }
@@ -325,4 +378,64 @@ func durationValue(v *yaml.Node) (time.Duration, error) {
 		return 0, fmt.Errorf("%s out of range 0..1h", d)
 	}
 	return d, nil
+}
+
+// maxVirtualTime bounds join, leave and repair times: ten years.
+const maxVirtualTime = 10 * 365 * 24 * time.Hour
+
+// virtualTime reads a point or span of virtual time such as "90m" or
+// "36h" (a bare 0 is allowed when least is zero), from least to ten
+// years.
+func virtualTime(v *yaml.Node, least time.Duration) (time.Duration, error) {
+	if v.Kind != yaml.ScalarNode {
+		return 0, fmt.Errorf("want a duration such as 10m or 36h, got %s", describe(v))
+	}
+	if v.ShortTag() == "!!int" && v.Value == "0" && least == 0 {
+		return 0, nil
+	}
+	if v.ShortTag() != "!!str" {
+		return 0, fmt.Errorf("want a duration with a unit, such as 10m or 36h, got %s", describe(v))
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v.Value))
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (want e.g. 10m or 36h)", v.Value)
+	}
+	if d < least || d > maxVirtualTime {
+		return 0, fmt.Errorf("%s out of range %v..%v", d, least, maxVirtualTime)
+	}
+	return d, nil
+}
+
+// bandwidthUnits are the units a bandwidth may carry, in bytes per second.
+var bandwidthUnits = map[string]float64{
+	"B/s": 1, "kB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "KiB/s": 1 << 10, "MiB/s": 1 << 20, "GiB/s": 1 << 30,
+	"bit/s": 1.0 / 8, "kbit/s": 1e3 / 8, "Mbit/s": 1e6 / 8, "Gbit/s": 1e9 / 8,
+}
+
+// bandwidthValue reads a link speed: a whole number of bytes per second,
+// or a number with a unit such as 1Gbit/s, 100Mbit/s, 10MB/s or 1GiB/s.
+func bandwidthValue(v *yaml.Node) (int64, error) {
+	const want = "want bytes per second, or a rate such as 1Gbit/s, 100Mbit/s or 10MB/s"
+	if v.Kind != yaml.ScalarNode {
+		return 0, fmt.Errorf("%s, got %s", want, describe(v))
+	}
+	text := strings.TrimSpace(v.Value)
+	num, unit := text, "B/s"
+	if v.ShortTag() != "!!int" {
+		i := strings.IndexFunc(text, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i <= 0 {
+			return 0, fmt.Errorf("%s, got %s", want, describe(v))
+		}
+		num, unit = text[:i], strings.TrimSpace(text[i:])
+	}
+	mult, ok := bandwidthUnits[unit]
+	f, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil {
+		return 0, fmt.Errorf("%s, got %s", want, describe(v))
+	}
+	b := f * mult
+	if math.IsNaN(b) || b < 1 || b > 1e15 {
+		return 0, fmt.Errorf("%s out of range 1 B/s..1 PB/s", text)
+	}
+	return int64(b), nil
 }

@@ -16,6 +16,10 @@ nodes:
     site: eu
     latency: 20ms
     failure_rate: 0.01
+    repair: 5m
+    bandwidth: 1Gbit/s
+    join: 1h
+    leave: 30h
     resources: &gpu
       cpu: 32
       memory: 256GiB
@@ -28,6 +32,8 @@ nodes:
     latency: 0
     resources: *gpu
   - count: 10
+    bandwidth: 1000000
+    join: 0
     resources: {cpu: "500m", memory: 1073741824}
 `
 	c, err := ReadCluster(strings.NewReader(file))
@@ -45,6 +51,12 @@ nodes:
 	if r.CPU != 32000 || r.Memory != 256<<30 || r.Disk != 1<<40 || len(r.GPUs) != 2 || r.GPUs[1].Index != 1 ||
 		r.GPUs[1].Free != resource.WholeGPU || r.GPUs[0].Memory != 40<<30 || r.DeviceCount("fpga", "u250") != 2 {
 		t.Errorf("eu resources %+v", r)
+	}
+	if eu.Repair != 5*time.Minute || eu.Bandwidth != 125_000_000 || eu.Join != time.Hour || eu.Leave != 30*time.Hour {
+		t.Errorf("eu class churn and network %+v", eu)
+	}
+	if us.Repair != 0 || us.Bandwidth != 0 || us.Join != 0 || us.Leave != 0 || small.Bandwidth != 1_000_000 {
+		t.Errorf("defaults: us %+v, small bandwidth %d", us, small.Bandwidth)
 	}
 	if us.Count != 1 || us.Site != "us" || us.Latency != 0 || len(us.Resources.GPUs) != 2 {
 		t.Errorf("us class (resources by alias) %+v", us)
@@ -74,6 +86,13 @@ func TestReadClusterErrors(t *testing.T) {
 		{"latency without unit", "nodes: [{latency: 20, " + res + "}]", "nodes[0].latency", "with a unit"},
 		{"negative failure rate", "nodes: [{failure_rate: -1, " + res + "}]", "nodes[0].failure_rate", "out of range"},
 		{"failure rate text", "nodes: [{failure_rate: often, " + res + "}]", "nodes[0].failure_rate", "want failures per hour"},
+		{"repair zero", "nodes: [{repair: 0s, " + res + "}]", "nodes[0].repair", "out of range"},
+		{"repair without unit", "nodes: [{repair: 10, " + res + "}]", "nodes[0].repair", "with a unit"},
+		{"bad bandwidth unit", "nodes: [{bandwidth: 1Gbps, " + res + "}]", "nodes[0].bandwidth", "want bytes per second"},
+		{"zero bandwidth", "nodes: [{bandwidth: 0, " + res + "}]", "nodes[0].bandwidth", "out of range"},
+		{"negative join", "nodes: [{join: -1h, " + res + "}]", "nodes[0].join", "out of range"},
+		{"leave at once", "nodes: [{leave: 0, " + res + "}]", "nodes[0].leave", "has no nodes"},
+		{"leave before join", "nodes: [{join: 2h, leave: 1h, " + res + "}]", "nodes[0].leave", "not after join"},
 		{"resources not a mapping", "nodes: [{resources: 4}]", "nodes[0].resources", "want a mapping"},
 		{"no cpu", "nodes: [{resources: {memory: 8GiB}}]", "nodes[0].resources.cpu", "required"},
 		{"unknown resources key", "nodes: [{resources: {cpu: 4, gpu: []}}]", "nodes[0].resources.gpu", "unknown key"},
