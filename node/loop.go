@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/agora-sched/agora/market/predict"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/store"
 )
 
 // Limits of the event loop.
@@ -29,6 +31,9 @@ const (
 	tickEvery = 10 * time.Millisecond
 	// historySaveEvery is how often a changed runtime history is saved.
 	historySaveEvery = 5 * time.Second
+	// turnEvents bounds the queued events one loop turn runs before it
+	// carries out their effects together (see loop).
+	turnEvents = 256
 )
 
 // The loop owns the market: every call into it runs on the loop goroutine,
@@ -74,6 +79,14 @@ func (n *Node) loop() {
 			return
 		case fn := <-n.events:
 			fn()
+			// Group commit: run whatever else is already queued (up
+			// to turnEvents) before carrying out the effects, so that
+			// a burst costs one write of each job record it touched
+			// and one store commit, not one per event. Effects keep
+			// their order; they are only carried out later in the
+			// same turn, and an idle node still applies each event at
+			// once.
+			n.drainEvents(turnEvents - 1)
 		case now := <-t.C:
 			n.mkt.Tick(now)
 			if n.historyDirty && now.Sub(lastSave) > historySaveEvery {
@@ -83,6 +96,18 @@ func (n *Node) loop() {
 		}
 		n.apply(n.mkt.Ready())
 		n.publishState()
+	}
+}
+
+// drainEvents runs up to max queued events without waiting for more.
+func (n *Node) drainEvents(max int) {
+	for range max {
+		select {
+		case fn := <-n.events:
+			fn()
+		default:
+			return
+		}
 	}
 }
 
@@ -112,15 +137,20 @@ func (n *Node) publishState() {
 	}
 }
 
-// apply carries out the market's effects in order.
+// apply carries out the market's effects in order, with the store
+// writes grouped: the SaveJob records (Ready puts them first) are
+// written, the last version of each job only, in one commit before any
+// other effect, so that every message that depends on a record leaves
+// after it is persisted (market's caller duty 2); the event lines are
+// appended in one commit after the other effects (nothing waits for
+// them).
 func (n *Node) apply(effects []market.Effect) {
+	n.saveJobs(effects)
+	evs := n.evBuf[:0]
 	for _, e := range effects {
 		switch x := e.(type) {
 		case market.SaveJob:
-			if err := n.jobs.Put(x.Job.ID, x.Job); err != nil {
-				log.Errorw("save job", "job", x.Job.ID, "err", err)
-			}
-			n.replicateLater(x.Job)
+			// written above
 		case market.Send:
 			n.tr.send(x.To, x.Msg)
 		case market.Broadcast:
@@ -133,9 +163,7 @@ func (n *Node) apply(effects []market.Effect) {
 			n.historyDirty = true
 		case market.Event:
 			line := x.Time.UTC().Format(time.RFC3339Nano) + " " + x.Text + "\n"
-			if _, err := n.store.AppendLog(eventsStream(x.Job), []byte(line)); err != nil {
-				log.Warnw("append event", "err", err)
-			}
+			evs = append(evs, store.LogAppend{Stream: eventsStream(x.Job), Data: []byte(line)})
 			log.Debugw("market", "job", x.Job, "event", x.Text)
 		case market.RoundClosed:
 			if f := n.cfg.OnRoundClosed; f != nil {
@@ -143,6 +171,39 @@ func (n *Node) apply(effects []market.Effect) {
 			}
 		}
 	}
+	if err := n.store.AppendLogs(evs); err != nil {
+		log.Warnw("append events", "err", err)
+	}
+	clear(evs)
+	n.evBuf = evs[:0]
+}
+
+// saveJobs persists the SaveJob records among effects in one commit,
+// each job's last version only, and queues them for replication.
+func (n *Node) saveJobs(effects []market.Effect) {
+	recs := n.recBuf[:0]
+	for _, e := range effects {
+		x, ok := e.(market.SaveJob)
+		if !ok {
+			continue
+		}
+		if i := slices.IndexFunc(recs, func(r store.Entry[market.JobRecord]) bool { return r.Key == x.Job.ID }); i >= 0 {
+			recs[i].Value = x.Job // a later version of the same job
+			continue
+		}
+		recs = append(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
+	}
+	if len(recs) == 0 {
+		return
+	}
+	if err := n.jobs.PutAll(recs); err != nil {
+		log.Errorw("save jobs", "jobs", len(recs), "err", err)
+	}
+	for _, r := range recs {
+		n.replicateLater(r.Value)
+	}
+	clear(recs)
+	n.recBuf = recs[:0]
 }
 
 func runID(k market.TaskKey, epoch uint64) string {

@@ -68,8 +68,10 @@ type Node struct {
 	fo           *failover
 	execs        *store.Bucket[execution]
 	jobsTopic    *pubsub.Topic
-	historyDirty bool // loop goroutine only
-	cpuDeclared  bool // CPU capacity comes from --resources, not the machine
+	historyDirty bool                            // loop goroutine only
+	recBuf       []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
+	evBuf        []store.LogAppend               // apply's scratch; loop goroutine only
+	cpuDeclared  bool                            // CPU capacity comes from --resources, not the machine
 	stopping     atomic.Bool
 	killing      atomic.Bool  // Kill: no snapshots, no exit reports
 	ck           *checkpoints // task checkpoints and their protocol

@@ -79,6 +79,7 @@ func (t *transport) run(id peer.ID, ob *outbox) {
 	defer t.n.wg.Done()
 	var s network.Stream
 	var w *bufio.Writer
+	var idStr string // id.String(), for SendDelay
 	defer func() {
 		if s != nil {
 			_ = s.Close()
@@ -92,7 +93,10 @@ func (t *transport) run(id peer.ID, ob *outbox) {
 		case b = <-ob.ch:
 		}
 		if d := t.n.cfg.SendDelay; d != nil {
-			if lat := d(id.String()); lat > 0 {
+			if idStr == "" {
+				idStr = id.String()
+			}
+			if lat := d(idStr); lat > 0 {
 				select {
 				case <-t.n.ctx.Done():
 					return
@@ -133,6 +137,7 @@ func (t *transport) run(id peer.ID, ob *outbox) {
 func (t *transport) handle(s network.Stream) {
 	defer s.Close()
 	from := s.Conn().RemotePeer()
+	fromID := market.NodeID(from.String()) // base58 once per stream, not per message
 	r := bufio.NewReader(s)
 	for {
 		b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
@@ -145,7 +150,7 @@ func (t *transport) handle(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
-		t.n.deliver(from, msg)
+		t.n.deliver(from, fromID, msg)
 	}
 }
 
@@ -178,13 +183,14 @@ func sender(msg market.Msg) market.NodeID {
 	return ""
 }
 
-// deliver hands an authenticated message to the market.
-func (n *Node) deliver(from peer.ID, msg market.Msg) {
-	if s := sender(msg); s != "" && s != market.NodeID(from.String()) {
+// deliver hands an authenticated message from peer from (whose ID string
+// is fromID) to the market.
+func (n *Node) deliver(from peer.ID, fromID market.NodeID, msg market.Msg) {
+	if s := sender(msg); s != "" && s != fromID {
 		log.Warnw("dropping market message whose sender is not its peer", "from", from, "claims", s, "kind", market.Kind(msg))
 		return
 	}
-	n.exec(func() { n.mkt.Step(time.Now(), market.NodeID(from.String()), msg) })
+	n.exec(func() { n.mkt.Step(time.Now(), fromID, msg) })
 }
 
 // joinJobsTopic subscribes to broadcast CFPs.
