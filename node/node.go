@@ -192,7 +192,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: start DHT: %w", err)
 	}
-	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host, cfg.PubSubOptions...); err != nil {
+	// Agora's router parameters first, so that cfg.PubSubOptions may
+	// override them.
+	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams())}, cfg.PubSubOptions...)
+	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host, psOpts...); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
 	}
 	if err := n.startMarket(); err != nil {

@@ -447,9 +447,8 @@ func (*advertTracer) UndeliverableMessage(*pubsub.Message)                 {}
 // GossipSub raw tracer. Reports advert bytes sent per node per second (own
 // and forwarded adverts, whole signed pubsub messages), all pubsub bytes
 // sent per node per second (control and gossip included), and duplicate
-// copies received per distinct advert, next to GossipSub's D in use (the
-// node passes no GossipSub parameters, so the library default) and the
-// D/2 − 1 bound it is compared with.
+// copies received per distinct advert, next to GossipSub's D in use
+// (gossip.GossipSubParams) and the D/2 − 1 bound it is compared with.
 func BenchmarkNetAdverts(b *testing.B) {
 	const n = 8
 	const window = 10 * time.Second
@@ -493,7 +492,7 @@ func BenchmarkNetAdverts(b *testing.B) {
 		b.Fatalf("no adverts seen in %v: %+v", elapsed, sum)
 	}
 	perNodeS := float64(n) * elapsed.Seconds()
-	d := pubsub.DefaultGossipSubParams().D
+	d := gossip.GossipSubParams().D
 	b.ReportMetric(float64(sum.SentMsgBytes)/perNodeS, "advert_bytes_per_node_s")
 	b.ReportMetric(float64(sum.SentRPCBytes)/perNodeS, "pubsub_bytes_per_node_s")
 	b.ReportMetric(float64(sum.SentMsgBytes)/float64(max(sum.SentMsgs, 1)), "advert_msg_bytes")

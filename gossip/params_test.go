@@ -1,0 +1,24 @@
+package gossip
+
+import (
+	"context"
+	"testing"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+)
+
+// The router accepts the parameters (GossipSub validates them).
+func TestGossipSubParamsAreValid(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := pubsub.NewGossipSub(context.Background(), h, pubsub.WithGossipSubParams(GossipSubParams())); err != nil {
+		t.Fatalf("NewGossipSub with GossipSubParams: %v", err)
+	}
+	if p := GossipSubParams(); p.D != MeshD || p.Dlo != MeshDlo || p.Dhi != MeshDhi {
+		t.Fatalf("params %d/%d/%d", p.D, p.Dlo, p.Dhi)
+	}
+}
