@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/predict"
 	"github.com/agora-sched/agora/market/wire"
 )
 
@@ -18,6 +19,9 @@ type runningTask struct {
 	gen      uint64
 	epoch    uint64
 	stopping bool
+	start    time.Duration
+	drained  bool // stopped by its node's drain: the run is lost work
+	dup      bool // started while the replica ran elsewhere or had finished
 }
 
 type predKey struct {
@@ -41,6 +45,16 @@ type auctionSched struct {
 	pending   map[predKey]metrics_pred
 	ended     map[string]bool
 	kinds     map[string]int // messages by type, when debugging
+
+	// failures and churn (faults.go); nil without them
+	mcfg    []market.Config
+	saved   []map[string]market.JobRecord // each node's persisted job records (its Badger)
+	hist    [][]predict.TypeStats         // each node's persisted runtime history
+	lastAdv []market.Peer                 // each node's last advert
+	// runs in flight per replica, and the nodes' ID digests (adoption)
+	inflight map[market.TaskKey]int
+	idHash   [][32]byte
+	spins    []uint // ticks in a row that left the market's NextTick due
 }
 
 type metrics_pred struct {
@@ -67,6 +81,9 @@ func newAuction(e *engine) (*auctionSched, error) {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		a.markets = append(a.markets, m)
+		if e.faults {
+			a.mcfg = append(a.mcfg, mc)
+		}
 		a.index[nd.id] = i
 		a.running = append(a.running, map[market.TaskKey]*runningTask{})
 	}
@@ -93,6 +110,13 @@ func newAuction(e *engine) (*auctionSched, error) {
 				a.view[i] = append(a.view[i], j)
 			}
 		}
+	}
+	if e.faults {
+		a.saved = make([]map[string]market.JobRecord, n)
+		a.hist = make([][]predict.TypeStats, n)
+		a.lastAdv = make([]market.Peer, n)
+		a.inflight = map[market.TaskKey]int{}
+		a.spins = make([]uint, n)
 	}
 	a.watchers = make([][]int, n)
 	a.dirty = make([]bool, n)
@@ -122,6 +146,9 @@ func (a *auctionSched) adverts() {
 	slices.Sort(a.dirtyList)
 	for _, j := range a.dirtyList {
 		a.dirty[j] = false
+		if a.e.faults && !a.e.alive(j) {
+			continue // a failed or absent node publishes nothing
+		}
 		o := a.markets[j]
 		free := o.Free()
 		sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen()}
@@ -130,7 +157,13 @@ func (a *auctionSched) adverts() {
 		}
 		a.last[j] = sum
 		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: free, Queue: sum.queue, PredictedWait: o.PredictedWait(now)}
+		if a.lastAdv != nil {
+			a.lastAdv[j] = p
+		}
 		for _, i := range a.watchers[j] {
+			if a.e.faults && !a.e.alive(i) {
+				continue
+			}
 			a.markets[i].Advert(now, p)
 			if p.Queue >= 2 {
 				a.wake(i) // a loaded peer may make an idle node steal
@@ -171,7 +204,11 @@ func (a *auctionSched) wake(i int) {
 	if nt.IsZero() {
 		return
 	}
-	at := max(nt.Sub(t0), a.e.now+minTickGap)
+	gap := minTickGap
+	if a.spins != nil {
+		gap <<= a.spins[i]
+	}
+	at := max(nt.Sub(t0), a.e.now+gap)
 	if p := a.tickAt[i]; p >= 0 && p <= at {
 		return
 	}
@@ -186,10 +223,30 @@ func (a *auctionSched) send(from, to int, msg market.Msg) {
 	if a.kinds != nil {
 		a.kinds[fmt.Sprintf("%T", msg)]++
 	}
+	size := 0
 	if b, err := wire.Encode(msg); err == nil {
-		a.e.bytes += int64(len(b))
+		size = len(b)
+		a.e.bytes += int64(size)
 	}
-	a.e.push(&event{at: a.e.now + a.latency(from, to), kind: evDeliver, node: to, from: from, msg: msg})
+	e := a.e
+	if e.lossRng != nil && e.lossRng.Float64() < e.cfg.Loss {
+		e.stats.msgsLost++
+		return
+	}
+	at := e.now
+	if e.bw != nil {
+		at = e.transmit(from, to, size)
+	}
+	// gen is the boot of the node it is sent to: a node that fails
+	// meanwhile never gets it, even after it restarts.
+	e.push(&event{at: at + a.latency(from, to), kind: evDeliver, node: to, from: from, msg: msg, gen: e.boot[to]})
+}
+
+// reachable reports whether a broadcast reaches node j: it is alive, or
+// failed so recently that its peers still count it as a member.
+func (a *auctionSched) reachable(j int) bool {
+	e := a.e
+	return e.alive(j) || (e.state[j] == stDown && !e.goneSent[j])
 }
 
 // drain carries out node i's effects.
@@ -209,16 +266,27 @@ func (a *auctionSched) drain(i int) {
 			}
 		case market.Broadcast:
 			for _, j := range a.view[i] {
+				if e.faults && !a.reachable(j) {
+					continue
+				}
 				a.send(i, j, x.Msg)
 			}
 		case market.StartTask:
 			k := x.Task.Key
 			a.gen++
-			a.running[i][k] = &runningTask{gen: a.gen, epoch: x.Task.Epoch}
+			r := &runningTask{gen: a.gen, epoch: x.Task.Epoch, start: e.now}
+			a.running[i][k] = r
+			if e.cfg.onStart != nil {
+				e.cfg.onStart(i, k, e.now)
+			}
 			e.running++
 			e.lastProgress = e.now
 			if t := e.task(k); t != nil {
-				t.Start, t.Started, t.Finished = e.now, true, false
+				if e.faults {
+					a.recordStart(k, t, r)
+				} else {
+					t.Start, t.Started, t.Finished = e.now, true, false
+				}
 			}
 			p := a.markets[i].Predict(x.Task.Type, x.Task.Estimate)
 			a.pending[predKey{k, x.Task.Epoch}] = metrics_pred{predicted: p.Runtime, estimate: x.Task.Estimate, start: e.now}
@@ -226,11 +294,18 @@ func (a *auctionSched) drain(i int) {
 		case market.StopTask:
 			if r, ok := a.running[i][x.Key]; ok && r.epoch == x.Epoch && !r.stopping {
 				r.stopping = true
+				r.drained = e.faults && e.state[i] == stLeaving
 				a.gen++
 				r.gen = a.gen
 				e.push(&event{at: e.now + 10*time.Millisecond, kind: evFinish, node: i, key: x.Key, gen: a.gen})
 			}
 		case market.SaveJob:
+			if a.saved != nil {
+				if a.saved[i] == nil {
+					a.saved[i] = map[string]market.JobRecord{}
+				}
+				a.saved[i][x.Job.ID] = x.Job
+			}
 			if x.Job.State.Terminal() && !a.ended[x.Job.ID] {
 				a.ended[x.Job.ID] = true
 				e.done++
@@ -246,6 +321,14 @@ func (a *auctionSched) handle(ev *event) {
 	case evArrive:
 		j := &e.w.Jobs[ev.job]
 		i := e.rng.Intn(len(a.markets))
+		if e.faults && e.state[i] != stUp {
+			// The user submits to a working node instead.
+			i = a.working(i)
+			if i < 0 {
+				e.push(&event{at: e.now + e.cfg.AdvertInterval, kind: evArrive, job: ev.job})
+				return
+			}
+		}
 		if err := a.markets[i].Submit(now, j.ID, j.Spec); err != nil {
 			if !a.ended[j.ID] {
 				a.ended[j.ID] = true
@@ -255,6 +338,9 @@ func (a *auctionSched) handle(ev *event) {
 		}
 		a.drain(i)
 	case evDeliver:
+		if e.faults && (!e.alive(ev.node) || ev.gen != e.boot[ev.node]) {
+			return // its node failed or left
+		}
 		a.markets[ev.node].Step(now, e.nodes[ev.from].id, ev.msg)
 		a.drain(ev.node)
 	case evFinish:
@@ -270,17 +356,31 @@ func (a *auctionSched) handle(ev *event) {
 		pk := predKey{ev.key, r.epoch}
 		p := a.pending[pk]
 		delete(a.pending, pk)
+		if r.stopping {
+			code, reason = -1, "stopped"
+			if r.drained {
+				e.stats.restarted++
+				e.stats.lostWork += e.now - r.start
+			}
+		}
 		if t := e.task(ev.key); t != nil {
-			if r.stopping {
-				code, reason = -1, "stopped"
+			switch {
+			case e.faults:
+				if a.recordEnd(ev.key, t, r, !r.stopping) {
+					e.preds = append(e.preds, predOf(ev.key, p, e.now-p.start))
+				}
+			case r.stopping:
 				t.Started = false
-			} else {
+			default:
 				t.Finish, t.Finished = e.now, true
 				e.preds = append(e.preds, predOf(ev.key, p, e.now-p.start))
 			}
 		}
 		a.markets[ev.node].TaskExited(now, ev.key, r.epoch, code, reason)
 		a.drain(ev.node)
+		if e.faults && e.state[ev.node] == stLeaving {
+			a.leftIfIdle(ev.node)
+		}
 	case evTick:
 		i := ev.node
 		if a.tickGen[i] != ev.gen {
@@ -288,6 +388,17 @@ func (a *auctionSched) handle(ev *event) {
 		}
 		a.tickAt[i] = -1
 		a.markets[i].Tick(now)
+		if a.spins != nil {
+			// A market restored after a failure can hold a deadline its
+			// Tick never clears (a gang half placed: see restart); the
+			// real node ticks it every 10ms regardless. Back off such
+			// ticks, up to a second, rather than spin at minTickGap.
+			if nt := a.markets[i].NextTick(); !nt.IsZero() && !nt.After(now) {
+				a.spins[i] = min(a.spins[i]+1, 10)
+			} else {
+				a.spins[i] = 0
+			}
+		}
 		a.drain(i)
 	case evAdvert:
 		a.adverts()

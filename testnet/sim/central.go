@@ -26,6 +26,11 @@ type placed struct {
 	alloc  resource.Allocation
 	estEnd time.Duration
 	key    string
+	// for failures and leaves: the run's start, its unit and its finish
+	// event's generation
+	start time.Duration
+	u     *unit
+	gen   uint64
 }
 
 // central is a baseline: one scheduler with an instant, exact view of
@@ -41,6 +46,7 @@ type central struct {
 	left    []map[string]int // replicas of each task not yet finished
 	dead    []bool
 	jobLeft []int
+	gen     uint64
 }
 
 func newCentral(e *engine, policy string) *central {
@@ -76,6 +82,9 @@ func (c *central) handle(ev *event) {
 		}
 	case evFinish:
 		p := c.run[ev.key]
+		if p == nil || p.gen != ev.gen {
+			return // the run was lost to a failure or a leave
+		}
 		delete(c.run, ev.key)
 		c.free[p.node].Give(p.req, p.alloc)
 		e.running--
@@ -153,7 +162,7 @@ func (c *central) enqueue(ji int, name string) {
 func (c *central) pick(u *unit, free []resource.Vector, exclude map[int]bool) []int {
 	var cand []int
 	for i := range free {
-		if exclude[i] {
+		if exclude[i] || c.e.state[i] != stUp {
 			continue
 		}
 		if _, why := resource.Fit(free[i], u.req); why == "" {
@@ -206,7 +215,11 @@ func (c *central) start(u *unit, nodes []int) {
 		}
 		c.free[n].Take(u.req, a)
 		k := market.TaskKey{Job: j.ID, Task: u.task, Replica: r}
-		c.run[k] = &placed{node: n, req: u.req, alloc: a, estEnd: e.now + est, key: k.String()}
+		if e.cfg.onStart != nil {
+			e.cfg.onStart(n, k, e.now)
+		}
+		c.gen++
+		c.run[k] = &placed{node: n, req: u.req, alloc: a, estEnd: e.now + est, key: k.String(), start: e.now, u: u, gen: c.gen}
 		e.running++
 		e.lastProgress = e.now
 		if t := e.task(k); t != nil {
@@ -217,7 +230,7 @@ func (c *central) start(u *unit, nodes []int) {
 			p.predicted = u.rt
 		}
 		e.preds = append(e.preds, predOf(k, p, u.rt))
-		e.push(&event{at: e.now + u.rt, kind: evFinish, node: n, job: u.job, key: k})
+		e.push(&event{at: e.now + u.rt, kind: evFinish, node: n, job: u.job, key: k, gen: c.gen})
 	}
 	if c.policy == "round-robin" {
 		c.rr = (nodes[len(nodes)-1] + 1) % len(c.free)
@@ -326,3 +339,71 @@ func (c *central) reserve(u *unit) (time.Duration, map[int]bool) {
 	}
 	return c.e.now, map[int]bool{}
 }
+
+// The central baselines under failures and churn: a node that fails or
+// leaves loses its running tasks, which are queued again from scratch in
+// their original order (a gang loses every member, wherever they ran);
+// a node down, absent or gone takes nothing. The scheduler's view is
+// exact and instant, so it needs no liveness detection.
+
+// evict stops every run on node i and queues its units again.
+func (c *central) evict(i int) {
+	e := c.e
+	var keys []market.TaskKey
+	for k, p := range c.run {
+		if p.node == i {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, cmpKeys)
+	lost := map[*unit]bool{}
+	var units []*unit
+	for _, k := range keys {
+		if u := c.run[k].u; !lost[u] {
+			lost[u] = true
+			units = append(units, u)
+		}
+	}
+	for _, u := range units {
+		again := &unit{job: u.job, task: u.task, req: u.req, est: u.est, rt: u.rt, seq: u.seq}
+		for _, r := range u.replicas {
+			k := market.TaskKey{Job: e.w.Jobs[u.job].ID, Task: u.task, Replica: r}
+			p, ok := c.run[k]
+			if !ok || p.u != u {
+				continue // finished already
+			}
+			delete(c.run, k)
+			c.free[p.node].Give(p.req, p.alloc)
+			e.running--
+			e.stats.restarted++
+			e.stats.lostWork += e.now - p.start
+			if t := e.task(k); t != nil {
+				t.Started = false
+			}
+			again.replicas = append(again.replicas, r)
+		}
+		if len(again.replicas) > 0 && !c.dead[u.job] {
+			at, _ := slices.BinarySearchFunc(c.queue, again.seq, func(x *unit, s int) int { return x.seq - s })
+			c.queue = slices.Insert(c.queue, at, again)
+		}
+	}
+	e.lastProgress = e.now
+}
+
+func (c *central) crash(i int) { c.evict(i); c.schedule() }
+
+func (c *central) restart(int) { c.schedule() }
+
+func (c *central) join(int) { c.schedule() }
+
+// leave: the scheduler stops the node's tasks (requeued, as after a
+// failure) and the node is gone at once.
+func (c *central) leave(i int) {
+	c.evict(i)
+	c.e.left(c, i)
+	c.schedule()
+}
+
+func (c *central) drained(int) {}
+
+func (c *central) gone(int, bool) {}

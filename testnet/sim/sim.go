@@ -73,6 +73,16 @@ type Config struct {
 	// Horizon, when set, stops the run at this virtual time; jobs not
 	// finished by then count as unfinished.
 	Horizon time.Duration
+	// Loss is the probability that a market message is lost on its way
+	// (drawn from a source of its own, seeded from Seed); 0 loses none.
+	// Adverts are not lost: gossip repeats them.
+	Loss float64
+	// onStart, when set (by tests), is told of every task run's start.
+	onStart func(node int, key market.TaskKey, at time.Duration)
+	// GoneAfter is how long after a node fails its peers learn it is gone
+	// (market.PeerGone) and its jobs are adopted: a real node's view drops
+	// a peer that missed three advert intervals; 3 × AdvertInterval.
+	GoneAfter time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -92,6 +102,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.StealBackoffMax, 30*time.Minute)
 	def(&c.Idle, 6*time.Hour)
+	def(&c.GoneAfter, 3*c.AdvertInterval)
 	return c
 }
 
@@ -127,6 +138,9 @@ type node struct {
 	site    string
 	latency time.Duration
 	cap     resource.Vector
+	// failures and churn (faults.go)
+	rate                float64 // failures per hour
+	repair, join, leave time.Duration
 }
 
 // event kinds
@@ -136,6 +150,13 @@ const (
 	evFinish
 	evTick // one node's market.Tick, when its NextTick is due
 	evAdvert
+	// failures and churn (faults.go), handled by engine.fault
+	evFail
+	evRepair
+	evGone // the other nodes learn that a failed node is gone
+	evJoin
+	evLeave
+	evLeft // a leaving node's drain timed out
 )
 
 type event struct {
@@ -187,6 +208,17 @@ type engine struct {
 	done         int // jobs that reached an end
 	lastProgress time.Duration
 	running      int
+
+	// failures, churn, loss and bandwidth (faults.go)
+	faults   bool // the run has failures, churn or loss
+	state    []nodeState
+	boot     []uint64 // restarts of each node; messages to an older boot are lost
+	goneSent []bool   // the peers were told the node is gone since it went down
+	failRand []splitmix
+	lossRng  *rand.Rand
+	bw       []int64 // bytes per second of each node's link, nil when unlimited
+	linkFree map[uint64]time.Duration
+	stats    faultStats
 }
 
 func (e *engine) push(ev *event) {
@@ -263,6 +295,10 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		e.taskIdx = append(e.taskIdx, idx)
 		e.push(&event{at: j.Submit, kind: evArrive, job: i})
 	}
+	e.setupFaults(classes)
+	if cfg.Loss > 0 {
+		e.lossRng = rand.New(rand.NewSource(cfg.Seed ^ 0x4c6f7373)) // "Loss"
+	}
 	var s scheduler
 	switch cfg.Scheduler {
 	case "auction":
@@ -287,8 +323,12 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		if ev.kind == evArrive {
 			e.lastProgress = e.now
 		}
-		if e.running == 0 && e.now-e.lastProgress > cfg.Idle && !pendingArrivals(e) {
+		if e.running == 0 && e.now-e.lastProgress > cfg.Idle && !pendingChange(e) {
 			break // nothing can move any more: the jobs left are stuck
+		}
+		if ev.kind >= evFail {
+			e.fault(s, ev)
+			continue
 		}
 		s.handle(ev)
 	}
@@ -300,21 +340,16 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		Messages:    e.msgs,
 		Bytes:       e.bytes,
 		End:         e.now,
+		Faults: metrics.Faults{
+			NodeFailures: e.stats.failures, TasksRestarted: e.stats.restarted, LostWork: e.stats.lostWork,
+			DuplicateRuns: e.stats.dupRuns, MessagesLost: e.stats.msgsLost,
+		},
 	}
 	for _, n := range e.nodes {
 		in.Nodes = append(in.Nodes, n.cap)
 	}
 	in.Wall = time.Since(start)
 	return in, nil
-}
-
-func pendingArrivals(e *engine) bool {
-	for _, ev := range e.q {
-		if ev.kind == evArrive {
-			return true
-		}
-	}
-	return false
 }
 
 // fixSubmits gives a task that waited for others its own submit time:
@@ -348,6 +383,7 @@ func (e *engine) fixSubmits() {
 type scheduler interface {
 	init()
 	handle(ev *event)
+	faultHandler
 }
 
 // runtime is a task's true runtime.

@@ -27,6 +27,24 @@ type Input struct {
 	// count as running until End; makespan runs to End when it is later
 	// than the last finish. Zero means the last finish.
 	End time.Duration
+	// Faults counts what node failures, churn and message loss cost.
+	Faults Faults
+}
+
+// Faults counts what node failures, churn and message loss cost a run.
+type Faults struct {
+	// NodeFailures is how many times a node failed.
+	NodeFailures int
+	// TasksRestarted counts the task runs cut short by a node failure or
+	// a node leaving, to be run again; LostWork is the task-time they had
+	// run, thrown away.
+	TasksRestarted int
+	LostWork       time.Duration
+	// DuplicateRuns counts runs of a replica started while another run
+	// of it was in flight or after it had finished.
+	DuplicateRuns int
+	// MessagesLost counts the market messages the network dropped.
+	MessagesLost int64
 }
 
 // JobRecord is one job of the simulation.

@@ -42,6 +42,15 @@ type Report struct {
 	UserEstimateMAPE float64 `json:"user_estimate_mape"`
 	// Wall is the simulation's real running time.
 	Wall float64 `json:"wall_s"`
+	// NodeFailures, TasksRestarted, LostTaskSeconds, DuplicateRuns and
+	// MessagesLost are Input.Faults (lost work in task-seconds); they are
+	// left out of the JSON when zero, so a run without failures, churn or
+	// loss reports exactly what it did before they were modelled.
+	NodeFailures    int     `json:"node_failures,omitempty"`
+	TasksRestarted  int     `json:"tasks_restarted,omitempty"`
+	LostTaskSeconds float64 `json:"lost_task_s,omitempty"`
+	DuplicateRuns   int     `json:"duplicate_runs,omitempty"`
+	MessagesLost    int64   `json:"messages_lost,omitempty"`
 }
 
 // Compute derives the report of a finished simulation.
@@ -53,6 +62,12 @@ func Compute(in Input) Report {
 		Messages:  in.Messages,
 		Bytes:     in.Bytes,
 		Wall:      in.Wall.Seconds(),
+
+		NodeFailures:    in.Faults.NodeFailures,
+		TasksRestarted:  in.Faults.TasksRestarted,
+		LostTaskSeconds: in.Faults.LostWork.Seconds(),
+		DuplicateRuns:   in.Faults.DuplicateRuns,
+		MessagesLost:    in.Faults.MessagesLost,
 	}
 	for _, j := range in.Jobs {
 		r.Tasks += len(j.Tasks)
