@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ func init() {
 
 func cmdSim(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", stderr)
-	clusterArg := fs.String("cluster", "", "cluster: a YAML file (nodes: [{count, site, latency, failure_rate, resources}]), an Alibaba node-list CSV, or hetero:N; default: an SWF log's machine (MaxProcs one-CPU nodes), else 12 GPU + 8 CPU nodes")
+	clusterArg := fs.String("cluster", "", "cluster: a YAML file (nodes: [{count, site, latency, failure_rate, repair, bandwidth, join, leave, resources}]), an Alibaba node-list CSV, or hetero:N; default: an SWF log's machine (MaxProcs one-CPU nodes), else 12 GPU + 8 CPU nodes")
 	workloadArg := fs.String("workload", "", "workload: synthetic:SEED[,jobs=N,load=L], an SWF log (.swf, .swf.gz), an Alibaba pod-list CSV, or a job-spec list (.yaml/.json)")
 	scheduler := fs.String("scheduler", "auction", "scheduler: "+strings.Join(sim.Schedulers, ", "))
 	seed := fs.Int64("seed", 1, "seed of every random choice of the run")
@@ -31,6 +32,9 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	view := fs.Int("view", 0, "auction: peers each node sees (default: all up to 1,024 nodes, else 128)")
 	inflate := fs.Float64("inflate", 0, "sample the workload's tasks with replacement, one a second and never departing, until their GPU requests reach this multiple of the cluster's GPUs (the fragmentation experiment; stops just after)")
 	horizon := fs.Duration("horizon", 0, "stop the simulation at this virtual time (0: when every job has ended)")
+	loss := fs.Float64("loss", 0, "auction: probability in [0, 1) that a market message is lost (seeded)")
+	failureRate := fs.Float64("failure-rate", -1, "failures per node per hour for every node class, overriding the cluster's failure_rate (-1: keep it)")
+	repair := fs.Duration("repair", 0, "repair time of a failed node for every node class, overriding the cluster's repair (0: keep it; default 10m)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -61,6 +65,16 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	if *horizon < 0 {
 		return fail("--horizon: %v is negative", *horizon)
 	}
+	if math.IsNaN(*loss) || *loss < 0 || *loss >= 1 {
+		return fail("--loss: %g is out of range [0, 1)", *loss)
+	}
+	cfg.Loss = *loss
+	if *failureRate != -1 && (math.IsNaN(*failureRate) || *failureRate < 0 || *failureRate > 3600) {
+		return fail("--failure-rate: %g is out of range 0..3600 per hour", *failureRate)
+	}
+	if *repair < 0 {
+		return fail("--repair: %v is negative", *repair)
+	}
 	if *inflate < 0 || *inflate > 100 {
 		return fail("--inflate: %g is out of range (0, 100]", *inflate)
 	}
@@ -81,6 +95,14 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 			return fail("--workload: %v", err)
 		}
 		return fail("--cluster: %v", err)
+	}
+	for i := range cluster.Nodes {
+		if *failureRate >= 0 {
+			cluster.Nodes[i].FailureRate = *failureRate
+		}
+		if *repair > 0 {
+			cluster.Nodes[i].Repair = *repair
+		}
 	}
 	cfg.Cluster = cluster
 	w, err := src.Open(cluster.Total(), sim.LargestNode(cluster))
@@ -161,5 +183,12 @@ func printReport(w io.Writer, name string, r metrics.Report) {
 	fmt.Fprintf(w, "jain fairness       %.3f\n", r.JainFairness)
 	fmt.Fprintf(w, "messages, bytes     %d, %d\n", r.Messages, r.Bytes)
 	fmt.Fprintf(w, "prediction mape     %.3f (user estimates %.3f)\n", r.PredictionMAPE, r.UserEstimateMAPE)
+	if r.NodeFailures > 0 || r.TasksRestarted > 0 || r.DuplicateRuns > 0 {
+		fmt.Fprintf(w, "node failures       %d (%d runs restarted, %.0f task-s lost, %d duplicate runs)\n",
+			r.NodeFailures, r.TasksRestarted, r.LostTaskSeconds, r.DuplicateRuns)
+	}
+	if r.MessagesLost > 0 {
+		fmt.Fprintf(w, "messages lost       %d\n", r.MessagesLost)
+	}
 	fmt.Fprintf(w, "wall                %.2f s\n", r.Wall)
 }

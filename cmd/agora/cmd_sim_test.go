@@ -71,6 +71,11 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "synthetic:1", "--weights", "1,2"}, "--weights"},
 		{[]string{"--workload", "synthetic:1", "--d", "-1"}, "--d"},
 		{[]string{"--workload", "synthetic:1", "--inflate", "-1"}, "--inflate"},
+		{[]string{"--workload", "synthetic:1", "--loss", "1"}, "--loss"},
+		{[]string{"--workload", "synthetic:1", "--loss", "-0.1"}, "--loss"},
+		{[]string{"--workload", "synthetic:1", "--loss", "NaN"}, "--loss"},
+		{[]string{"--workload", "synthetic:1", "--failure-rate", "-2"}, "--failure-rate"},
+		{[]string{"--workload", "synthetic:1", "--repair", "-1m"}, "--repair"},
 	} {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"sim"}, tc.args...), &out, &errb)
@@ -87,5 +92,50 @@ func TestSimInflate(t *testing.T) {
 	g := r["gpu_allocation_ratio"].(float64)
 	if g < 0.5 || g > 1 {
 		t.Fatalf("gpu_allocation_ratio %v, want a plausible fraction", g)
+	}
+}
+
+// Failures and loss: the report gains their fields after the old ones,
+// which keep their order; the same seed still gives the same report; and
+// a run without failures or loss shows none of the new fields.
+func TestSimFailuresAndLoss(t *testing.T) {
+	for _, sched := range []string{"auction", "easy"} {
+		t.Run(sched, func(t *testing.T) {
+			args := []string{"--workload", "synthetic:3,jobs=60", "--scheduler", sched, "--cluster", "hetero:30",
+				"--failure-rate", "0.02", "--repair", "15m", "--loss", "0.01", "--seed", "2"}
+			a := simJSON(t, args...)
+			b := simJSON(t, args...)
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if !bytes.Equal(ja, jb) {
+				t.Fatalf("same seed, different reports:\n%s\n%s", ja, jb)
+			}
+			if a["node_failures"] == nil || a["node_failures"].(float64) == 0 {
+				t.Fatalf("no node failures reported: %s", ja)
+			}
+			if sched == "auction" && (a["messages_lost"] == nil || a["messages_lost"].(float64) == 0) {
+				t.Fatalf("no messages lost: %s", ja)
+			}
+			var out, errb bytes.Buffer
+			if code := runMain(append([]string{"sim", "--json"}, args...), &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			last := -1
+			for _, k := range []string{"scheduler", "nodes", "jobs", "tasks", "makespan_s", "mean_wait_s", "mean_response_s",
+				"mean_bounded_slowdown", "p99_wait_s", "utilization", "gpu_allocation_ratio", "jain_fairness", "messages",
+				"bytes", "prediction_mape", "user_estimate_mape", "wall_s", "node_failures"} {
+				at := strings.Index(out.String(), `"`+k+`"`)
+				if at < last {
+					t.Fatalf("%q out of order in %s", k, out.String())
+				}
+				last = at
+			}
+			plain := simJSON(t, "--workload", "synthetic:3,jobs=60", "--scheduler", sched, "--cluster", "hetero:30", "--seed", "2")
+			for _, k := range []string{"node_failures", "tasks_restarted", "lost_task_s", "duplicate_runs", "messages_lost"} {
+				if _, ok := plain[k]; ok {
+					t.Errorf("a run without failures or loss reports %q", k)
+				}
+			}
+		})
 	}
 }
