@@ -118,20 +118,13 @@ func endOf(k *contract, now time.Time) time.Time {
 
 // predictStart simulates the node's schedule — running tasks ending at
 // their predicted times, queued tasks that sort ahead of the offer started
-// greedily as they fit — and returns the first time the offer would fit.
+// as they fit without delaying the first that waits (as schedule does) —
+// and returns the first time the offer would start.
 func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
-	type ev struct {
-		at  time.Time
-		req resource.Request
-		al  resource.Allocation
-	}
 	free := c.free.Clone()
-	var evs []ev
-	for _, k := range c.running {
-		evs = append(evs, ev{endOf(k, now), k.spec.Request, k.alloc})
-	}
+	evs := c.runningEnds(now)
 	for _, h := range c.holds { // a hold either starts its replica or expires
-		evs = append(evs, ev{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
+		evs = append(evs, release{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
 	}
 	probe := &contract{spec: TaskSpec{TaskOffer: o}, seq: c.seq + 1}
 	var pending []*contract
@@ -140,7 +133,7 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 			pending = append(pending, k)
 		}
 	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
 	// Reservations: a gang replica only counts the reservations ahead of
 	// its own; a plain task fits beside them all, or backfills when it
 	// ends before they can be honoured.
@@ -165,25 +158,36 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 		return al, why == ""
 	}
 	rt := c.predictRuntime(o, now)
-	insert := func(e ev) {
+	insert := func(e release) {
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at.After(e.at) })
-		evs = append(evs, ev{})
+		evs = append(evs, release{})
 		copy(evs[i+1:], evs[i:])
 		evs[i] = e
 	}
 	t := now
 	for {
 		rest := pending[:0:0]
+		var guard *headGuard // as schedule: nothing delays the first that waits
 		for _, k := range pending {
-			if al, ok := fits(free, k.spec.Request, t, k.runtime); ok {
+			al, ok := fits(free, k.spec.Request, t, k.runtime)
+			if ok && guard != nil && !guard.admits(k.spec.Request, al, t.Add(k.runtime)) {
+				ok = false
+			} else if !ok && guard == nil {
+				head := k
+				guard = newHeadGuard(t, free, evs, func(v resource.Vector) bool {
+					_, ok := fits(v, head.spec.Request, t, head.runtime)
+					return ok
+				})
+			}
+			if ok {
 				free.Take(k.spec.Request, al)
-				insert(ev{t.Add(k.runtime), k.spec.Request, al})
+				insert(release{t.Add(k.runtime), k.spec.Request, al})
 			} else {
 				rest = append(rest, k)
 			}
 		}
 		pending = rest
-		if _, ok := fits(free, o.Request, t, rt); ok {
+		if al, ok := fits(free, o.Request, t, rt); ok && (guard == nil || guard.admits(o.Request, al, t.Add(rt))) {
 			return t
 		}
 		if len(evs) == 0 {
@@ -282,6 +286,7 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
+	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
 	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
 		return
@@ -297,6 +302,22 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		}
 	}
 	m.send(cfp.Manager, b)
+}
+
+// dropSuperseded forgets a queued contract for key of an epoch older than
+// epoch: its manager has placed the task again (its lease lapsed, say,
+// while this node was slow to renew it), so the old contract can never
+// run — its start would be rejected as stale — and holding it would make
+// this node refuse the new placement as "already holds this task".
+func (m *Market) dropSuperseded(key TaskKey, epoch uint64) {
+	c := &m.c
+	for _, k := range c.queue {
+		if k.spec.Key == key && k.spec.Epoch < epoch {
+			c.dequeue(key)
+			m.event("", fmt.Sprintf("%s: queued epoch %d dropped, superseded by epoch %d", key, k.spec.Epoch, epoch))
+			return
+		}
+	}
 }
 
 func (c *contractor) queued(key TaskKey) bool {
@@ -335,6 +356,7 @@ func (m *Market) onAward(a Award) {
 		m.send(a.Manager, reply)
 		return
 	}
+	m.dropSuperseded(key, a.Task.Epoch)
 	if _, busy := c.running[key]; busy || c.queued(key) {
 		reply.Reason = "already holds this task"
 		m.send(a.Manager, reply)
@@ -364,13 +386,21 @@ func (m *Market) onAward(a Award) {
 // the evictions a preempting contract needs. A contract that fits beside
 // the gang reservations starts; one that only fits in reserved room
 // starts if it is predicted to end before the reservations can be
-// honoured (backfill).
+// honoured (backfill). Behind the first contract that cannot start, a
+// contract starts only if it does not delay that one (headGuard).
 func (m *Market) schedule() {
 	c := &m.c
 	roomAt := c.reservedRoomAt(m.now)
+	var guard *headGuard
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
-		if al, ok := c.canStart(k.spec.Request, k.runtime, m.now, roomAt); ok {
+		al, ok := c.canStart(k.spec.Request, k.runtime, m.now, roomAt)
+		if ok && guard != nil && !guard.admits(k.spec.Request, al, m.now.Add(k.runtime)) {
+			ok = false
+		} else if !ok && guard == nil {
+			guard = c.guardFor(k, m.now)
+		}
+		if ok {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			c.free.Take(k.spec.Request, al)
 			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now

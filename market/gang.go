@@ -546,13 +546,7 @@ func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (tim
 	for _, k := range c.running {
 		ks = append(ks, k)
 	}
-	sort.Slice(ks, func(i, j int) bool {
-		a, b := endOf(ks[i], now), endOf(ks[j], now)
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return ks[i].seq < ks[j].seq
-	})
+	sortByEnd(ks, now)
 	for _, k := range ks {
 		free.Give(k.spec.Request, k.alloc)
 		if ok(free.Clone()) {
@@ -560,6 +554,17 @@ func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (tim
 		}
 	}
 	return now.Add(farFuture), free
+}
+
+// sortByEnd orders contracts by predicted end, then acceptance.
+func sortByEnd(ks []*contract, now time.Time) {
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := endOf(ks[i], now), endOf(ks[j], now)
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ks[i].seq < ks[j].seq
+	})
 }
 
 // farFuture stands for "never" in predictions.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
 )
 
 // TestPartitionedExecutor: the executor is cut off long enough for its
@@ -42,5 +44,45 @@ func TestPartitionedExecutor(t *testing.T) {
 	}
 	if !strings.Contains(c.eventLog(), "lease lapsed") || !strings.Contains(c.eventLog(), "stale report") {
 		t.Fatalf("events lack the lapse or the stale rejection:\n%s", c.eventLog())
+	}
+}
+
+// TestSupersededQueuedContractDropped: a node that still queues a replica
+// at epoch 1 when its manager calls for bids at epoch 2 (the lease lapsed
+// while the node was slow to renew it) drops the stale contract and bids,
+// instead of refusing with "already holds this task" until the task fails
+// for want of bidders.
+func TestSupersededQueuedContractDropped(t *testing.T) {
+	for _, tc := range []struct {
+		epoch uint64
+		bid   bool
+	}{{1, false}, {2, true}} {
+		m, err := New(Config{Self: "n", Capacity: cpuNode(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.now = t0
+		m.c.free.CPU = 0 // busy with work not modelled here: the contract stays queued
+		k := &contract{spec: spec1("j", resource.Request{CPU: 1000}), manager: "mgr", runtime: time.Second}
+		k.spec.Epoch = 1
+		m.c.enqueue(k)
+		m.Step(t0, "mgr", CFP{Auction: AuctionID{Key: k.spec.Key, Epoch: tc.epoch}, Manager: "mgr", Task: k.spec.TaskOffer})
+		var bid, nobid bool
+		for _, e := range m.Ready() {
+			if s, ok := e.(Send); ok {
+				switch s.Msg.(type) {
+				case Bid:
+					bid = true
+				case NoBid:
+					nobid = true
+				}
+			}
+		}
+		if bid != tc.bid || nobid == tc.bid {
+			t.Errorf("CFP at epoch %d: bid %v, no-bid %v; want bid %v", tc.epoch, bid, nobid, tc.bid)
+		}
+		if queued := m.QueueLen() == 1; queued == tc.bid {
+			t.Errorf("CFP at epoch %d: stale contract still queued = %v", tc.epoch, queued)
+		}
 	}
 }

@@ -44,7 +44,7 @@ type Market struct {
 	auctions map[TaskKey]*auction
 	gangs    map[string]*gangAuction
 	view     map[NodeID]*Peer
-	loaded   int // peers of the view with a queue of two or more: steal victims
+	loaded   int // peers of the view with a queued task: steal victims
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
@@ -204,11 +204,11 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		return
 	}
 	p.Seen = now
-	if p.Queue >= 2 {
+	if p.Queue >= StealableQueue {
 		m.loaded++
 	}
 	if old := m.view[p.ID]; old != nil {
-		if old.Queue >= 2 {
+		if old.Queue >= StealableQueue {
 			m.loaded--
 		}
 		*old = p // in place: a thousand-node view is refreshed often
@@ -221,7 +221,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.enter(now)
 	defer m.leave()
-	if old := m.view[id]; old != nil && old.Queue >= 2 {
+	if old := m.view[id]; old != nil && old.Queue >= StealableQueue {
 		m.loaded--
 	}
 	delete(m.view, id)

@@ -8,14 +8,20 @@ import (
 )
 
 // Work stealing. An idle node (empty queue, at least one free core) asks
-// the most loaded peer of its view — the longest queue, at least two
-// tasks — for queued work every StealEvery. The victim hands over up to
-// half of its queued, never-started replicas that fit the thief's free
-// room, taking them from the back of its queue (lowest priority, latest
-// deadline first), and tells each replica's manager with a Transfer. The
-// manager closes the victim's attempt, raises the epoch and awards the
-// replica directly to the thief (a decline falls back to a normal
-// auction). Results of the old epoch are rejected like any stale report.
+// the most loaded peer of its view — the longest queue — for queued work
+// every StealEvery. The victim hands over up to half of its queued,
+// never-started replicas that fit the thief's free room, taking them from
+// the back of its queue (lowest priority, latest deadline first), and
+// tells each replica's manager with a Transfer. A victim with a single
+// queued replica gives it only when it fits the room the thief has free
+// now: the replica waits here, and there it starts at once. The manager
+// closes the victim's attempt, raises the epoch and awards the replica
+// directly to the thief (a decline falls back to a normal auction).
+// Results of the old epoch are rejected like any stale report.
+
+// StealableQueue is the queue length from which an advertised peer is a
+// steal victim: any task that waits is worth asking for.
+const StealableQueue = 1
 
 func (m *Market) maybeSteal() {
 	c := &m.c
@@ -41,7 +47,7 @@ func (m *Market) maybeSteal() {
 	// the longest queue; ties to the smallest ID (one pass, no sort)
 	var victim *Peer
 	for _, p := range m.view {
-		if p.Queue >= 2 && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) {
+		if p.Queue >= StealableQueue && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) {
 			victim = p
 		}
 	}
@@ -60,12 +66,18 @@ func (m *Market) maybeSteal() {
 // onStealRequest gives up to half the queue (and at most Max) to a thief.
 func (m *Market) onStealRequest(r StealRequest) {
 	c := &m.c
-	if m.cfg.NoSteal || r.Thief == m.cfg.Self || len(c.queue) < 2 {
+	if m.cfg.NoSteal || r.Thief == m.cfg.Self || len(c.queue) == 0 {
 		return
 	}
-	n := min(len(c.queue)/2, max(r.Max, 1))
-	room := resource.Vector{CPU: r.Room.CPU, Memory: r.Room.Memory}
-	for i := 0; i < r.Room.GPU.Count; i++ {
+	n := min(max(len(c.queue)/2, 1), max(r.Max, 1))
+	want := r.Room
+	if len(c.queue) == 1 {
+		// A lone replica moves only to start at once: the thief asks for
+		// two waves' worth, the first is what it has free.
+		want = resource.Request{CPU: want.CPU / 2, Memory: want.Memory / 2, GPU: resource.GPURequest{Count: want.GPU.Count / 2}}
+	}
+	room := resource.Vector{CPU: want.CPU, Memory: want.Memory}
+	for i := 0; i < want.GPU.Count; i++ {
 		room.GPUs = append(room.GPUs, resource.GPU{Index: i, Memory: 1 << 50, Free: resource.WholeGPU})
 	}
 	given := 0

@@ -165,7 +165,7 @@ func (a *auctionSched) adverts() {
 				continue
 			}
 			a.markets[i].Advert(now, p)
-			if p.Queue >= 2 {
+			if p.Queue >= market.StealableQueue {
 				a.wake(i) // a loaded peer may make an idle node steal
 			}
 		}
