@@ -255,6 +255,7 @@ func (n *Node) taskLog(ctx context.Context, node market.NodeID, k market.TaskKey
 
 // Events returns the lines of a job's event log kept on this node.
 func (n *Node) Events(job string) []string {
+	n.syncEvents()
 	var out []string
 	from := uint64(1)
 	for {

@@ -34,6 +34,12 @@ const (
 	// turnEvents bounds the queued events one loop turn runs before it
 	// carries out their effects together (see loop).
 	turnEvents = 256
+	// eventQueue bounds the turns whose event lines wait for the event
+	// writer; the loop waits when it is full.
+	eventQueue = 1024
+	// taskQueue bounds the task starts and stops waiting for the task
+	// goroutine; the loop waits when it is full.
+	taskQueue = 4096
 )
 
 // The loop owns the market: every call into it runs on the loop goroutine,
@@ -70,6 +76,13 @@ func (n *Node) call(fn func()) error {
 
 func (n *Node) loop() {
 	defer n.wg.Done()
+	// From here on event lines go through the event writer; it ends
+	// after the loop, once it has written them all.
+	ch := make(chan eventBatch, eventQueue)
+	n.evCh = ch
+	n.wg.Add(1)
+	go n.eventWriter(ch)
+	defer close(ch)
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	lastSave := time.Now()
@@ -156,9 +169,10 @@ func (n *Node) apply(effects []market.Effect) {
 		case market.Broadcast:
 			n.broadcast(x.Msg)
 		case market.StartTask:
-			n.startTask(x)
+			grace := n.mkt.Config().PreemptGrace // the market is the loop's only
+			n.onTasks(func() { n.startTask(x, grace) })
 		case market.StopTask:
-			n.stopTask(x)
+			n.onTasks(func() { n.stopTask(x) })
 		case market.RecordRuntime:
 			n.historyDirty = true
 		case market.Event:
@@ -171,11 +185,88 @@ func (n *Node) apply(effects []market.Effect) {
 			}
 		}
 	}
-	if err := n.store.AppendLogs(evs); err != nil {
-		log.Warnw("append events", "err", err)
+	if len(evs) > 0 {
+		n.writeEvents(slices.Clone(evs))
 	}
 	clear(evs)
 	n.evBuf = evs[:0]
+}
+
+// eventBatch is one turn's event lines for the event writer, or (with
+// done set) a barrier it closes once everything before it is written.
+type eventBatch struct {
+	logs []store.LogAppend
+	done chan struct{}
+}
+
+// writeEvents appends event lines: on the event writer when it runs (the
+// loop does not wait for the store commit, so that it is free for the
+// next message, e.g. the bids of an auction it just opened), else at
+// once.
+func (n *Node) writeEvents(evs []store.LogAppend) {
+	if n.evCh != nil {
+		n.evCh <- eventBatch{logs: evs}
+		return
+	}
+	if err := n.store.AppendLogs(evs); err != nil {
+		log.Warnw("append events", "err", err)
+	}
+}
+
+// eventWriter appends the loop's event lines in the order the loop
+// produced them, as many turns per commit as are queued, until the loop
+// closes evCh.
+func (n *Node) eventWriter(ch <-chan eventBatch) {
+	defer n.wg.Done()
+	var logs []store.LogAppend
+	var barriers []chan struct{}
+	for b := range ch {
+		logs, barriers = append(logs[:0], b.logs...), barriers[:0]
+		if b.done != nil {
+			barriers = append(barriers, b.done)
+		}
+	more:
+		for len(logs) < 4096 {
+			select {
+			case b, ok := <-ch:
+				if !ok {
+					break more
+				}
+				logs = append(logs, b.logs...)
+				if b.done != nil {
+					barriers = append(barriers, b.done)
+				}
+			default:
+				break more
+			}
+		}
+		if err := n.store.AppendLogs(logs); err != nil {
+			log.Warnw("append events", "err", err)
+		}
+		for _, d := range barriers {
+			close(d)
+		}
+		clear(logs)
+	}
+}
+
+// syncEvents waits until every event line the loop produced so far is in
+// the store (or the node stops), so that a reader sees them.
+func (n *Node) syncEvents() {
+	done := make(chan struct{})
+	if n.call(func() {
+		if n.evCh != nil {
+			n.evCh <- eventBatch{done: done}
+		} else {
+			close(done)
+		}
+	}) != nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-n.ctx.Done():
+	}
 }
 
 // saveJobs persists the SaveJob records among effects in one commit,
@@ -232,13 +323,41 @@ type execution struct {
 	Reason   string         `json:"reason,omitempty"`
 }
 
-func (n *Node) startTask(st market.StartTask) {
+// onTasks queues fn for the task goroutine, which starts and stops
+// processes in the order the loop asked for them. Creating a task's
+// directories and forking its process take milliseconds on a busy
+// machine; on the loop they held up every message behind them (the
+// next auction's CFP to the node that had just won one, say). It waits
+// only when taskQueue operations are already queued.
+func (n *Node) onTasks(fn func()) {
+	select {
+	case n.tasksQ <- fn:
+	case <-n.ctx.Done():
+	}
+}
+
+// taskLoop runs the queued task operations until the node stops.
+func (n *Node) taskLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case fn := <-n.tasksQ:
+			fn()
+		}
+	}
+}
+
+// startTask carries out a StartTask, on the task goroutine; grace is the
+// market's PreemptGrace.
+func (n *Node) startTask(st market.StartTask, grace time.Duration) {
 	k := st.Task.Key
 	dir := filepath.Join(n.cfg.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
 	spec := runtime.Spec{
 		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
 		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
-		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: n.mkt.Config().PreemptGrace,
+		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: grace,
 		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
 	}
 	if len(st.Task.Peers) > 0 {
@@ -275,6 +394,9 @@ func (n *Node) startTask(st market.StartTask) {
 		n.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
 		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
 		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
+		if !r.Started.IsZero() {
+			ex.Started = r.Started // when the process actually started
+		}
 		if err := n.execs.Put(stream, ex); err != nil {
 			log.Warnw("save execution", "err", err)
 		}
@@ -365,6 +487,29 @@ func (n *Node) PeakCPU(job string) (peak, runs int) {
 		best = max(best, cur)
 	}
 	return int((best + 999) / 1000), len(exs)
+}
+
+// TaskStarts reports, from this node's runtime records, when each task
+// replica of job that ran to success here started its process, keyed
+// "task/replica" (the latest such attempt). Benchmarks use it to time
+// placements by the process start rather than by the manager's record.
+func (n *Node) TaskStarts(job string) map[string]time.Time {
+	exs, err := n.execs.List("task/" + job + "/")
+	if err != nil {
+		return nil
+	}
+	out := map[string]time.Time{}
+	for _, e := range exs {
+		x := e.Value
+		if x.Finished.IsZero() || x.ExitCode != 0 {
+			continue
+		}
+		k := fmt.Sprintf("%s/%d", x.Key.Task, x.Key.Replica)
+		if x.Started.After(out[k]) {
+			out[k] = x.Started
+		}
+	}
+	return out
 }
 
 // hostOf is the IP address other replicas reach a node's host at: the

@@ -71,6 +71,8 @@ type Node struct {
 	historyDirty bool                            // loop goroutine only
 	recBuf       []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
 	evBuf        []store.LogAppend               // apply's scratch; loop goroutine only
+	evCh         chan eventBatch                 // to the event writer; set and used by the loop goroutine only
+	tasksQ       chan func()                     // task starts and stops, for taskLoop
 	cpuDeclared  bool                            // CPU capacity comes from --resources, not the machine
 	stopping     atomic.Bool
 	killing      atomic.Bool  // Kill: no snapshots, no exit reports
@@ -227,8 +229,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.loop()
+	go n.taskLoop()
 	go n.failoverLoop()
 	go n.joinLoop(boot)
 	go n.sampleLoop()
@@ -389,6 +392,7 @@ func (n *Node) startMarket() error {
 	}
 	n.mkt = m
 	n.events = make(chan func(), loopQueue)
+	n.tasksQ = make(chan func(), taskQueue)
 	n.runner = runtime.NewRunner(runtime.Options{})
 	n.ck = newCheckpoints(n)
 	if h := n.loadHistory(); len(h) > 0 {
