@@ -65,21 +65,7 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 	if m.cfg.GangForceEvery > 0 && g.idle >= m.cfg.GangForceEvery {
 		return false
 	}
-	req := g.offer.Request
-	room, capable := 0, 0
-	count := func(site string, labels map[string]string, capv, free resource.Vector) {
-		if couldHold(site, labels, capv, req) != "" {
-			return
-		}
-		capable++
-		if _, why := resource.Fit(free, req); why == "" {
-			room++
-		}
-	}
-	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free)
-	for _, p := range m.view {
-		count(p.Site, p.Labels, p.Capacity, p.Free)
-	}
+	room, capable := m.viewRoom(g.offer.Request)
 	need := g.size
 	if g.pack {
 		need = 1
@@ -95,6 +81,25 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 		m.renewReserve(g)
 	}
 	return true
+}
+
+// viewRoom counts the nodes of the view, this one included, that could
+// ever hold req (capable) and that have room for it now, as advertised.
+func (m *Market) viewRoom(req resource.Request) (room, capable int) {
+	count := func(site string, labels map[string]string, capv, free resource.Vector) {
+		if couldHold(site, labels, capv, req) != "" {
+			return
+		}
+		capable++
+		if _, why := resource.Fit(free, req); why == "" {
+			room++
+		}
+	}
+	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free)
+	for _, p := range m.view {
+		count(p.Site, p.Labels, p.Capacity, p.Free)
+	}
+	return room, capable
 }
 
 // renewReserve (re)sends the gang's reservations, for ReserveTTL.
@@ -248,8 +253,17 @@ func (m *Market) closeGang(g *gangAuction) {
 	}
 	ready := m.readyTime(j, g.task)
 	if capable < g.size && m.now.Sub(ready) >= m.cfg.SchedulingTimeout {
-		m.failGang(j, g, capable)
-		return
+		// One round's bids can fall short because a bidder is down or a
+		// bid was lost; the gang fails only when the view, too, knows too
+		// few nodes that could ever hold a replica.
+		need := g.size
+		if g.pack {
+			need = 1
+		}
+		if _, known := m.viewRoom(g.offer.Request); known < need {
+			m.failGang(j, g, capable)
+			return
+		}
 	}
 	back := m.cfg.RoundBackoff << min(g.round, 4)
 	back = min(back, 2*time.Second)

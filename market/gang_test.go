@@ -237,3 +237,61 @@ func TestReservationBackfill(t *testing.T) {
 		t.Errorf("gang replica predicted to start at +%v, want +10m", got.Sub(now))
 	}
 }
+
+// TestGangSurvivesShortRound: a gang whose rounds get too few bids because
+// one capable node is cut off (down, or its bids lost) keeps waiting while
+// its view still knows enough nodes that could hold it, instead of failing
+// for good after the scheduling timeout; it starts when the node is back.
+func TestGangSurvivesShortRound(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	c.cut["n2"] = true
+	c.submit(0, "g", job("g", gangTask("w", 3, 2000)))
+	for end := c.now.Add(3 * c.nodes[0].cfg.SchedulingTimeout); c.now.Before(end); {
+		c.step()
+	}
+	if j := c.job(0, "g"); j.State == JobFailed {
+		t.Fatalf("gang failed while a capable node was only cut off: %s", j.Reason)
+	}
+	delete(c.cut, "n2")
+	c.until(60*time.Second, "gang to succeed", func() bool { return c.job(0, "g").State == JobSucceeded })
+}
+
+// TestRestartedManagerReplacesWholeGang: a manager that ran one replica of
+// its own gang restarts; the replica died with it, so the gang's other
+// replica is stopped and the whole gang placed again. Restoring only the
+// dead replica left it pending forever beside a running partner (a gang
+// cannot start one replica), with NextTick due and Tick doing nothing.
+func TestRestartedManagerReplacesWholeGang(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(1))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
+	c.submit(0, "g", job("g", gangTask("w", 2, 4000)))
+	c.until(10*time.Second, "the gang to run", func() bool {
+		for _, tr := range c.job(0, "g").Tasks {
+			if tr.State != TaskRunning {
+				return false
+			}
+		}
+		return true
+	})
+	jobs := c.nodes[0].Jobs()
+	fresh, err := New(Config{Self: "n0", Capacity: cpuNode(4), Seed: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[0] = fresh
+	c.running["n0"] = map[TaskKey]runningTask{} // its replica died with it
+	fresh.Restore(c.now, jobs)
+	c.adverts()
+	c.until(2*time.Minute, "the gang to succeed", func() bool { return c.job(0, "g").State == JobSucceeded })
+	for _, tr := range c.job(0, "g").Tasks {
+		ok := 0
+		for _, h := range tr.History {
+			if h.State == TaskSucceeded {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%s succeeded %d times", tr.Key, ok)
+		}
+	}
+}
