@@ -258,8 +258,12 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 		} else if c.wait <= 0 {
 			c.wait = time.Millisecond
 		}
-		if capv.CPU > 0 {
-			c.fit = float64(free.CPU-req.CPU) / float64(capv.CPU)
+		if gpu := capv.GPUShare(); req.GPU.Wants() && gpu > 0 {
+			want := req.GPU.Share
+			if req.GPU.Count > 0 && (want == 0 || req.GPU.Count > 1) {
+				want = int64(req.GPU.Count) * resource.WholeGPU
+			}
+			c.fit = float64(free.GPUShare()-want) / float64(gpu)
 		}
 		cands = append(cands, c)
 	}
@@ -280,6 +284,9 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 		}
 		if a.wait != b.wait {
 			return a.wait < b.wait
+		}
+		if a.fit != b.fit {
+			return a.fit < b.fit
 		}
 		return a.tie < b.tie
 	})

@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,43 @@ func TestPreemption(t *testing.T) {
 	}
 	if pre == 0 {
 		t.Fatal("no low task was preempted")
+	}
+}
+
+// TestGPUCandidatesTightestFirst: among peers with room now, a GPU request
+// invites those its GPUs would leave least idle first (best fit over the
+// view), so whole GPUs stay whole for the requests that need them; a
+// request without GPUs keeps the random order.
+func TestGPUCandidatesTightestFirst(t *testing.T) {
+	m, err := New(Config{Self: "self", Capacity: cpuNode(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFree := func(id NodeID, busy int) Peer {
+		capv := gpuNode(8, 8, 80<<30, "A100")
+		free := capv.Clone()
+		for i := 0; i < busy; i++ {
+			free.GPUs[i].Free = 0
+		}
+		return Peer{ID: id, Capacity: capv, Free: free}
+	}
+	for _, p := range []Peer{withFree("a-idle", 0), withFree("b-six-busy", 6), withFree("c-seven-busy", 7), withFree("d-full", 8)} {
+		m.Advert(t0, p)
+	}
+	for _, tc := range []struct {
+		req  resource.Request
+		want []NodeID
+	}{
+		{resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 1}}, []NodeID{"c-seven-busy", "b-six-busy", "a-idle"}},
+		{resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}, []NodeID{"c-seven-busy", "b-six-busy", "a-idle"}},
+		{resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 2}}, []NodeID{"b-six-busy", "a-idle"}},
+	} {
+		var got []NodeID
+		for _, c := range m.candidates(tc.req, nil) {
+			got = append(got, c.id)
+		}
+		if len(got) < len(tc.want) || !slices.Equal(got[:len(tc.want)], tc.want) {
+			t.Errorf("%+v: candidates %v, want %v first", tc.req.GPU, got, tc.want)
+		}
 	}
 }
