@@ -32,10 +32,11 @@ func (net *Net) SetLatency(i, j int, d time.Duration) {
 // delayFor is the SendDelay hook installed in every testnet node.
 func (net *Net) delayFor(nd *Node) func(to string) time.Duration {
 	return func(to string) time.Duration {
-		if nd.Node == nil {
-			return 0
+		self, _ := nd.self.Load().(string)
+		if self == "" {
+			return 0 // not started yet: no latency set for it either
 		}
-		return net.lat.get(nd.ID().String(), to)
+		return net.lat.get(self, to)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,11 @@ type Node struct {
 	Index  int
 	Dir    string
 	Config node.Config
+	// self is the node's peer ID as a string once it first started (it
+	// keeps its identity across restarts); the SendDelay hook reads it
+	// from the node's goroutines, so it is not read through Node, which
+	// the test goroutine sets and clears.
+	self atomic.Value
 }
 
 // New starts n nodes one after the other, each bootstrapping according to
@@ -156,6 +162,7 @@ func (net *Net) start(nd *Node) {
 		net.t.Fatalf("testnet: start node %d: %v", nd.Index, err)
 	}
 	nd.Node = n
+	nd.self.Store(n.ID().String())
 	// Pin the listen port so that peers remembering the old address can
 	// reach a restarted node.
 	var listen []string
