@@ -82,6 +82,18 @@ func configErr(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
 }
 
+// dataDirInUse is the error of a data dir whose store lock another node
+// holds; it wraps store.ErrLocked.
+type dataDirInUse struct {
+	dir string
+	err error
+}
+
+func (e *dataDirInUse) Error() string {
+	return fmt.Sprintf("data dir %s is in use by another running agora node", e.dir)
+}
+func (e *dataDirInUse) Unwrap() error { return e.err }
+
 // IsConfigError reports whether err is (or wraps) a ConfigError.
 func IsConfigError(err error) bool {
 	var ce *ConfigError

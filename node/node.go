@@ -145,7 +145,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	if n.store, err = store.Open(filepath.Join(cfg.DataDir, "db")); err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return nil, &ConfigError{Err: fmt.Errorf("data dir %s is in use by another running agora node", cfg.DataDir)}
+			return nil, &ConfigError{Err: &dataDirInUse{dir: cfg.DataDir, err: err}}
 		}
 		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
 	}

@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/store"
 )
 
 // DefaultInterval is the advert interval of testnet nodes: short, so that
@@ -158,6 +160,15 @@ func (net *Net) bootstrapFor(i int) []string {
 func (net *Net) start(nd *Node) {
 	net.t.Helper()
 	n, err := node.New(net.ctx, nd.Config)
+	// The nodes share one process, so a task start of another node — a
+	// fork, which copies every open descriptor until the child execs — can
+	// hold a just-closed store's directory lock for a moment. A node
+	// restarted on its data dir waits that moment out; a real node has
+	// its process to itself and needs no such grace.
+	for deadline := time.Now().Add(3 * time.Second); err != nil && isDataDirInUse(err) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		n, err = node.New(net.ctx, nd.Config)
+	}
 	if err != nil {
 		net.t.Fatalf("testnet: start node %d: %v", nd.Index, err)
 	}
@@ -171,6 +182,12 @@ func (net *Net) start(nd *Node) {
 	}
 	nd.Config.Listen = listen
 	nd.Config.API = n.APIAddr()
+}
+
+// isDataDirInUse reports whether node.New failed because the data dir's
+// store lock is held.
+func isDataDirInUse(err error) bool {
+	return errors.Is(err, store.ErrLocked)
 }
 
 // N is the number of nodes, up or down.
