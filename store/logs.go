@@ -72,12 +72,8 @@ func (s *Store) AppendLog(stream string, data []byte) (seq uint64, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	prefix := logPrefix(stream)
-	if !st.loaded {
-		last, err := s.lastLogSeq(prefix)
-		if err != nil {
-			return 0, wrapErr(op+": recover sequence", err)
-		}
-		st.last, st.loaded = last, true
+	if err := s.recoverSeq(st, prefix); err != nil {
+		return 0, wrapErr(op+": recover sequence", err)
 	}
 	if st.last == math.MaxUint64 {
 		return 0, kindf(ErrTooLarge, "store: %s: sequence numbers exhausted", op)
@@ -217,5 +213,19 @@ func (s *Store) DeleteLog(stream string) error {
 		}
 	}
 	st.last, st.loaded = 0, true
+	return nil
+}
+
+// recoverSeq reads a stream's last sequence number from disk the first
+// time the stream is appended to; st.mu must be held.
+func (s *Store) recoverSeq(st *streamState, prefix []byte) error {
+	if st.loaded {
+		return nil
+	}
+	last, err := s.lastLogSeq(prefix)
+	if err != nil {
+		return err
+	}
+	st.last, st.loaded = last, true
 	return nil
 }

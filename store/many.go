@@ -166,12 +166,8 @@ func (s *Store) AppendLogs(chunks []LogAppend) error {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		prefix := logPrefix(name)
-		if !st.loaded {
-			last, err := s.lastLogSeq(prefix)
-			if err != nil {
-				return wrapErr("append log "+name+": recover sequence", err)
-			}
-			st.last, st.loaded = last, true
+		if err := s.recoverSeq(st, prefix); err != nil {
+			return wrapErr("append log "+name+": recover sequence", err)
 		}
 		streams[name] = &stream{st: st, prefix: prefix, next: st.last}
 	}
