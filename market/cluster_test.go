@@ -253,3 +253,20 @@ func task(name string, cpu int64, after ...string) spec.Task {
 func job(name string, tasks ...spec.Task) spec.Job {
 	return spec.Job{Name: name, Type: name, Priority: 5, Tasks: tasks}
 }
+
+// succeededOnce fails the test unless every replica of j has exactly one
+// successful attempt in its history.
+func succeededOnce(t *testing.T, j JobRecord) {
+	t.Helper()
+	for _, tr := range j.Tasks {
+		ok := 0
+		for _, h := range tr.History {
+			if h.State == TaskSucceeded {
+				ok++
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("%s succeeded %d times, want exactly once: %+v", tr.Key, ok, tr.History)
+		}
+	}
+}

@@ -30,15 +30,7 @@ func TestPartitionedExecutor(t *testing.T) {
 	delete(c.cut, first)
 	c.until(30*time.Second, "job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
 	j := c.job(0, "j")
-	ok := 0
-	for _, h := range j.Tasks[0].History {
-		if h.State == TaskSucceeded {
-			ok++
-		}
-	}
-	if ok != 1 {
-		t.Fatalf("%d successful attempts, want exactly 1: %+v", ok, j.Tasks[0].History)
-	}
+	succeededOnce(t, j)
 	if j.Tasks[0].Epoch < 2 {
 		t.Fatalf("epoch %d, want a new epoch after the lease lapsed", j.Tasks[0].Epoch)
 	}

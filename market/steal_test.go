@@ -41,18 +41,7 @@ func stealScenario(t *testing.T, steal bool) time.Duration {
 		delete(c.cut, id)
 	}
 	c.until(120*time.Second, "job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
-	j := c.job(0, "j")
-	for _, tr := range j.Tasks {
-		ok := 0
-		for _, h := range tr.History {
-			if h.State == TaskSucceeded {
-				ok++
-			}
-		}
-		if ok != 1 {
-			t.Fatalf("%s succeeded %d times", tr.Key, ok)
-		}
-	}
+	succeededOnce(t, c.job(0, "j"))
 	return c.now.Sub(start)
 }
 
