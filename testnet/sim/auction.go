@@ -389,10 +389,12 @@ func (a *auctionSched) handle(ev *event) {
 		a.tickAt[i] = -1
 		a.markets[i].Tick(now)
 		if a.spins != nil {
-			// A market restored after a failure can hold a deadline its
-			// Tick never clears (a gang half placed: see restart); the
-			// real node ticks it every 10ms regardless. Back off such
-			// ticks, up to a second, rather than spin at minTickGap.
+			// With failures and loss a market can report a deadline due
+			// that its Tick does not clear at once (a half-placed gang
+			// after a restart did, until Restore re-placed gangs whole;
+			// rarer cases remain and move a few messages); the real node
+			// ticks every 10ms regardless. Back off such ticks, up to a
+			// second, rather than spin at minTickGap.
 			if nt := a.markets[i].NextTick(); !nt.IsZero() && !nt.After(now) {
 				a.spins[i] = min(a.spins[i]+1, 10)
 			} else {
