@@ -22,3 +22,15 @@ func TestGossipSubParamsAreValid(t *testing.T) {
 		t.Fatalf("params %d/%d/%d", p.D, p.Dlo, p.Dhi)
 	}
 }
+
+// Every advert, even the smallest, is announced with IDONTWANT: the relay
+// hold (Config.RelayDelay) suppresses duplicates only through it.
+func TestIDontWantCoversAdverts(t *testing.T) {
+	b, err := (&Advert{Peer: "x", Seq: 1}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := GossipSubParams().IDontWantMessageThreshold; len(b) < th {
+		t.Fatalf("IDONTWANT threshold %d bytes, above a %d-byte advert", th, len(b))
+	}
+}

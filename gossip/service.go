@@ -18,6 +18,10 @@ var log = logging.Logger("gossip")
 // DefaultInterval is the advert period when Config.Interval is unset.
 const DefaultInterval = 2 * time.Second
 
+// DefaultRelayDelay is how long a node holds another node's advert before
+// relaying it when Config.RelayDelay is zero. See Config.RelayDelay.
+const DefaultRelayDelay = 2 * time.Millisecond
+
 // minNudgeSpacing bounds how often a large change may trigger an
 // out-of-band advert.
 const minNudgeSpacing = 100 * time.Millisecond
@@ -47,6 +51,18 @@ type Config struct {
 	Metrics *Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// RelayDelay is how long the validator holds a valid advert of another
+	// node before GossipSub relays it to the mesh (DefaultRelayDelay when
+	// zero; negative relays at once). Every receiver sends IDONTWANT for
+	// the advert to its mesh peers as soon as it arrives, before
+	// validation (GossipSubParams lowers the library's IDONTWANT size
+	// threshold so that adverts qualify); holding the relay a little
+	// longer than one hop's latency lets those IDONTWANTs arrive first, so
+	// a node skips the mesh peers that already have the advert. Without
+	// the hold every node relays at once to all its mesh peers and
+	// receives about one copy per mesh peer. Adverts are periodic and
+	// read seconds later, so a few milliseconds per hop cost nothing.
+	RelayDelay time.Duration
 }
 
 // Service publishes this node's adverts and maintains the membership view
@@ -87,6 +103,9 @@ func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RelayDelay == 0 {
+		cfg.RelayDelay = DefaultRelayDelay
+	}
 	s := &Service{cfg: cfg, h: h, ps: ps, view: NewView(h.ID(), cfg.Misses), nudge: make(chan struct{}, 1)}
 	name := AdvertTopic(cfg.Network)
 	if err := ps.RegisterTopicValidator(name, s.validate); err != nil {
@@ -105,8 +124,11 @@ func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
 }
 
 // validate is the topic validator: it rejects malformed, oversized and
-// mis-attributed adverts and ignores stale ones.
-func (s *Service) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+// mis-attributed adverts and ignores stale ones. It holds a valid advert of
+// another node for Config.RelayDelay before accepting it (GossipSub runs
+// topic validators on their own goroutines, so the hold delays only this
+// advert's relay and delivery).
+func (s *Service) validate(ctx context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	from := msg.GetFrom()
 	if from == s.h.ID() {
 		return pubsub.ValidationAccept
@@ -130,6 +152,15 @@ func (s *Service) validate(_ context.Context, _ peer.ID, msg *pubsub.Message) pu
 		return pubsub.ValidationIgnore
 	}
 	msg.ValidatorData = a
+	if s.cfg.RelayDelay > 0 {
+		t := time.NewTimer(s.cfg.RelayDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return pubsub.ValidationIgnore
+		}
+	}
 	return pubsub.ValidationAccept
 }
 

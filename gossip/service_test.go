@@ -6,7 +6,9 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -106,4 +108,56 @@ func counterValue(c prometheus.Counter) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestValidateHoldsRelay: a valid advert of another node is accepted only
+// after Config.RelayDelay (so mesh peers' IDONTWANTs arrive before the
+// relay), and a validation cancelled during the hold ignores the advert;
+// this node's own adverts and invalid ones are not held.
+func TestValidateHoldsRelay(t *testing.T) {
+	hs := mockHosts(t, 2)
+	ps, err := pubsub.NewGossipSub(context.Background(), hs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hold = 300 * time.Millisecond
+	s, err := New(hs[0], ps, Config{Network: "test", RelayDelay: hold,
+		Local: func() Advert { return Advert{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	msgFrom := func(id peer.ID) *pubsub.Message {
+		b, err := (&Advert{Peer: id, Boot: 1, Seq: 1, Interval: time.Second}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pubsub.Message{Message: &pb.Message{From: []byte(id), Data: b}}
+	}
+	other := hs[1].ID()
+
+	start := time.Now()
+	if r := s.validate(context.Background(), other, msgFrom(other)); r != pubsub.ValidationAccept {
+		t.Fatalf("peer advert: %v, want accept", r)
+	}
+	if el := time.Since(start); el < hold {
+		t.Fatalf("peer advert accepted after %v, before the %v hold", el, hold)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r := s.validate(ctx, other, msgFrom(other)); r != pubsub.ValidationIgnore {
+		t.Fatalf("cancelled during the hold: %v, want ignore", r)
+	}
+
+	bad := msgFrom(other)
+	bad.Data = []byte{0xff}
+	if r := s.validate(context.Background(), other, bad); r != pubsub.ValidationReject {
+		t.Fatalf("malformed advert: %v, want reject", r)
+	}
+	// Own adverts are accepted at once: a cancelled context cannot turn
+	// them into an ignore.
+	if r := s.validate(ctx, hs[0].ID(), msgFrom(hs[0].ID())); r != pubsub.ValidationAccept {
+		t.Fatalf("own advert: %v, want accept", r)
+	}
 }

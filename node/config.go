@@ -52,7 +52,11 @@ type Config struct {
 	MDNS           bool          // enable mDNS discovery on the LAN (off by default)
 	Network        string        // Agora network name, part of every topic
 	AdvertInterval time.Duration // resource advert period
-	DisableNVML    bool          // skip GPU discovery (tests)
+	// AdvertRelayDelay is how long a peer's advert is held before it is
+	// relayed, so that neighbours' IDONTWANTs suppress duplicate copies
+	// (gossip.DefaultRelayDelay when zero, none when negative).
+	AdvertRelayDelay time.Duration
+	DisableNVML      bool // skip GPU discovery (tests)
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
 	SendDelay func(to string) time.Duration

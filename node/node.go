@@ -205,13 +205,14 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	metrics := gossip.NewMetrics(n.reg)
 	n.gossip, err = gossip.New(n.host, n.ps, gossip.Config{
-		Network:  cfg.Network,
-		Interval: cfg.AdvertInterval,
-		Boot:     bootNo,
-		Local:    n.localAdvert,
-		OnChange: n.onAdvert,
-		OnGone:   n.onGone,
-		Metrics:  metrics,
+		Network:    cfg.Network,
+		Interval:   cfg.AdvertInterval,
+		RelayDelay: cfg.AdvertRelayDelay,
+		Boot:       bootNo,
+		Local:      n.localAdvert,
+		OnChange:   n.onAdvert,
+		OnGone:     n.onGone,
+		Metrics:    metrics,
 	})
 	if err != nil {
 		return nil, err

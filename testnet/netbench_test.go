@@ -450,8 +450,55 @@ func (*advertTracer) UndeliverableMessage(*pubsub.Message)                 {}
 // and forwarded adverts, whole signed pubsub messages), all pubsub bytes
 // sent per node per second (control and gossip included), and duplicate
 // copies received per distinct advert, next to GossipSub's D in use
-// (gossip.GossipSubParams) and the D/2 − 1 bound it is compared with.
+// (gossip.GossipSubParams) and the D/2 − 1 bound it is compared with. The
+// baseline, a second cluster measured the same way in the same run, relays
+// adverts at once (no gossip.Config.RelayDelay hold): the *_no_hold
+// figures and the ratios against them.
 func BenchmarkNetAdverts(b *testing.B) {
+	var held, base advertRun
+	for b.Loop() {
+		held = measureAdverts(b, 0)
+		base = measureAdverts(b, -1)
+	}
+	d := gossip.GossipSubParams().D
+	b.ReportMetric(held.bytesPerNodeS(), "advert_bytes_per_node_s")
+	b.ReportMetric(held.rpcBytesPerNodeS(), "pubsub_bytes_per_node_s")
+	b.ReportMetric(float64(held.c.SentMsgBytes)/float64(max(held.c.SentMsgs, 1)), "advert_msg_bytes")
+	b.ReportMetric(float64(held.c.Own)/held.perNodeS(), "adverts_per_node_s")
+	b.ReportMetric(held.dups(), "dup_per_msg")
+	b.ReportMetric(base.dups(), "dup_per_msg_no_hold")
+	b.ReportMetric(held.dups()/max(base.dups(), 1e-9), "dup_vs_no_hold")
+	b.ReportMetric(held.rpcBytesPerNodeS()/max(base.rpcBytesPerNodeS(), 1e-9), "pubsub_bytes_vs_no_hold")
+	b.ReportMetric(held.mesh, "mesh_degree")
+	b.ReportMetric(float64(d), "gossipsub_D")
+	b.ReportMetric(float64(d)/2-1, "D_half_minus_1")
+	for _, r := range []struct {
+		name string
+		run  advertRun
+	}{{"relay hold " + gossip.DefaultRelayDelay.String(), held}, {"no hold (baseline)", base}} {
+		c := r.run.c
+		b.Logf("%s: %d nodes, %v: %d adverts published, %d delivered to others, %d duplicates; %d advert messages sent (%d bytes), %d pubsub RPC bytes sent",
+			r.name, r.run.n, r.run.elapsed.Round(time.Millisecond), c.Own, c.Received, c.Dups, c.SentMsgs, c.SentMsgBytes, c.SentRPCBytes)
+	}
+}
+
+// advertRun is one cluster's advert traffic over a measured window.
+type advertRun struct {
+	n       int
+	elapsed time.Duration
+	c       advertCounts
+	mesh    float64 // mean advert-topic mesh degree at the end
+}
+
+func (r advertRun) perNodeS() float64         { return float64(r.n) * r.elapsed.Seconds() }
+func (r advertRun) bytesPerNodeS() float64    { return float64(r.c.SentMsgBytes) / r.perNodeS() }
+func (r advertRun) rpcBytesPerNodeS() float64 { return float64(r.c.SentRPCBytes) / r.perNodeS() }
+func (r advertRun) dups() float64             { return float64(r.c.Dups) / float64(r.c.Received) }
+
+// measureAdverts starts 8 nodes relaying adverts after relayDelay
+// (node.Config.AdvertRelayDelay), waits for membership and the mesh to
+// settle, counts 10 s of advert traffic and stops the nodes.
+func measureAdverts(b *testing.B, relayDelay time.Duration) advertRun {
 	const n = 8
 	const window = 10 * time.Second
 	topic := gossip.AdvertTopic(node.DefaultNetwork)
@@ -465,46 +512,37 @@ func BenchmarkNetAdverts(b *testing.B) {
 		Resources: func(int) string { return bigNode },
 		Configure: func(i int, c *node.Config) {
 			c.PubSubOptions = append(c.PubSubOptions, pubsub.WithRawTracer(tracers[i]))
+			c.AdvertRelayDelay = relayDelay
 		},
 	})
+	defer func() { // the baseline cluster runs alone
+		for i := range n {
+			net.Stop(i)
+		}
+	}()
 	for _, nd := range net.Up() {
 		tracers[nd.Index].setSelf(nd.ID())
 	}
 	net.WaitConverged(30 * time.Second)
 	time.Sleep(node.DefaultAdvertInterval) // let the mesh settle past the joins
-	var sum advertCounts
-	var meshSum int
-	var elapsed time.Duration
-	for b.Loop() {
-		before := make([]advertCounts, n)
-		for i, t := range tracers {
-			before[i], _ = t.counts()
-		}
-		t0 := time.Now()
-		time.Sleep(window)
-		elapsed += time.Since(t0)
-		meshSum = 0
-		for i, t := range tracers {
-			c, mesh := t.counts()
-			sum = sum.add(c.sub(before[i]))
-			meshSum += mesh
-		}
+	before := make([]advertCounts, n)
+	for i, t := range tracers {
+		before[i], _ = t.counts()
 	}
-	if sum.Own == 0 || sum.Received == 0 {
-		b.Fatalf("no adverts seen in %v: %+v", elapsed, sum)
+	t0 := time.Now()
+	time.Sleep(window)
+	r := advertRun{n: n, elapsed: time.Since(t0)}
+	meshSum := 0
+	for i, t := range tracers {
+		c, mesh := t.counts()
+		r.c = r.c.add(c.sub(before[i]))
+		meshSum += mesh
 	}
-	perNodeS := float64(n) * elapsed.Seconds()
-	d := gossip.GossipSubParams().D
-	b.ReportMetric(float64(sum.SentMsgBytes)/perNodeS, "advert_bytes_per_node_s")
-	b.ReportMetric(float64(sum.SentRPCBytes)/perNodeS, "pubsub_bytes_per_node_s")
-	b.ReportMetric(float64(sum.SentMsgBytes)/float64(max(sum.SentMsgs, 1)), "advert_msg_bytes")
-	b.ReportMetric(float64(sum.Own)/perNodeS, "adverts_per_node_s")
-	b.ReportMetric(float64(sum.Dups)/float64(sum.Received), "dup_per_msg")
-	b.ReportMetric(float64(meshSum)/n, "mesh_degree")
-	b.ReportMetric(float64(d), "gossipsub_D")
-	b.ReportMetric(float64(d)/2-1, "D_half_minus_1")
-	b.Logf("%d nodes, %v: %d adverts published, %d delivered to others, %d duplicates; %d advert messages sent (%d bytes), %d pubsub RPC bytes sent",
-		n, elapsed.Round(time.Millisecond), sum.Own, sum.Received, sum.Dups, sum.SentMsgs, sum.SentMsgBytes, sum.SentRPCBytes)
+	r.mesh = float64(meshSum) / n
+	if r.c.Own == 0 || r.c.Received == 0 {
+		b.Fatalf("no adverts seen in %v: %+v", r.elapsed, r.c)
+	}
+	return r
 }
 
 // settledMem collects garbage until the heap stops shrinking and returns

@@ -14,6 +14,7 @@ import (
 
 	logging "github.com/ipfs/go-log/v2"
 
+	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node"
 )
@@ -80,6 +81,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.MDNS, "mdns", false, "discover peers on the LAN with mDNS")
 	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
+	fs.DurationVar(&cfg.AdvertRelayDelay, "advert-relay-delay", gossip.DefaultRelayDelay, "hold a peer's advert this long before relaying it, so duplicates are suppressed (0s: relay at once)")
 	fs.BoolVar(&cfg.DisableNVML, "no-nvml", false, "skip NVIDIA GPU discovery")
 	fs.StringVar(&cfg.Market.Scorer, "scorer", "weighted", "bid scorer: "+strings.Join(market.ScorerNames(), ", "))
 	weights := fs.String("weights", "0.4,0.3,0.3", "weights of the weighted scorer: urgency,match,efficiency")
@@ -130,6 +132,13 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	if cfg.AdvertInterval < 50*time.Millisecond {
 		fmt.Fprintf(stderr, "agora node: --advert-interval %v is below the 50ms minimum\n", cfg.AdvertInterval)
 		return exitBadUsage
+	}
+	switch {
+	case cfg.AdvertRelayDelay < 0 || cfg.AdvertRelayDelay > cfg.AdvertInterval/10:
+		fmt.Fprintf(stderr, "agora node: --advert-relay-delay %v out of range 0..%v (a tenth of --advert-interval)\n", cfg.AdvertRelayDelay, cfg.AdvertInterval/10)
+		return exitBadUsage
+	case cfg.AdvertRelayDelay == 0:
+		cfg.AdvertRelayDelay = -1 // relay at once
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -291,6 +291,8 @@ func TestBadInput(t *testing.T) {
 		{"bad bootstrap", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--bootstrap", "/ip4/127.0.0.1/tcp/1"}, "--bootstrap"},
 		{"api in use", []string{"node", "--data", t.TempDir(), "--api", first.api, "--listen", "/ip4/127.0.0.1/tcp/0"}, "API address"},
 		{"data dir locked", []string{"node", "--data", held, "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0"}, "in use by another"},
+		{"relay delay too long", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "1s"}, "--advert-relay-delay"},
+		{"negative relay delay", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "-1ms"}, "--advert-relay-delay"},
 		{"unknown flag", []string{"node", "--frobnicate"}, "frobnicate"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 	}
