@@ -49,6 +49,9 @@ type failover struct {
 	mu      sync.Mutex
 	pending map[string]market.JobRecord // records waiting to be replicated
 	rehome  map[string]bool             // jobs whose new manager is being looked for
+	// boots is, per job this node executes tasks of, its manager's boot
+	// counter when first seen (failoverLoop's goroutine only).
+	boots map[string]uint64
 }
 
 // closest orders ids by XOR distance between SHA-256 of the id and of key.
@@ -267,21 +270,79 @@ func (n *Node) checkFailover() {
 		n.exec(func() { n.mkt.Adopt(time.Now(), rec) })
 		_ = n.replicas.Delete(e.Key)
 	}
-	// Executor side: find the new manager of jobs whose manager is gone.
+	// Executor side: find the new manager of jobs whose manager is gone,
+	// or came back from a restart (a peer may have adopted the job while
+	// it was gone; see findAdopter).
 	var managers map[string]market.NodeID
 	if n.call(func() { managers = n.mkt.ManagersOf() }) != nil {
 		return
 	}
+	boots := map[string]uint64{}
+	for _, m := range n.Peers() {
+		boots[m.Advert.Peer.String()] = m.Advert.Boot
+	}
+	for job := range n.fo.boots {
+		if _, ok := managers[job]; !ok {
+			delete(n.fo.boots, job)
+		}
+	}
 	for job, mgr := range managers {
+		find := n.findNewManager
 		if live[string(mgr)] {
-			continue
+			b, seen := n.fo.boots[job]
+			n.fo.boots[job] = boots[string(mgr)]
+			if !seen || b == boots[string(mgr)] || boots[string(mgr)] == 0 {
+				continue
+			}
+			find = n.findAdopter
 		}
 		n.fo.mu.Lock()
 		busy := n.fo.rehome[job]
 		n.fo.rehome[job] = true
 		n.fo.mu.Unlock()
 		if !busy {
-			go n.findNewManager(job, mgr)
+			go find(job, mgr)
+		}
+	}
+}
+
+// findAdopter runs when the manager of a job this node executes tasks of
+// restarted (its boot counter moved). If it was gone long enough for a
+// peer to adopt the job, the restarted manager does not take the job back
+// (reclaimJobs) and ignores this node's reports; the adopter, hearing
+// nothing, would place the tasks again. So this node asks the live peers
+// closest to the job ID, which hold its record replicas, whether one of
+// them manages the job now, and reports to it if so. No answer means no
+// adoption: the restarted manager restores the job and keeps it.
+func (n *Node) findAdopter(job string, old market.NodeID) {
+	defer func() {
+		n.fo.mu.Lock()
+		delete(n.fo.rehome, job)
+		n.fo.mu.Unlock()
+	}()
+	var ids []string
+	for _, m := range n.Peers() {
+		if id := m.Advert.Peer.String(); id != string(old) {
+			ids = append(ids, id)
+		}
+	}
+	ask := closest(job, ids)
+	if len(ask) > reclaimAsk {
+		ask = ask[:reclaimAsk]
+	}
+	if j, ok := n.localJob(job); ok && j.Manager == market.NodeID(n.ID().String()) {
+		n.exec(func() { n.mkt.Rehome(time.Now(), job, j.Manager) })
+		return
+	}
+	for _, s := range ask {
+		p, err := peer.Decode(s)
+		if err != nil || p == n.ID() {
+			continue
+		}
+		if n.managedBy(n.ctx, p, job) {
+			log.Infow("job was adopted while its manager was down", "job", job, "manager", p, "old_manager", old)
+			n.exec(func() { n.mkt.Rehome(time.Now(), job, market.NodeID(p.String())) })
+			return
 		}
 	}
 }

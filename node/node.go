@@ -66,6 +66,7 @@ type Node struct {
 	jobs         *store.Bucket[market.JobRecord]
 	replicas     *store.Bucket[replicaRecord]
 	fo           *failover
+	held         []market.JobRecord // unfinished jobs loaded at start, until reclaimJobs
 	execs        *store.Bucket[execution]
 	jobsTopic    *pubsub.Topic
 	historyDirty bool                            // loop goroutine only
@@ -152,7 +153,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.members = store.NewBucket[memberRecord](n.store, "members")
 	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs")
 	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas")
-	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}}
+	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}, boots: map[string]uint64{}}
 	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {
@@ -230,6 +231,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
+	if len(n.held) > 0 {
+		n.wg.Add(1)
+		go n.reclaimJobs(n.held)
+		n.held = nil
+	}
 	n.wg.Add(5)
 	go n.loop()
 	go n.taskLoop()
@@ -412,7 +418,9 @@ func (n *Node) startMarket() error {
 	if err := n.joinJobsTopic(); err != nil {
 		return fmt.Errorf("node: join jobs topic: %w", err)
 	}
-	m.Restore(time.Now(), jobs)
+	restored, held := splitRestored(jobs)
+	m.Restore(time.Now(), restored)
+	n.held = held // reclaimJobs restores them once peers are asked
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
 	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)

@@ -1,6 +1,9 @@
 package testnet
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +58,83 @@ func TestManagerKilledAfterSubmit(t *testing.T) {
 	}
 	if !strings.Contains(all, "first done") || !strings.Contains(all, "second done") {
 		t.Fatalf("logs from a third node: %+v", lg)
+	}
+}
+
+// TestRestartedManagerYieldsAdoptedJob: a manager killed while its job
+// runs is replaced by a peer that adopts the job; when the old manager
+// comes back on its data dir it must not restore the job beside the
+// adopter (node reclaimJobs), and the executor of the running task must
+// report to the adopter, not to the restarted manager (node findAdopter),
+// or the adopter's lease lapses and it runs the task again. Each task
+// appends a line to a file per run: every task runs exactly once, and the
+// restarted node no longer holds the job's record.
+func TestRestartedManagerYieldsAdoptedJob(t *testing.T) {
+	res := func(i int) string {
+		if i == 0 {
+			return "cpu: 0\nmemory: 1GiB\ngpus: []\n"
+		}
+		return "cpu: 2\nmemory: 4GiB\ngpus: []\n"
+	}
+	net := New(t, 4, Options{Resources: res, Topology: Star})
+	net.WaitConverged(10 * time.Second)
+	runs := t.TempDir()
+	id, err := net.Node(0).Submit(fmt.Sprintf(`{"name": "adopted", "tasks": [
+		{"name": "a", "command": ["sh", "-c", "echo run >> %[1]s/a; sleep 5"]},
+		{"name": "b", "after": ["a"], "command": ["sh", "-c", "echo run >> %[1]s/b"]}]}`, runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := net.Node(0).ID().String()
+	WaitFor(t, 10*time.Second, "task a to start", func() bool {
+		_, err := os.Stat(filepath.Join(runs, "a"))
+		return err == nil
+	})
+	// The record replicas learn that a runs (replication is batched
+	// every 200 ms).
+	time.Sleep(time.Second)
+	net.Kill(0)
+	var adopter *Node
+	WaitFor(t, 20*time.Second, "a peer to adopt the job", func() bool {
+		for _, nd := range net.Up() {
+			if j, ok := nd.JobRecord(id); ok && string(j.Manager) == nd.ID().String() {
+				adopter = nd
+				return true
+			}
+		}
+		return false
+	})
+	back := net.Restart(0)
+	restarted := time.Now()
+	if s := waitJob(t, adopter, id, 30*time.Second); s.State != "succeeded" {
+		t.Fatalf("job %s: %s", s.State, s.Reason)
+	}
+	// A restored record would place task a again once the leases it
+	// restored ran out (LeaseTimeout, 5 s): give it the time to.
+	if wait := 8*time.Second - time.Since(restarted); wait > 0 {
+		time.Sleep(wait)
+	}
+	for _, task := range []string{"a", "b"} {
+		b, err := os.ReadFile(filepath.Join(runs, task))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "run\n"); n != 1 {
+			t.Errorf("task %s ran %d times, want once; the adopter's record:", task, n)
+			j, _ := adopter.JobRecord(id)
+			for _, tk := range j.Tasks {
+				t.Logf("%s: %+v", tk.Key, tk.History)
+			}
+		}
+	}
+	if j, ok := back.JobRecord(id); ok && string(j.Manager) == first {
+		t.Errorf("the restarted node still manages the job (state %s)", j.State)
+	}
+	found := false
+	for _, l := range back.Events(id) {
+		found = found || strings.Contains(l, "took the job over")
+	}
+	if !found {
+		t.Errorf("no event on the restarted node says the job was taken over: %q", back.Events(id))
 	}
 }

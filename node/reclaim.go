@@ -1,0 +1,133 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/store"
+)
+
+// reclaimAsk is how many live peers closest to a job ID a restarted
+// manager asks whether they took the job over: the job's record replicas
+// (jobReplicas) are the closest peers of the manager's view when it last
+// replicated, and the view after a restart may have gained or lost a few.
+const reclaimAsk = 2 * jobReplicas
+
+// reclaimParallel bounds the queries in flight while reclaiming.
+const reclaimParallel = 16
+
+// splitRestored parts the job records a restarting node loaded into those
+// it restores at once (finished jobs: nothing to place) and those it holds
+// until reclaimJobs has asked its peers about them (unfinished jobs).
+func splitRestored(jobs []market.JobRecord) (now, held []market.JobRecord) {
+	for _, j := range jobs {
+		if j.State.Terminal() {
+			now = append(now, j)
+		} else {
+			held = append(held, j)
+		}
+	}
+	return now, held
+}
+
+// reclaimJobs restores, after a restart, the unfinished jobs this node
+// managed, except those a peer took over while it was down.
+//
+// A manager that is gone longer than its peers' failure detection has its
+// jobs adopted by the closest live holder of each record's replica
+// (checkFailover), and their executors report to the adopter from then on.
+// Restoring such a job as well would place it twice: the restarted node
+// would re-place its pending tasks and, when the leases of the tasks the
+// adopter now tracks ran out, run those again. So the node first waits an
+// advert interval and a half (its view fills, and every peer has seen it
+// alive again and adopts nothing more), then asks the live peers closest
+// to each job ID for the job. A peer that answers with a record it manages
+// itself took the job over: the node forgets its own record (the adopter
+// holds the current one and replicates it) and logs an event. The other
+// jobs are restored (market.Restore), as before. A peer that does not
+// answer counts as not having the job.
+//
+// While a job is held, the node's market does not know it: queries about
+// it are answered from the stored record and executors' reports for it
+// are ignored (they are repeated).
+func (n *Node) reclaimJobs(held []market.JobRecord) {
+	defer n.wg.Done()
+	select {
+	case <-n.ctx.Done():
+		return
+	case <-time.After(n.cfg.AdvertInterval + n.cfg.AdvertInterval/2):
+	}
+	self := n.ID()
+	var ids []string
+	for _, m := range n.Peers() {
+		ids = append(ids, m.Advert.Peer.String())
+	}
+	adopter := make([]peer.ID, len(held))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, reclaimParallel)
+	for i, j := range held {
+		ask := closest(j.ID, ids)
+		if len(ask) > reclaimAsk {
+			ask = ask[:reclaimAsk]
+		}
+		for _, s := range ask {
+			p, err := peer.Decode(s)
+			if err != nil || p == self {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if n.managedBy(n.ctx, p, j.ID) {
+					adopter[i] = p // several adopters cannot be: any one will do
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n.ctx.Err() != nil {
+		return
+	}
+	var keep []market.JobRecord
+	var evs []store.LogAppend
+	for i, j := range held {
+		p := adopter[i]
+		if p == "" {
+			keep = append(keep, j)
+			continue
+		}
+		log.Infow("restart: a peer took this job over while the node was down; not restoring it", "job", j.ID, "manager", p)
+		if err := n.jobs.Delete(j.ID); err != nil {
+			log.Warnw("forget job record", "job", j.ID, "err", err)
+		}
+		line := time.Now().UTC().Format(time.RFC3339Nano) + " manager restarted: " + p.String() + " took the job over meanwhile; not restored here\n"
+		evs = append(evs, store.LogAppend{Stream: eventsStream(j.ID), Data: []byte(line)})
+	}
+	_ = n.call(func() {
+		if len(evs) > 0 {
+			n.writeEvents(evs)
+		}
+		if len(keep) > 0 {
+			n.mkt.Restore(time.Now(), keep)
+			log.Infow("restored unfinished jobs", "count", len(keep), "taken_over", len(held)-len(keep))
+		}
+	})
+}
+
+// managedBy asks peer p whether it manages job itself.
+func (n *Node) managedBy(ctx context.Context, p peer.ID, job string) bool {
+	rep, err := n.ask(ctx, p, wire.Query{Kind: "status", Job: job})
+	if err != nil || !rep.Found {
+		return false
+	}
+	var j market.JobRecord
+	return json.Unmarshal(rep.Body, &j) == nil && j.Manager == market.NodeID(p.String())
+}
