@@ -54,7 +54,10 @@ type auctionSched struct {
 	// runs in flight per replica, and the nodes' ID digests (adoption)
 	inflight map[market.TaskKey]int
 	idHash   [][32]byte
-	spins    []uint // ticks in a row that left the market's NextTick due
+	// the node that took each adopted job over last (absent: its first
+	// manager still has it)
+	managerOf map[string]int
+	spins     []uint // ticks in a row that left the market's NextTick due
 }
 
 type metrics_pred struct {
@@ -116,6 +119,7 @@ func newAuction(e *engine) (*auctionSched, error) {
 		a.hist = make([][]predict.TypeStats, n)
 		a.lastAdv = make([]market.Peer, n)
 		a.inflight = map[market.TaskKey]int{}
+		a.managerOf = map[string]int{}
 		a.spins = make([]uint, n)
 	}
 	a.watchers = make([][]int, n)

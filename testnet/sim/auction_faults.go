@@ -27,11 +27,15 @@ type taskRecord = metrics.TaskRecord
 //     to the job ID by XOR of SHA-256 (node/failover.go: the closest live
 //     member of the record's replica set), whereupon every executor of a
 //     task of that job moves it to the new manager (market.Rehome).
-//   - On restart it builds a new market, restores its history and all its
-//     job records (market.RestoreHistory, market.Restore), hears its
-//     peers' adverts and advertises itself. Restore re-manages every job
-//     it had, including those adopted meanwhile — as the real node does;
-//     the duplicate runs that follow are counted (Faults.DuplicateRuns).
+//   - On restart it builds a new market, restores its history and its job
+//     records (market.RestoreHistory, market.Restore), hears its peers'
+//     adverts and advertises itself. An unfinished job a live peer took
+//     over while it was down is not restored, and its record is deleted:
+//     the real node asks the peers closest to the job ID before restoring
+//     it (node/reclaim.go), here the answer comes at once. Executors
+//     already report to the adopter (they moved at the adoption). Any run
+//     of a replica started while another is in flight, or after one
+//     succeeded, is counted (Faults.DuplicateRuns).
 //   - A node back before its peers dropped it is seen with a new boot
 //     counter: they call PeerGone at once, and nobody adopts its jobs.
 //   - A joining node hears its peers' adverts and advertises itself.
@@ -164,6 +168,7 @@ func (a *auctionSched) restart(i int) {
 		recs = append(recs, r)
 	}
 	slices.SortFunc(recs, func(x, y market.JobRecord) int { return cmpStr(x.ID, y.ID) })
+	recs = a.reclaim(i, recs)
 	a.markets[i] = m
 	now := a.now()
 	m.Restore(now, recs)
@@ -171,6 +176,31 @@ func (a *auctionSched) restart(i int) {
 	a.last[i] = advertSum{queue: -1}
 	a.touch(i)
 	a.drain(i)
+}
+
+// reclaim drops from restarting node i's records the unfinished jobs a
+// live peer manages now (and deletes them from its store), and notes i as
+// the manager of the rest.
+func (a *auctionSched) reclaim(i int, recs []market.JobRecord) []market.JobRecord {
+	e := a.e
+	keep := recs[:0]
+	for _, r := range recs {
+		if r.State.Terminal() {
+			keep = append(keep, r)
+			continue
+		}
+		if j, ok := a.managerOf[r.ID]; ok && j != i && e.alive(j) && a.markets[j] != nil {
+			if cur, ok := a.markets[j].Job(r.ID); ok && cur.Manager == e.nodes[j].id {
+				delete(a.saved[i], r.ID)
+				continue
+			}
+		}
+		if _, moved := a.managerOf[r.ID]; moved {
+			a.managerOf[r.ID] = i
+		}
+		keep = append(keep, r)
+	}
+	return keep
 }
 
 func cmpStr(x, y string) int {
@@ -249,6 +279,7 @@ func (a *auctionSched) adopt(i int) {
 		}
 		a.markets[j].Adopt(now, r)
 		adopter[r.ID] = j
+		a.managerOf[r.ID] = j
 		touched[j] = true
 	}
 	for j, m := range a.markets {
