@@ -9,7 +9,12 @@ import (
 // the replica of its record. Replicas awarded or running elsewhere keep
 // their state and get a fresh lease, so their executors — once they learn
 // the new manager (Rehome) — carry on; replicas that were pending are
-// placed as usual. Adopting a job this node already manages is a no-op.
+// placed after Config.AdoptGrace. The record may be a little behind (its
+// replicas are pushed in batches): a replica it shows pending may have
+// been awarded since, and its executor's report, with an epoch above the
+// record's, is then taken as the replica's current state (catchUp) if it
+// comes within the grace. Adopting a job this node already manages is a
+// no-op.
 func (m *Market) Adopt(now time.Time, rec JobRecord) {
 	m.enter(now)
 	defer m.leave()
@@ -37,7 +42,8 @@ func (m *Market) Adopt(now time.Time, rec JobRecord) {
 			}
 			t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
 		case TaskPending:
-			t.NotBefore = m.now
+			t.NotBefore = m.now.Add(m.cfg.AdoptGrace)
+			m.inherited[t.Key] = t.Epoch
 		}
 	}
 	m.event(j.ID, fmt.Sprintf("took over as manager from %s", old))
@@ -99,4 +105,57 @@ func (m *Market) ManagersOf() map[string]NodeID {
 		out[r.st.Key.Job] = r.to
 	}
 	return out
+}
+
+// fromPreviousManager says whether an executor's report is of an award
+// that the job's previous manager made after the record this node adopted
+// was replicated:
+//   - its epoch is above the record's: only another manager assigns a
+//     replica an epoch above the one this node's record holds (a manager
+//     persists each epoch before any message carries it); or
+//   - the record showed the replica pending in a round of the previous
+//     manager (Adopt noted its epoch in inherited), this node has opened
+//     no round of its own since, and the report is of that epoch and of a
+//     live replica.
+//
+// Gangs are left out: they are placed whole, and a gang member's late
+// report is handled as stale.
+func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
+	if t.State.Terminal() || j.State.Terminal() {
+		return false
+	}
+	if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && max(ts.Replicas, 1) > 1 {
+		return false
+	}
+	if s.Epoch > t.Epoch {
+		return true
+	}
+	e, ok := m.inherited[t.Key]
+	live := s.State == TaskAwarded || s.State == TaskRunning
+	return ok && t.State == TaskPending && s.Epoch == e && e == t.Epoch && live
+}
+
+// catchUp takes over an award of the job's previous manager that the
+// adopted record did not show (fromPreviousManager), reported by an
+// executor that re-homed to this node. The replica becomes awarded to the
+// reporting executor at the report's epoch, and the report is then
+// applied as usual. Without it this node would place the replica again
+// and cancel the executor's run as stale (or ignore its result).
+func (m *Market) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
+	if t.State == TaskAwarded || t.State == TaskRunning {
+		m.closeAttempt(j, t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", s.Epoch, s.Node))
+		if t.Node != s.Node {
+			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
+		}
+	}
+	delete(m.auctions, t.Key)
+	delete(m.inherited, t.Key)
+	t.State, t.Node, t.Epoch, t.LeaseUntil = TaskAwarded, s.Node, s.Epoch, m.now.Add(m.cfg.LeaseTimeout)
+	t.Attempts++
+	t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: s.Node, State: TaskAwarded, Awarded: m.now})
+	if j.State == JobPending {
+		j.State = JobRunning
+	}
+	m.touch(j.ID)
+	m.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// LeaseTimeout is how long a manager waits without a report before the
 	// lease lapses and the replica is placed again with a new epoch; 5s.
 	LeaseTimeout time.Duration
+	// AdoptGrace is how long a node that adopts a job waits before it
+	// places the replicas the adopted record shows pending; 3s. The old
+	// manager may have awarded some after its last replicated record, and
+	// their executors, once they find the new manager, report them (see
+	// Market.Adopt); placing them at once would run them twice.
+	AdoptGrace time.Duration
 	// NoSteal turns work stealing off (it is on by default).
 	NoSteal bool
 	// StealEvery is how often an idle node may ask a loaded peer for
@@ -124,6 +130,7 @@ func (c Config) withDefaults() Config {
 	def(&c.StealEvery, 500*time.Millisecond)
 	def(&c.StealBackoffMax, 32*c.StealEvery)
 	def(&c.LeaseTimeout, 5*time.Second)
+	def(&c.AdoptGrace, 3*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)
 	if c.GangForceEvery == 0 {

@@ -199,6 +199,7 @@ func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
 }
 
 func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
+	delete(m.inherited, t.Key)
 	t.Epoch++
 	m.touch(j.ID)
 	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), opened: m.now}
@@ -545,6 +546,9 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	}
 	if s.Epoch == t.Epoch && j.State.Terminal() && s.State.Terminal() {
 		return // the job ended; this replica's end changes nothing
+	}
+	if m.fromPreviousManager(j, t, s) {
+		m.catchUp(j, t, s)
 	}
 	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
 		live := s.State == TaskRunning || s.State == TaskAwarded

@@ -42,9 +42,13 @@ type Market struct {
 	jobOrder []string
 	active   []string // unfinished jobs, submission order
 	auctions map[TaskKey]*auction
-	gangs    map[string]*gangAuction
-	view     map[NodeID]*Peer
-	loaded   int // peers of the view with a queued task: steal victims
+	// inherited holds, for replicas an adopted record showed pending, the
+	// epoch the previous manager had given them; cleared when this node
+	// opens its own round (see catchUp).
+	inherited map[TaskKey]uint64
+	gangs     map[string]*gangAuction
+	view      map[NodeID]*Peer
+	loaded    int // peers of the view with a queued task: steal victims
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
@@ -71,7 +75,7 @@ func New(cfg Config) (*Market, error) {
 	}
 	return &Market{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
-		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
+		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
 	}, nil
 }
