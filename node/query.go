@@ -192,12 +192,15 @@ func (n *Node) fanout(ctx context.Context, q wire.Query) (wire.QueryReply, peer.
 
 // localJob reads a job this node manages: from the market, else the store.
 func (n *Node) localJob(id string) (market.JobRecord, bool) {
-	var j market.JobRecord
-	var ok bool
-	if err := n.call(func() { j, ok = n.mkt.Job(id) }); err == nil && ok {
-		return j, true
+	// The closure's results are its own: when call gives up (the node is
+	// stopping) the loop may still run it, and must not write what the
+	// store lookup below writes.
+	var mj market.JobRecord
+	var mok bool
+	if err := n.call(func() { mj, mok = n.mkt.Job(id) }); err == nil && mok {
+		return mj, true
 	}
-	j, ok, _ = n.jobs.Get(id)
+	j, ok, _ := n.jobs.Get(id)
 	return j, ok
 }
 
