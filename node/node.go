@@ -544,6 +544,7 @@ func (n *Node) teardown(graceful bool) {
 	}
 	if n.host != nil {
 		_ = n.host.Close()
+		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
 	}
 	if n.store != nil {
 		if graceful {
