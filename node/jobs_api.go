@@ -131,13 +131,18 @@ func (n *Node) handleSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) handleJobs(w http.ResponseWriter, _ *http.Request) {
-	var jobs []market.JobRecord
-	if err := n.call(func() { jobs = n.mkt.Jobs() }); err != nil {
+	var jobs, held []market.JobRecord
+	// The hold is released on the loop, so one loop turn sees each job in
+	// the market or held.
+	if err := n.call(func() { jobs, held = n.mkt.Jobs(), n.held.list() }); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	out := []JobStatus{}
 	for _, j := range jobs {
+		out = append(out, StatusOf(j))
+	}
+	for _, j := range held { // being restored after a restart
 		out = append(out, StatusOf(j))
 	}
 	writeJSON(w, http.StatusOK, out)

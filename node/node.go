@@ -66,7 +66,7 @@ type Node struct {
 	jobs         *store.Bucket[market.JobRecord]
 	replicas     *store.Bucket[replicaRecord]
 	fo           *failover
-	held         []market.JobRecord // unfinished jobs loaded at start, until reclaimJobs
+	held         heldJobs // unfinished jobs loaded at start, until reclaimJobs
 	execs        *store.Bucket[execution]
 	jobsTopic    *pubsub.Topic
 	historyDirty bool                            // loop goroutine only
@@ -231,10 +231,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	if len(n.held) > 0 {
+	if held := n.held.list(); len(held) > 0 {
 		n.wg.Add(1)
-		go n.reclaimJobs(n.held)
-		n.held = nil
+		go n.reclaimJobs(held)
 	}
 	n.wg.Add(5)
 	go n.loop()
@@ -420,7 +419,7 @@ func (n *Node) startMarket() error {
 	}
 	restored, held := splitRestored(jobs)
 	m.Restore(time.Now(), restored)
-	n.held = held // reclaimJobs restores them once peers are asked
+	n.held.set(held) // reclaimJobs restores them once peers are asked
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
 	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)

@@ -208,6 +208,9 @@ func (n *Node) localJob(id string) (market.JobRecord, bool) {
 func (n *Node) cancelLocal(id string) (bool, error) {
 	var found bool
 	var err error
+	if n.held.has(id) {
+		return true, fmt.Errorf("job %s is being restored after this node restarted (its peers are asked whether one of them took it over); try again in a few seconds", id)
+	}
 	cerr := n.call(func() {
 		if _, ok := n.mkt.Job(id); !ok {
 			return

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"sync"
 	"time"
 
@@ -21,6 +22,54 @@ const reclaimAsk = 2 * jobReplicas
 
 // reclaimParallel bounds the queries in flight while reclaiming.
 const reclaimParallel = 16
+
+// heldJobs are the unfinished jobs a restarted node holds back until
+// reclaimJobs has asked its peers about them. The API lists them, and
+// refuses to cancel them until they are restored.
+type heldJobs struct {
+	mu   sync.Mutex
+	jobs map[string]market.JobRecord
+}
+
+func (h *heldJobs) set(jobs []market.JobRecord) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.jobs = map[string]market.JobRecord{}
+	for _, j := range jobs {
+		h.jobs[j.ID] = j
+	}
+}
+
+// list returns the held jobs, oldest submit first.
+func (h *heldJobs) list() []market.JobRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]market.JobRecord, 0, len(h.jobs))
+	for _, j := range h.jobs {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Submitted.Equal(out[b].Submitted) {
+			return out[a].Submitted.Before(out[b].Submitted)
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
+}
+
+func (h *heldJobs) has(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.jobs[id]
+	return ok
+}
+
+// release ends the hold of every job (they are restored or forgotten).
+func (h *heldJobs) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.jobs = nil
+}
 
 // splitRestored parts the job records a restarting node loaded into those
 // it restores at once (finished jobs: nothing to place) and those it holds
@@ -54,10 +103,12 @@ func splitRestored(jobs []market.JobRecord) (now, held []market.JobRecord) {
 // answer counts as not having the job.
 //
 // While a job is held, the node's market does not know it: queries about
-// it are answered from the stored record and executors' reports for it
+// it are answered from the stored record, the API lists it from there and
+// refuses to cancel it (for a few seconds), and executors' reports for it
 // are ignored (they are repeated).
 func (n *Node) reclaimJobs(held []market.JobRecord) {
 	defer n.wg.Done()
+	defer n.held.release()
 	select {
 	case <-n.ctx.Done():
 		return
@@ -119,6 +170,7 @@ func (n *Node) reclaimJobs(held []market.JobRecord) {
 			n.mkt.Restore(time.Now(), keep)
 			log.Infow("restored unfinished jobs", "count", len(keep), "taken_over", len(held)-len(keep))
 		}
+		n.held.release() // on the loop: the market has them from this turn on
 	})
 }
 

@@ -1,12 +1,15 @@
 package testnet
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/node"
 )
 
 // TestManagerKilledAfterSubmit: the node a job was submitted to is killed
@@ -135,5 +138,46 @@ func TestRestartedManagerYieldsAdoptedJob(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no event on the restarted node says the job was taken over: %q", back.Events(id))
+	}
+}
+
+// TestRestartedManagerListsHeldJobs: right after a restart a node holds
+// its unfinished jobs back while it asks its peers whether one took them
+// over (an advert interval and a half, 3 s here). Meanwhile the job list
+// still shows them and a cancel is refused with a clear reason; once the
+// job is restored the cancel goes through.
+func TestRestartedManagerListsHeldJobs(t *testing.T) {
+	net := New(t, 1, Options{Interval: 2 * time.Second})
+	id, err := net.Node(0).Submit(`{"name": "held", "tasks": [{"name": "a", "command": ["sh", "-c", "sleep 60"]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 10*time.Second, "the task to run", func() bool {
+		s, err := net.Node(0).Status(id)
+		return err == nil && s.State == "running"
+	})
+	net.Kill(0)
+	nd := net.Restart(0)
+	code, body, err := nd.API("GET", "/v1/jobs", nil)
+	if err != nil || code != 200 {
+		t.Fatalf("list after restart: %d %s %v", code, body, err)
+	}
+	var list []node.JobStatus
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != id {
+		t.Fatalf("list right after restart: %+v, want job %s", list, id)
+	}
+	code, body, _ = nd.API("DELETE", "/v1/jobs/"+id, nil)
+	if code != 409 || !strings.Contains(string(body), "being restored") {
+		t.Fatalf("cancel while held: %d %s, want 409 saying it is being restored", code, body)
+	}
+	WaitFor(t, 20*time.Second, "the cancel to go through once restored", func() bool {
+		code, _, _ := nd.API("DELETE", "/v1/jobs/"+id, nil)
+		return code == 200
+	})
+	if s, err := nd.Status(id); err != nil || s.State != "cancelled" {
+		t.Fatalf("after the cancel: %+v %v", s, err)
 	}
 }
