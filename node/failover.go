@@ -361,15 +361,9 @@ func (n *Node) findNewManager(job string, old market.NodeID) {
 			return
 		}
 		for _, m := range n.Peers() {
-			p := m.Advert.Peer
-			rep, err := n.ask(n.ctx, p, wire.Query{Kind: "status", Job: job})
-			if err != nil || !rep.Found {
-				continue
-			}
-			var j market.JobRecord
-			if json.Unmarshal(rep.Body, &j) == nil && j.Manager == market.NodeID(p.String()) && j.Manager != old {
+			if p := m.Advert.Peer; market.NodeID(p.String()) != old && n.managedBy(n.ctx, p, job) {
 				log.Infow("job has a new manager", "job", job, "manager", p)
-				n.exec(func() { n.mkt.Rehome(time.Now(), job, j.Manager) })
+				n.exec(func() { n.mkt.Rehome(time.Now(), job, market.NodeID(p.String())) })
 				return
 			}
 		}

@@ -12,17 +12,20 @@ import (
 	"github.com/agora-sched/agora/node"
 )
 
+// managerCannotRun gives node 0, the manager of the failover tests, no CPU,
+// so that every task runs on another node.
+func managerCannotRun(i int) string {
+	if i == 0 {
+		return "cpu: 0\nmemory: 1GiB\ngpus: []\n"
+	}
+	return "cpu: 2\nmemory: 4GiB\ngpus: []\n"
+}
+
 // TestManagerKilledAfterSubmit: the node a job was submitted to is killed
 // right after the submit; the job still completes, and status and logs
 // work from a third node.
 func TestManagerKilledAfterSubmit(t *testing.T) {
-	res := func(i int) string {
-		if i == 0 {
-			return "cpu: 0\nmemory: 1GiB\ngpus: []\n"
-		}
-		return "cpu: 2\nmemory: 4GiB\ngpus: []\n"
-	}
-	net := New(t, 4, Options{Resources: res, Topology: Star})
+	net := New(t, 4, Options{Resources: managerCannotRun, Topology: Star})
 	net.WaitConverged(10 * time.Second)
 	id, err := net.Node(0).Submit(`{"name": "orphan", "tasks": [{"name": "a", "command": ["sh", "-c", "sleep 2; echo first done"]}, {"name": "b", "after": ["a"], "command": ["sh", "-c", "echo second done"]}]}`)
 	if err != nil {
@@ -75,13 +78,7 @@ func TestManagerKilledAfterSubmit(t *testing.T) {
 // appends a line to a file per run: every task runs exactly once, and the
 // restarted node no longer holds the job's record.
 func TestRestartedManagerYieldsAdoptedJob(t *testing.T) {
-	res := func(i int) string {
-		if i == 0 {
-			return "cpu: 0\nmemory: 1GiB\ngpus: []\n"
-		}
-		return "cpu: 2\nmemory: 4GiB\ngpus: []\n"
-	}
-	net := New(t, 4, Options{Resources: res, Topology: Star})
+	net := New(t, 4, Options{Resources: managerCannotRun, Topology: Star})
 	net.WaitConverged(10 * time.Second)
 	runs := t.TempDir()
 	id, err := net.Node(0).Submit(fmt.Sprintf(`{"name": "adopted", "tasks": [
