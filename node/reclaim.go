@@ -120,6 +120,7 @@ func (n *Node) reclaimJobs(held []market.JobRecord) {
 		ids = append(ids, m.Advert.Peer.String())
 	}
 	adopter := make([]peer.ID, len(held))
+	var mu sync.Mutex // guards adopter
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, reclaimParallel)
 	for i, j := range held {
@@ -138,7 +139,9 @@ func (n *Node) reclaimJobs(held []market.JobRecord) {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				if n.managedBy(n.ctx, p, j.ID) {
-					adopter[i] = p // several adopters cannot be: any one will do
+					mu.Lock()
+					adopter[i] = p // two adopters cannot be: any one will do
+					mu.Unlock()
 				}
 			}()
 		}
