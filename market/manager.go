@@ -701,6 +701,7 @@ func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
 			m.closeAttempt(j, t, TaskCancelled, -1, "job "+string(st))
 		}
 		delete(m.auctions, t.Key)
+		delete(m.inherited, t.Key)
 		t.State, t.Finished = TaskCancelled, m.now
 	}
 	m.touch(j.ID)

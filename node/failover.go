@@ -79,15 +79,11 @@ func closest(key string, ids []string) []string {
 
 // replicaPeers are the r live peers closest to a job ID.
 func (n *Node) replicaPeers(job string) []string {
-	var ids []string
-	for _, m := range n.Peers() {
-		ids = append(ids, m.Advert.Peer.String())
+	var out []string
+	for _, p := range n.closestPeers(job, jobReplicas, nil) {
+		out = append(out, p.String())
 	}
-	c := closest(job, ids)
-	if len(c) > jobReplicas {
-		c = c[:jobReplicas]
-	}
-	return c
+	return out
 }
 
 // replicateLater queues a record for the next replication batch.
@@ -320,25 +316,12 @@ func (n *Node) findAdopter(job string, old market.NodeID) {
 		delete(n.fo.rehome, job)
 		n.fo.mu.Unlock()
 	}()
-	var ids []string
-	for _, m := range n.Peers() {
-		if id := m.Advert.Peer.String(); id != string(old) {
-			ids = append(ids, id)
-		}
-	}
-	ask := closest(job, ids)
-	if len(ask) > reclaimAsk {
-		ask = ask[:reclaimAsk]
-	}
 	if j, ok := n.localJob(job); ok && j.Manager == market.NodeID(n.ID().String()) {
 		n.exec(func() { n.mkt.Rehome(time.Now(), job, j.Manager) })
 		return
 	}
-	for _, s := range ask {
-		p, err := peer.Decode(s)
-		if err != nil || p == n.ID() {
-			continue
-		}
+	oldID, _ := peer.Decode(string(old))
+	for _, p := range n.closestPeers(job, reclaimAsk, map[peer.ID]bool{oldID: true}) {
 		if n.managedBy(n.ctx, p, job) {
 			log.Infow("job was adopted while its manager was down", "job", job, "manager", p, "old_manager", old)
 			n.exec(func() { n.mkt.Rehome(time.Now(), job, market.NodeID(p.String())) })

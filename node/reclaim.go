@@ -114,25 +114,12 @@ func (n *Node) reclaimJobs(held []market.JobRecord) {
 		return
 	case <-time.After(n.cfg.AdvertInterval + n.cfg.AdvertInterval/2):
 	}
-	self := n.ID()
-	var ids []string
-	for _, m := range n.Peers() {
-		ids = append(ids, m.Advert.Peer.String())
-	}
 	adopter := make([]peer.ID, len(held))
 	var mu sync.Mutex // guards adopter
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, reclaimParallel)
 	for i, j := range held {
-		ask := closest(j.ID, ids)
-		if len(ask) > reclaimAsk {
-			ask = ask[:reclaimAsk]
-		}
-		for _, s := range ask {
-			p, err := peer.Decode(s)
-			if err != nil || p == self {
-				continue
-			}
+		for _, p := range n.closestPeers(j.ID, reclaimAsk, nil) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
