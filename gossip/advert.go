@@ -31,6 +31,8 @@ const (
 	maxIntervalMs   = 10 * 60 * 1000
 	maxAttrsPerDev  = 32
 	maxQueueAdverts = 1 << 20
+	// MaxReservedGangLen bounds an advert's reserved_gang ("job/task").
+	MaxReservedGangLen = 512
 )
 
 // Advert is a node's resource advertisement in Go form.
@@ -49,6 +51,12 @@ type Advert struct {
 	Addrs         []ma.Multiaddr
 	Interval      time.Duration
 	Leaving       bool
+	// ReservedGang is the gang ("job/task") whose reservation the node
+	// honours first, empty when none; Unreserved is then its free room
+	// beside every reservation it honours. A manager places replicas of
+	// other gangs there only in Unreserved.
+	ReservedGang string
+	Unreserved   resource.Vector
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -76,6 +84,10 @@ func (a Advert) Encode() ([]byte, error) {
 		Load:            a.Load,
 		IntervalMs:      uint64(a.Interval.Milliseconds()),
 		Leaving:         a.Leaving,
+		ReservedGang:    a.ReservedGang,
+	}
+	if a.ReservedGang != "" {
+		m.Unreserved = VectorToPB(a.Unreserved)
 	}
 	for _, ad := range a.Addrs {
 		m.Addrs = append(m.Addrs, ad.Bytes())
@@ -123,6 +135,12 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		Labels: m.Labels, Capacity: capv, Free: free, Queue: int(m.Queue),
 		PredictedWait: time.Duration(m.PredictedWaitMs) * time.Millisecond, Load: m.Load,
 		Interval: time.Duration(m.IntervalMs) * time.Millisecond, Leaving: m.Leaving,
+		ReservedGang: m.ReservedGang,
+	}
+	if m.ReservedGang != "" {
+		if a.Unreserved, err = VectorFromPB(m.Unreserved); err != nil {
+			return Advert{}, fmt.Errorf("gossip: advert unreserved: %w", err)
+		}
 	}
 	for i, raw := range m.Addrs {
 		addr, err := ma.NewMultiaddrBytes(raw)
@@ -152,6 +170,10 @@ func checkAdvertFields(m *pb.Advert) error {
 		return fmt.Errorf("gossip: advert queue %d over %d", m.Queue, maxQueueAdverts)
 	case m.Capacity == nil || m.Free == nil:
 		return fmt.Errorf("gossip: advert lacks capacity or free")
+	case len(m.ReservedGang) > MaxReservedGangLen:
+		return fmt.Errorf("gossip: advert reserved_gang longer than %d bytes", MaxReservedGangLen)
+	case m.ReservedGang != "" && m.Unreserved == nil:
+		return fmt.Errorf("gossip: advert names reserved_gang %q without unreserved", m.ReservedGang)
 	}
 	for k, v := range m.Labels {
 		if k == "" || len(k) > MaxLabelLen || len(v) > MaxLabelLen {

@@ -61,6 +61,19 @@ func TestAdvertRoundTrip(t *testing.T) {
 	if len(got.Addrs) != 1 || !got.Addrs[0].Equal(a.Addrs[0]) || got.Labels["zone"] != "a" {
 		t.Fatalf("addrs or labels differ: %v %v", got.Addrs, got.Labels)
 	}
+	if got.ReservedGang != "" || got.Unreserved.CPU != 0 {
+		t.Fatalf("no reservation advertised, decoded %q %v", got.ReservedGang, got.Unreserved)
+	}
+	a.ReservedGang, a.Unreserved = "job-1/train", resource.Vector{CPU: 2000, Memory: 8 << 30}
+	if b, err = a.Encode(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = DecodeAdvert(b); err != nil {
+		t.Fatal(err)
+	}
+	if got.ReservedGang != a.ReservedGang || got.Unreserved.CPU != 2000 || got.Unreserved.Memory != 8<<30 {
+		t.Fatalf("reservation: got %q %v, want %q %v", got.ReservedGang, got.Unreserved, a.ReservedGang, a.Unreserved)
+	}
 }
 
 func TestDecodeAdvertRejects(t *testing.T) {
@@ -93,6 +106,13 @@ func TestDecodeAdvertRejects(t *testing.T) {
 		{name: "bad addr", mutate: func(m *pb.Advert) { m.Addrs = [][]byte{{0x99, 0x99}} }, want: "addrs[0]"},
 		{name: "empty label key", mutate: func(m *pb.Advert) { m.Labels = map[string]string{"": "x"} }, want: "label"},
 		{name: "device kind", mutate: func(m *pb.Advert) { m.Capacity.Devices[0].Kind = "" }, want: "devices[0]"},
+		{name: "reserved gang without room", mutate: func(m *pb.Advert) { m.ReservedGang = "j/t" }, want: "without unreserved"},
+		{name: "reserved gang too long", mutate: func(m *pb.Advert) {
+			m.ReservedGang, m.Unreserved = strings.Repeat("g", MaxReservedGangLen+1), m.Free
+		}, want: "reserved_gang longer"},
+		{name: "negative unreserved", mutate: func(m *pb.Advert) {
+			m.ReservedGang, m.Unreserved = "j/t", &pb.Resources{CpuMilli: -5}
+		}, want: "unreserved"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,6 +143,7 @@ func TestLargeChange(t *testing.T) {
 		{"same", func(a *Advert) {}, false},
 		{"small cpu move", func(a *Advert) { a.Free.CPU -= 1000 }, false},
 		{"large cpu move", func(a *Advert) { a.Free.CPU -= 2000 }, true},
+		{"gang reservation taken", func(a *Advert) { a.ReservedGang = "j/t" }, true},
 		{"large memory move", func(a *Advert) { a.Free.Memory -= 8 << 30 }, true},
 		{"gpu taken", func(a *Advert) { a.Free.GPUs = []resource.GPU{{Index: 0, Free: 0}} }, true},
 		{"queue", func(a *Advert) { a.Queue++ }, true},

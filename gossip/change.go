@@ -8,8 +8,12 @@ const LargeChangeFraction = 0.10
 // LargeChange reports whether cur differs from the last published advert
 // prev enough to publish at once: free CPU or memory moved by at least
 // LargeChangeFraction of capacity, the free GPU share or device counts
-// changed, the queue length changed, or the capacity itself changed.
+// changed, the queue length changed, the gang reservation honoured first
+// changed, or the capacity itself changed.
 func LargeChange(prev, cur Advert) bool {
+	if prev.ReservedGang != cur.ReservedGang {
+		return true
+	}
 	pc, cc := prev.Capacity, cur.Capacity
 	if pc.CPU != cc.CPU || pc.Memory != cc.Memory || len(pc.GPUs) != len(cc.GPUs) || len(pc.Devices) != len(cc.Devices) {
 		return true

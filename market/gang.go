@@ -65,7 +65,7 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 	if m.cfg.GangForceEvery > 0 && g.idle >= m.cfg.GangForceEvery {
 		return false
 	}
-	room, capable := m.viewRoom(g.offer.Request)
+	room, capable := m.viewRoom(g)
 	need := g.size
 	if g.pack {
 		need = 1
@@ -84,20 +84,28 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 }
 
 // viewRoom counts the nodes of the view, this one included, that could
-// ever hold req (capable) and that have room for it now, as advertised.
-func (m *Market) viewRoom(req resource.Request) (room, capable int) {
-	count := func(site string, labels map[string]string, capv, free resource.Vector) {
+// ever hold a replica of gang g (capable) and that have room for one now,
+// as advertised. A node that keeps room for another gang has only the
+// room beside that reservation: counting its whole free room made gangs
+// call, round after round, nodes that could only refuse them (millions of
+// calls for bids on an SWF replay).
+func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
+	req, id := g.offer.Request, gangID(g.job, g.task)
+	count := func(site string, labels map[string]string, capv, free resource.Vector, r ReservedRoom) {
 		if couldHold(site, labels, capv, req) != "" {
 			return
 		}
 		capable++
+		if r.Gang != "" && r.Gang != id {
+			free = r.Unreserved
+		}
 		if _, why := resource.Fit(free, req); why == "" {
 			room++
 		}
 	}
-	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free)
+	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free, m.Reserved())
 	for _, p := range m.view {
-		count(p.Site, p.Labels, p.Capacity, p.Free)
+		count(p.Site, p.Labels, p.Capacity, p.Free, p.Reserved)
 	}
 	return room, capable
 }
@@ -260,7 +268,7 @@ func (m *Market) closeGang(g *gangAuction) {
 		if g.pack {
 			need = 1
 		}
-		if _, known := m.viewRoom(g.offer.Request); known < need {
+		if _, known := m.viewRoom(g); known < need {
 			m.failGang(j, g, capable)
 			return
 		}

@@ -19,7 +19,19 @@ type Peer struct {
 	Free          resource.Vector
 	Queue         int
 	PredictedWait time.Duration
-	Seen          time.Time
+	// Reserved is the gang reservation the peer keeps room for, if any.
+	Reserved ReservedRoom
+	Seen     time.Time
+}
+
+// ReservedRoom is what a node's adverts say of the gang reservation it
+// honours first: the gang, and the room free beside it. A node counts
+// every reservation it honours against a gang that holds none there (see
+// minusReserves), so a manager places a replica of any other gang there
+// only in Unreserved. The zero value means no reservation.
+type ReservedRoom struct {
+	Gang       string // "job/task"; empty when none
+	Unreserved resource.Vector
 }
 
 // Market is one node's scheduling state machine: the manager of the jobs
@@ -278,6 +290,23 @@ func (m *Market) Predict(jobType string, estimate time.Duration) predict.Predict
 
 // Free is what this node has not reserved.
 func (m *Market) Free() resource.Vector { return m.c.free.Clone() }
+
+// Reserved is the gang reservation this node honours first and the room
+// beside every reservation it honours, for its adverts; the zero value
+// when it holds none.
+func (m *Market) Reserved() ReservedRoom {
+	c := &m.c
+	var first *reservation
+	for _, r := range c.reserves {
+		if first == nil || reservedBefore(r, first) {
+			first = r
+		}
+	}
+	if first == nil {
+		return ReservedRoom{}
+	}
+	return ReservedRoom{Gang: first.gang, Unreserved: c.availFor("")}
+}
 
 // Capacity is this node's capacity.
 func (m *Market) Capacity() resource.Vector { return m.c.capacity.Clone() }

@@ -14,7 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/predict"
 	"github.com/agora-sched/agora/market/wire"
@@ -127,10 +127,11 @@ func (n *Node) drainEvents(max int) {
 // publishState copies what the adverts need out of the market and asks
 // gossip to publish early when it changed a lot.
 func (n *Node) publishState() {
-	free, q := n.mkt.Free(), n.mkt.QueueLen()
+	free, q, res := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.Reserved()
 	now := time.Now()
 	n.mu.Lock()
-	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q
+	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q ||
+		n.reserved.Gang != res.Gang || n.reserved.Unreserved.CPU != res.Unreserved.CPU
 	stale := now.Sub(n.waitAt) > 100*time.Millisecond
 	n.mu.Unlock()
 	var wait time.Duration
@@ -140,7 +141,7 @@ func (n *Node) publishState() {
 		wait = n.mkt.PredictedWait(now)
 	}
 	n.mu.Lock()
-	n.free, n.queue = free, q
+	n.free, n.queue, n.reserved = free, q, res
 	if changed || stale {
 		n.wait, n.waitAt = wait, now
 	}
@@ -450,9 +451,11 @@ func (n *Node) marketConfig() market.Config {
 	return mc
 }
 
-// peerFromAdvert converts a gossip member to the market's view of it.
-func peerFromAdvertFields(id string, site string, labels map[string]string, capv, free resource.Vector, queue int, wait time.Duration) market.Peer {
-	return market.Peer{ID: market.NodeID(id), Site: site, Labels: labels, Capacity: capv, Free: free, Queue: queue, PredictedWait: wait}
+// peerFromAdvert converts a gossip member's advert to the market's view
+// of it.
+func peerFromAdvert(a gossip.Advert) market.Peer {
+	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
+		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved}}
 }
 
 // PeakCPU reports, from this node's runtime records of a job's attempts,

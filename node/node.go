@@ -79,12 +79,13 @@ type Node struct {
 	killing      atomic.Bool  // Kill: no snapshots, no exit reports
 	ck           *checkpoints // task checkpoints and their protocol
 
-	mu     sync.Mutex
-	free   resource.Vector
-	load   float64
-	queue  int
-	wait   time.Duration
-	waitAt time.Time
+	mu       sync.Mutex
+	free     resource.Vector
+	load     float64
+	queue    int
+	wait     time.Duration
+	waitAt   time.Time
+	reserved market.ReservedRoom
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -369,7 +370,7 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 		log.Infow("peer restarted", "peer", a.Peer)
 		n.onGone(a.Peer)
 	}
-	p := peerFromAdvertFields(a.Peer.String(), a.Site, a.Labels, a.Capacity, a.Free, a.Queue, a.PredictedWait)
+	p := peerFromAdvert(a)
 	n.exec(func() { n.mkt.Advert(time.Now(), p) })
 	n.host.Peerstore().AddAddrs(a.Peer, a.Addrs, peerstore.RecentlyConnectedAddrTTL)
 	if ch == gossip.Joined {
@@ -445,6 +446,8 @@ func (n *Node) localAdvert() gossip.Advert {
 		Load:          n.load,
 		Queue:         n.queue,
 		PredictedWait: n.wait,
+		ReservedGang:  n.reserved.Gang,
+		Unreserved:    n.reserved.Unreserved.Clone(),
 	}
 }
 

@@ -275,6 +275,8 @@ type Advert struct {
 	IntervalMs      uint64                 `protobuf:"varint,13,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`                  // the sender's advert interval
 	Leaving         bool                   `protobuf:"varint,14,opt,name=leaving,proto3" json:"leaving,omitempty"`                                          // set once by a node shutting down gracefully
 	Boot            uint64                 `protobuf:"varint,15,opt,name=boot,proto3" json:"boot,omitempty"`                                                // sender's boot counter; seq restarts on a new boot
+	ReservedGang    string                 `protobuf:"bytes,16,opt,name=reserved_gang,json=reservedGang,proto3" json:"reserved_gang,omitempty"`             // "job/task" of the gang reservation the node honours first; empty when none (at most 512 bytes)
+	Unreserved      *Resources             `protobuf:"bytes,17,opt,name=unreserved,proto3" json:"unreserved,omitempty"`                                     // free room beside every reservation the node honours; required when reserved_gang is set
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -414,6 +416,20 @@ func (x *Advert) GetBoot() uint64 {
 	return 0
 }
 
+func (x *Advert) GetReservedGang() string {
+	if x != nil {
+		return x.ReservedGang
+	}
+	return ""
+}
+
+func (x *Advert) GetUnreserved() *Resources {
+	if x != nil {
+		return x.Unreserved
+	}
+	return nil
+}
+
 var File_agora_proto protoreflect.FileDescriptor
 
 const file_agora_proto_rawDesc = "" +
@@ -442,7 +458,7 @@ const file_agora_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x04\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -461,7 +477,11 @@ const file_agora_proto_rawDesc = "" +
 	"\vinterval_ms\x18\r \x01(\x04R\n" +
 	"intervalMs\x12\x18\n" +
 	"\aleaving\x18\x0e \x01(\bR\aleaving\x12\x12\n" +
-	"\x04boot\x18\x0f \x01(\x04R\x04boot\x1a9\n" +
+	"\x04boot\x18\x0f \x01(\x04R\x04boot\x12#\n" +
+	"\rreserved_gang\x18\x10 \x01(\tR\freservedGang\x123\n" +
+	"\n" +
+	"unreserved\x18\x11 \x01(\v2\x13.agora.v1.ResourcesR\n" +
+	"unreserved\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"
@@ -494,11 +514,12 @@ var file_agora_proto_depIdxs = []int32{
 	5, // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
 	0, // 4: agora.v1.Advert.capacity:type_name -> agora.v1.Resources
 	0, // 5: agora.v1.Advert.free:type_name -> agora.v1.Resources
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0, // 6: agora.v1.Advert.unreserved:type_name -> agora.v1.Resources
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_agora_proto_init() }

@@ -155,12 +155,14 @@ func (a *auctionSched) adverts() {
 		}
 		o := a.markets[j]
 		free := o.Free()
-		sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen()}
+		res := o.Reserved()
+		sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen(),
+			reserved: res.Gang, unreserved: res.Unreserved.CPU}
 		if sum == a.last[j] {
 			continue
 		}
 		a.last[j] = sum
-		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: free, Queue: sum.queue, PredictedWait: o.PredictedWait(now)}
+		p := market.Peer{ID: a.e.nodes[j].id, Site: a.e.nodes[j].site, Capacity: o.Capacity(), Free: free, Queue: sum.queue, PredictedWait: o.PredictedWait(now), Reserved: res}
 		if a.lastAdv != nil {
 			a.lastAdv[j] = p
 		}
@@ -182,6 +184,8 @@ func (a *auctionSched) adverts() {
 type advertSum struct {
 	cpu, mem, gpu int64
 	queue         int
+	reserved      string // the gang the node keeps room for
+	unreserved    int64  // CPU free beside it
 }
 
 // touch marks node i as possibly changed since its last advert.
