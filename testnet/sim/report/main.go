@@ -50,7 +50,7 @@ func main() {
 	flag.Int64Var(&o.seed, "seed", 1, "seed of the workload and of the schedulers")
 	flag.StringVar(&scale, "scale", "100,300,1000,3000,10000", "node counts for the wall-time curve (auction, jobs-per-node jobs each)")
 	flag.IntVar(&o.swfJobs, "swf-jobs", 3000, "keep the first N jobs of each SWF log for the central schedulers (0: all)")
-	flag.IntVar(&o.auctionSWFJobs, "auction-swf-jobs", 700, "keep the first N jobs of each SWF log for the comparison with the auction (0: all)")
+	flag.IntVar(&o.auctionSWFJobs, "auction-swf-jobs", 2000, "keep the first N jobs of each SWF log for the comparison with the auction (0: all)")
 	flag.IntVar(&o.swfSeeds, "swf-seeds", 8, "replay each SWF log with the auction under this many seeds (seed, seed+1, ...) and compare their mean with EASY's")
 	flag.Parse()
 	for _, f := range strings.Split(scale, ",") {
