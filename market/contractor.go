@@ -122,10 +122,6 @@ func endOf(k *contract, now time.Time) time.Time {
 // and returns the first time the offer would start.
 func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 	free := c.free.Clone()
-	evs := c.runningEnds(now)
-	for _, h := range c.holds { // a hold either starts its replica or expires
-		evs = append(evs, release{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
-	}
 	probe := &contract{spec: TaskSpec{TaskOffer: o}, seq: c.seq + 1}
 	var pending []*contract
 	for _, k := range c.queue {
@@ -133,7 +129,6 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 			pending = append(pending, k)
 		}
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
 	// Reservations: a gang replica only counts the reservations ahead of
 	// its own; a plain task fits beside them all, or backfills when it
 	// ends before they can be honoured.
@@ -158,6 +153,19 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 		return al, why == ""
 	}
 	rt := c.predictRuntime(o, now)
+	// Nothing queued ahead and room now: the offer starts now, whatever
+	// the running tasks' ends (the common case on a node with room; it
+	// spares sorting them for every bid).
+	if len(pending) == 0 {
+		if _, ok := fits(free, o.Request, now, rt); ok {
+			return now
+		}
+	}
+	evs := c.runningEnds(now)
+	for _, h := range c.holds { // a hold either starts its replica or expires
+		evs = append(evs, release{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
 	insert := func(e release) {
 		i := sort.Search(len(evs), func(i int) bool { return evs[i].at.After(e.at) })
 		evs = append(evs, release{})

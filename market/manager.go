@@ -128,12 +128,19 @@ func (m *Market) Jobs() []JobRecord {
 func (m *Market) Tick(now time.Time) {
 	m.enter(now)
 	defer m.leave()
-	keys := make([]TaskKey, 0, len(m.auctions))
-	for k := range m.auctions {
-		keys = append(keys, k)
+	// Visit the auctions in the order of their keys' text (deterministic;
+	// each key's text is built once, not per comparison).
+	type named struct {
+		k TaskKey
+		s string
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, k := range keys {
+	keys := make([]named, 0, len(m.auctions))
+	for k := range m.auctions {
+		keys = append(keys, named{k, k.String()})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].s < keys[j].s })
+	for _, kn := range keys {
+		k := kn.k
 		a, ok := m.auctions[k]
 		if !ok {
 			continue
