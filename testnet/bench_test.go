@@ -2,11 +2,16 @@ package testnet
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +48,8 @@ type placementResult struct {
 	APIRTT     []time.Duration // GET /v1/id round trips
 	Missing    int             // placed tasks without a start time anywhere
 	ProcStarts int             // placed tasks timed by their process start (the rest by the manager's record)
+	Awarded    int             // placed tasks whose accepted award the manager's events show
+	AwardSpan  time.Duration   // first submit call → last accepted award, summed over rounds
 }
 
 func (r *placementResult) add(o placementResult) {
@@ -54,6 +61,19 @@ func (r *placementResult) add(o placementResult) {
 	r.APIRTT = append(r.APIRTT, o.APIRTT...)
 	r.Missing += o.Missing
 	r.ProcStarts += o.ProcStarts
+	r.Awarded += o.Awarded
+	r.AwardSpan += o.AwardSpan
+}
+
+// AwardsPerSec is the rate of scheduling decisions: placed tasks whose
+// executor accepted the award, over the summed first-submit → last-award
+// spans. It leaves out what follows the decision (the executor's fork and
+// exec of the process), which PlacementsPerSec includes.
+func (r placementResult) AwardsPerSec() float64 {
+	if r.AwardSpan <= 0 {
+		return 0
+	}
+	return float64(r.Awarded) / r.AwardSpan.Seconds()
 }
 
 // PlacementsPerSec is placed tasks over the summed first-submit →
@@ -186,7 +206,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 		return true
 	})
 
-	var last time.Time
+	var last, lastAward time.Time
 	for i, s := range subs {
 		// A task counts as placed when the runtime started its process:
 		// the executor's record of the successful attempt gives that
@@ -202,6 +222,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 			}
 		}
 		running := map[string]time.Time{}
+		awarded := map[string]time.Time{} // the last accepted award of each replica
 		for _, line := range s.nd.Events(s.id) {
 			at, text, ok := parseEvent(line)
 			if !ok {
@@ -214,6 +235,9 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 			if strings.HasPrefix(rest, "running on ") {
 				running[key] = at
 			}
+			if strings.HasPrefix(rest, "awarded to ") {
+				awarded[key] = at
+			}
 		}
 		for _, tk := range final[i].Tasks {
 			res.Tasks++
@@ -225,6 +249,12 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 				continue
 			}
 			res.Placed++
+			if at, ok := awarded[key]; ok {
+				res.Awarded++
+				if at.After(lastAward) {
+					lastAward = at
+				}
+			}
 			started, err := time.Parse(time.RFC3339Nano, tk.Started)
 			if at, ok := procStart[fmt.Sprintf("%s/%d", tk.Name, tk.Replica)]; ok && tk.State == "succeeded" {
 				started, err = at, nil
@@ -246,7 +276,68 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	if !last.IsZero() {
 		res.Span = last.Sub(first)
 	}
+	if !lastAward.IsZero() {
+		res.AwardSpan = lastAward.Sub(first)
+	}
 	return res
+}
+
+// spawnCeiling is the placement benchmark's baseline, run in the same
+// process: the bare cost of what an executor must do at the least to start
+// one of the benchmark's tasks — create its work directory, fork and exec
+// true with its output piped and drained, and reap it — with no scheduler,
+// network or store. workers goroutines (one per node, as each node starts
+// its tasks on one goroutine) start n processes between them; it returns
+// processes started per second, first Start call → last Start return.
+func spawnCeiling(tb testing.TB, n, workers int) float64 {
+	tb.Helper()
+	dir := tb.TempDir()
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var (
+		mu     sync.Mutex
+		last   time.Time
+		failed error
+		reaped sync.WaitGroup
+		wg     sync.WaitGroup
+	)
+	first := time.Now()
+	for w := range workers {
+		wg.Go(func() {
+			for i := range next {
+				work := filepath.Join(dir, "tasks", fmt.Sprintf("w%d", w), fmt.Sprintf("t%04d.0", i), "work")
+				err := os.MkdirAll(work, 0o755)
+				var cmd *exec.Cmd
+				if err == nil {
+					cmd = exec.Command("true")
+					cmd.Dir, cmd.Stdout, cmd.Stderr = work, io.Discard, io.Discard
+					cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+					err = cmd.Start()
+				}
+				at := time.Now()
+				mu.Lock()
+				if err != nil && failed == nil {
+					failed = err
+				}
+				if at.After(last) {
+					last = at
+				}
+				mu.Unlock()
+				if err == nil {
+					reaped.Go(func() { _ = cmd.Wait() })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	reaped.Wait()
+	if failed != nil {
+		tb.Fatalf("spawn baseline: %v", failed)
+	}
+	return float64(n) / last.Sub(first).Seconds()
 }
 
 // BenchmarkPlacement: 4 nodes; every iteration submits 5 jobs × 20 trivial
@@ -305,6 +396,16 @@ func TestPlacementBenchSmoke(t *testing.T) {
 	if r.Span <= 0 || r.PlacementsPerSec() <= 0 {
 		t.Fatalf("span %v, %.1f placements/s", r.Span, r.PlacementsPerSec())
 	}
-	t.Logf("p50 %.1f ms, p99 %.1f ms submit-to-start; %.1f placements/s; API round trip p50 %.2f ms",
-		quantile(r.Latency, 0.5), quantile(r.Latency, 0.99), r.PlacementsPerSec(), quantile(r.APIRTT, 0.5))
+	// Every replica ran, so each has an accepted award. (The award span
+	// is not bounded by the start span: a remote executor may start the
+	// process before its acceptance reaches the manager.)
+	if r.Awarded != 5 || r.AwardSpan <= 0 {
+		t.Fatalf("%d replicas with an accepted award, award span %v", r.Awarded, r.AwardSpan)
+	}
+	ceiling := spawnCeiling(t, 20, 4)
+	if ceiling <= 0 || math.IsInf(ceiling, 0) {
+		t.Fatalf("spawn ceiling %.1f/s", ceiling)
+	}
+	t.Logf("p50 %.1f ms, p99 %.1f ms submit-to-start; %.1f placements/s, %.1f awards/s, bare spawns %.1f/s; API round trip p50 %.2f ms",
+		quantile(r.Latency, 0.5), quantile(r.Latency, 0.99), r.PlacementsPerSec(), r.AwardsPerSec(), ceiling, quantile(r.APIRTT, 0.5))
 }

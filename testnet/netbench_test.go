@@ -315,16 +315,29 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // started per second over the whole cluster (first submit → last process
 // start, from the executors' runtime records).
 // It is BenchmarkPlacement's measurement with a larger burst.
+//
+// Two more figures in the same run: awards_per_s, the scheduling decisions
+// alone (first submit → last award accepted by its executor, from the
+// managers' events; the process starts still run beside them), and
+// spawn_ceiling_per_s, the baseline: as many bare starts of the same
+// process (work directory, fork and exec, pipes, one goroutine per node)
+// with no scheduler at all — what this machine allows a start rate to
+// reach. placements_vs_spawn_ceiling is their ratio.
 func BenchmarkNetPlacements(b *testing.B) {
-	total := benchPlacements(b, placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}, 3, 4)
+	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
+	total := benchPlacements(b, cfg, 3, 4)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
+	ceiling := spawnCeiling(b, cfg.Jobs*cfg.Tasks, 4)
 	b.ReportMetric(total.PlacementsPerSec(), "placements_per_s")
+	b.ReportMetric(total.AwardsPerSec(), "awards_per_s")
+	b.ReportMetric(ceiling, "spawn_ceiling_per_s")
+	b.ReportMetric(total.PlacementsPerSec()/ceiling, "placements_vs_spawn_ceiling")
 	b.ReportMetric(quantile(total.Latency, 0.50), "start_p50_ms")
 	b.ReportMetric(quantile(total.Latency, 0.99), "start_p99_ms")
-	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start; span %v",
-		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Span.Round(time.Millisecond))
+	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start, %d with an accepted award; span %v, to the last award %v",
+		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Awarded, total.Span.Round(time.Millisecond), total.AwardSpan.Round(time.Millisecond))
 }
 
 // advertTracer counts one node's traffic on the adverts topic.
