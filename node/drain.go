@@ -26,6 +26,11 @@ func (n *Node) Drain(ctx context.Context) error {
 			return err
 		}
 		if idle {
+			// The last reports may still wait for their turn's commit;
+			// then for the per-peer queues to empty.
+			if err := n.syncEffects(ctx); err != nil {
+				return fmt.Errorf("drain: %w", err)
+			}
 			n.tr.flush(ctx, time.Second)
 			return nil
 		}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,6 +41,9 @@ const (
 	// taskQueue bounds the task starts and stops waiting for the task
 	// goroutine; the loop waits when it is full.
 	taskQueue = 4096
+	// commitQueue bounds the turns whose job records wait for the
+	// committer; the loop waits when it is full.
+	commitQueue = 1024
 )
 
 // The loop owns the market: every call into it runs on the loop goroutine,
@@ -83,6 +87,19 @@ func (n *Node) loop() {
 	n.wg.Add(1)
 	go n.eventWriter(ch)
 	defer close(ch)
+	// Job records are committed by the committer, off the loop; it ends
+	// after the loop once it has committed every turn and carried out
+	// what waited for it (deferred calls run last first: this one before
+	// closing the event writer's queue).
+	cch := make(chan commitBatch, commitQueue)
+	committed := make(chan struct{})
+	n.commitCh = cch
+	n.wg.Add(1)
+	go n.committer(cch, committed)
+	defer func() {
+		close(cch)
+		<-committed
+	}()
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	lastSave := time.Now()
@@ -109,6 +126,41 @@ func (n *Node) loop() {
 		}
 		n.apply(n.mkt.Ready())
 		n.publishState()
+		for _, fn := range n.afterTurn {
+			fn()
+		}
+		clear(n.afterTurn)
+		n.afterTurn = n.afterTurn[:0]
+	}
+}
+
+// syncEffects waits until every effect of the loop's turns so far has
+// been carried out — job records committed, messages handed to the
+// transport — or ctx ends or the node stops.
+func (n *Node) syncEffects(ctx context.Context) error {
+	done := make(chan struct{})
+	err := n.call(func() {
+		// After this turn's apply: a barrier behind whatever waits for
+		// the committer (or none, when the loop carries out its effects).
+		n.afterTurn = append(n.afterTurn, func() {
+			if n.commitCh == nil {
+				close(done)
+				return
+			}
+			n.commitsPending.Add(1)
+			n.commitCh <- commitBatch{done: done}
+		})
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.ctx.Done():
+		return fmt.Errorf("node is shutting down")
 	}
 }
 
@@ -158,22 +210,114 @@ func (n *Node) publishState() {
 // after it is persisted (market's caller duty 2); the event lines are
 // appended in one commit after the other effects (nothing waits for
 // them).
+//
+// A turn that saves job records hands them to the committer together with
+// the effects that must not be seen before the records are in the store
+// (messages, broadcasts, task starts and stops), so that the loop goes on
+// with the next turn while the store commits: write-ahead order holds, and
+// a crash loses a turn's records only with everything they announced.
+// While any turn waits for the committer, later turns queue behind it even
+// without records of their own, so that effects keep their order.
 func (n *Node) apply(effects []market.Effect) {
-	n.saveJobs(effects)
-	evs := n.evBuf[:0]
+	if len(effects) == 0 {
+		return
+	}
+	grace := n.mkt.Config().PreemptGrace // the market is the loop's only
+	recs := n.collectSaves(effects)
+	switch {
+	case n.commitCh == nil: // before the loop starts: commit here
+		n.commit(recs)
+		n.carryOut(effects, grace)
+	case len(recs) == 0 && n.commitsPending.Load() == 0:
+		n.carryOut(effects, grace)
+	default:
+		n.commitsPending.Add(1)
+		n.commitCh <- commitBatch{recs: slices.Clone(recs), effects: effects, grace: grace}
+	}
+	clear(recs)
+	n.recBuf = recs[:0]
+	n.loopEffects(effects)
+}
+
+// commitBatch is one loop turn's job records and the effects that wait
+// for them (see apply).
+type commitBatch struct {
+	recs    []store.Entry[market.JobRecord]
+	effects []market.Effect
+	grace   time.Duration
+	done    chan struct{} // closed once carried out (syncEffects' barrier)
+}
+
+// committer commits the loop's job records, as many turns per commit as
+// are queued (a job's last version only), then carries out each turn's
+// waiting effects in order, until the loop closes ch.
+func (n *Node) committer(ch <-chan commitBatch, done chan<- struct{}) {
+	defer n.wg.Done()
+	defer close(done)
+	var batch []commitBatch
+	var recs []store.Entry[market.JobRecord]
+	for b := range ch {
+		batch = append(batch[:0], b)
+	more:
+		for len(batch) < turnEvents {
+			select {
+			case b, ok := <-ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, b)
+			default:
+				break more
+			}
+		}
+		recs = recs[:0]
+		for _, b := range batch {
+			for _, r := range b.recs {
+				if i := slices.IndexFunc(recs, func(x store.Entry[market.JobRecord]) bool { return x.Key == r.Key }); i >= 0 {
+					recs[i].Value = r.Value
+					continue
+				}
+				recs = append(recs, r)
+			}
+		}
+		n.commit(recs)
+		for _, b := range batch {
+			n.carryOut(b.effects, b.grace)
+			if b.done != nil {
+				close(b.done)
+			}
+			n.commitsPending.Add(-1)
+		}
+		clear(batch)
+		clear(recs)
+	}
+}
+
+// carryOut carries out the effects that leave the node or touch its
+// tasks: messages, broadcasts, task starts and stops. It may run on the
+// loop or on the committer; grace is the market's PreemptGrace.
+func (n *Node) carryOut(effects []market.Effect, grace time.Duration) {
 	for _, e := range effects {
 		switch x := e.(type) {
-		case market.SaveJob:
-			// written above
 		case market.Send:
 			n.tr.send(x.To, x.Msg)
 		case market.Broadcast:
 			n.broadcast(x.Msg)
 		case market.StartTask:
-			grace := n.mkt.Config().PreemptGrace // the market is the loop's only
 			n.onTasks(func() { n.startTask(x, grace) })
 		case market.StopTask:
 			n.onTasks(func() { n.stopTask(x) })
+		}
+	}
+}
+
+// loopEffects carries out, on the loop, the effects that touch the loop's
+// own state or only record what happened: event lines (through the event
+// writer), the runtime history's dirty mark and the round hook.
+func (n *Node) loopEffects(effects []market.Effect) {
+	evs := n.evBuf[:0]
+	for _, e := range effects {
+		switch x := e.(type) {
 		case market.RecordRuntime:
 			n.historyDirty = true
 		case market.Event:
@@ -270,9 +414,9 @@ func (n *Node) syncEvents() {
 	}
 }
 
-// saveJobs persists the SaveJob records among effects in one commit,
-// each job's last version only, and queues them for replication.
-func (n *Node) saveJobs(effects []market.Effect) {
+// collectSaves gathers the SaveJob records among effects, each job's last
+// version only, in n.recBuf.
+func (n *Node) collectSaves(effects []market.Effect) []store.Entry[market.JobRecord] {
 	recs := n.recBuf[:0]
 	for _, e := range effects {
 		x, ok := e.(market.SaveJob)
@@ -285,6 +429,12 @@ func (n *Node) saveJobs(effects []market.Effect) {
 		}
 		recs = append(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
 	}
+	return recs
+}
+
+// commit persists job records in one store commit and queues them for
+// replication.
+func (n *Node) commit(recs []store.Entry[market.JobRecord]) {
 	if len(recs) == 0 {
 		return
 	}
@@ -294,8 +444,6 @@ func (n *Node) saveJobs(effects []market.Effect) {
 	for _, r := range recs {
 		n.replicateLater(r.Value)
 	}
-	clear(recs)
-	n.recBuf = recs[:0]
 }
 
 func runID(k market.TaskKey, epoch uint64) string {

@@ -59,25 +59,28 @@ type Node struct {
 	apiLn  net.Listener
 
 	// market plane
-	mkt          *market.Market
-	events       chan func()
-	tr           *transport
-	runner       *runtime.Runner
-	jobs         *store.Bucket[market.JobRecord]
-	replicas     *store.Bucket[replicaRecord]
-	fo           *failover
-	held         heldJobs // unfinished jobs loaded at start, until reclaimJobs
-	execs        *store.Bucket[execution]
-	jobsTopic    *pubsub.Topic
-	historyDirty bool                            // loop goroutine only
-	recBuf       []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
-	evBuf        []store.LogAppend               // apply's scratch; loop goroutine only
-	evCh         chan eventBatch                 // to the event writer; set and used by the loop goroutine only
-	tasksQ       chan func()                     // task starts and stops, for taskLoop
-	cpuDeclared  bool                            // CPU capacity comes from --resources, not the machine
-	stopping     atomic.Bool
-	killing      atomic.Bool  // Kill: no snapshots, no exit reports
-	ck           *checkpoints // task checkpoints and their protocol
+	mkt            *market.Market
+	events         chan func()
+	tr             *transport
+	runner         *runtime.Runner
+	jobs           *store.Bucket[market.JobRecord]
+	replicas       *store.Bucket[replicaRecord]
+	fo             *failover
+	held           heldJobs // unfinished jobs loaded at start, until reclaimJobs
+	execs          *store.Bucket[execution]
+	jobsTopic      *pubsub.Topic
+	historyDirty   bool                            // loop goroutine only
+	recBuf         []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
+	evBuf          []store.LogAppend               // apply's scratch; loop goroutine only
+	evCh           chan eventBatch                 // to the event writer; set and used by the loop goroutine only
+	afterTurn      []func()                        // run after the current turn's effects; loop goroutine only
+	commitCh       chan commitBatch                // to the committer; set and used by the loop goroutine only
+	commitsPending atomic.Int64                    // turns handed to the committer and not yet carried out
+	tasksQ         chan func()                     // task starts and stops, for taskLoop
+	cpuDeclared    bool                            // CPU capacity comes from --resources, not the machine
+	stopping       atomic.Bool
+	killing        atomic.Bool  // Kill: no snapshots, no exit reports
+	ck             *checkpoints // task checkpoints and their protocol
 
 	mu       sync.Mutex
 	free     resource.Vector
