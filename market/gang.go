@@ -47,6 +47,7 @@ type gangAuction struct {
 	holdBy     time.Time
 	nextAt     time.Time
 	since      time.Time // first round of this placement: the starvation clock
+	ready      time.Time // when the gang's replicas became ready: its place in the reservation order
 	reserved   []NodeID
 	// reservedUntil is when the reservations lapse unless renewed.
 	reservedUntil time.Time
@@ -114,7 +115,7 @@ func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 func (m *Market) renewReserve(g *gangAuction) {
 	g.reservedUntil = m.now.Add(m.cfg.ReserveTTL)
 	for _, n := range g.reserved {
-		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: g.reservedUntil})
+		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: g.reservedUntil, Since: g.ready})
 	}
 }
 
@@ -157,7 +158,7 @@ func (m *Market) placeGang(j *JobRecord, task string, replicas int) {
 	ts, _ := j.Spec.Task(task)
 	offer := m.offer(j, recs[0])
 	offer.GangSize, offer.Pack = replicas, ts.Pack
-	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now}
+	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now, ready: m.readyTime(j, task)}
 	m.gangs[id] = g
 	m.gangCFPs(g)
 }
@@ -478,6 +479,7 @@ type reservation struct {
 	gang     string
 	req      resource.Request
 	priority int
+	since    time.Time // when the gang became ready; zero: unknown
 	until    time.Time
 }
 
@@ -612,6 +614,12 @@ func reservedBefore(a, b *reservation) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
+	if !a.since.Equal(b.since) {
+		if a.since.IsZero() || b.since.IsZero() {
+			return b.since.IsZero()
+		}
+		return a.since.Before(b.since)
+	}
 	return a.gang < b.gang
 }
 
@@ -682,7 +690,7 @@ func (m *Market) onReserve(r Reserve) {
 		m.schedule()
 		return
 	}
-	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
+	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
 	// One reservation per node, the first in the shared order, as EASY
 	// protects only the head of its queue: with every waiting gang
 	// reserving, nodes would idle behind reservations that are hours from

@@ -198,6 +198,50 @@ func TestReservationsOrdered(t *testing.T) {
 	}
 }
 
+// Among gangs of one priority, the one waiting longest (earliest Since)
+// comes first whatever its ID, as EASY reserves for the head of its
+// queue; a reservation that does not say when its gang became ready
+// comes after every one that does.
+func TestReservationsOldestGangFirst(t *testing.T) {
+	whole := resource.Request{CPU: 4000}
+	for _, tc := range []struct {
+		name         string
+		sinceA       time.Time // jobA sorts first by ID
+		sinceB       time.Time
+		wantA, wantB int64
+	}{
+		{"older B first", t0.Add(time.Hour), t0, 0, 4000},
+		{"older A first", t0, t0.Add(time.Hour), 4000, 0},
+		{"same age: by ID", t0, t0, 4000, 0},
+		{"A unknown: after B", time.Time{}, t0.Add(time.Hour), 0, 4000},
+		{"both unknown: by ID", time.Time{}, time.Time{}, 4000, 0},
+	} {
+		c := newContractor(cpuNode(4), predict.RuntimeConfig{})
+		c.reserves["jobA/t"] = &reservation{gang: "jobA/t", req: whole, priority: 5, since: tc.sinceA}
+		c.reserves["jobB/t"] = &reservation{gang: "jobB/t", req: whole, priority: 5, since: tc.sinceB}
+		if a, b := c.availFor("jobA/t").CPU, c.availFor("jobB/t").CPU; a != tc.wantA || b != tc.wantB {
+			t.Errorf("%s: jobA sees %d, jobB %d millicores; want %d and %d", tc.name, a, b, tc.wantA, tc.wantB)
+		}
+	}
+	// A node keeps one reservation: an older gang's Reserve replaces a
+	// younger one's, and a younger one's is turned away.
+	m, err := New(Config{Self: "n1", Capacity: cpuNode(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.enter(t0)
+	young := Reserve{Auction: AuctionID{Key: TaskKey{Job: "jobA", Task: "t"}}, Manager: "m", Request: whole, Priority: 5, Until: t0.Add(5 * time.Second), Since: t0.Add(-time.Minute)}
+	old := young
+	old.Auction.Key.Job, old.Since = "jobB", t0.Add(-time.Hour)
+	m.onReserve(young)
+	m.onReserve(old)
+	m.onReserve(young)
+	m.leave()
+	if _, ok := m.c.reserves["jobB/t"]; !ok || len(m.c.reserves) != 1 {
+		t.Fatalf("reservations %v; want only the older gang jobB/t", m.c.reserves)
+	}
+}
+
 // A reserved node backfills: a plain task may use the reserved room only
 // if it is predicted to end before the reservation can be honoured, and
 // its bid says so.

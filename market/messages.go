@@ -157,6 +157,12 @@ type Reserve struct {
 	Request  resource.Request `json:"request"`
 	Priority int              `json:"priority"`
 	Until    time.Time        `json:"until"`
+	// Since is when the gang became ready to run. A node keeps room for
+	// one gang, the first by priority, then by Since (oldest first, as
+	// EASY reserves for the head of its queue), then by gang ID; the
+	// zero time (a sender that does not say) comes after every known
+	// one.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // StealRequest is an idle node asking a loaded one for queued tasks that

@@ -1714,6 +1714,7 @@ type Reserve struct {
 	Request       *Request               `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`                                     // resources to keep free; absent means an all-zero request
 	Priority      int32                  `protobuf:"varint,4,opt,name=priority,proto3" json:"priority,omitempty"`                                  // priority of the gang's job, 0 (lowest) .. 10 (highest)
 	UntilUnixNano int64                  `protobuf:"varint,5,opt,name=until_unix_nano,json=untilUnixNano,proto3" json:"until_unix_nano,omitempty"` // when the reservation ends; 0 or a past time cancels it
+	SinceUnixNano int64                  `protobuf:"varint,6,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"` // when the gang became ready to run; a node keeps room for the waiting gang first in (priority, since, gang) order; 0: unknown (after every known time)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1779,6 +1780,13 @@ func (x *Reserve) GetPriority() int32 {
 func (x *Reserve) GetUntilUnixNano() int64 {
 	if x != nil {
 		return x.UntilUnixNano
+	}
+	return 0
+}
+
+func (x *Reserve) GetSinceUnixNano() int64 {
+	if x != nil {
+		return x.SinceUnixNano
 	}
 	return 0
 }
@@ -2233,13 +2241,14 @@ const file_market_proto_rawDesc = "" +
 	"\x05peers\x18\x04 \x03(\tR\x05peers\"D\n" +
 	"\aRelease\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\xc3\x01\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\xeb\x01\n" +
 	"\aReserve\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12+\n" +
 	"\arequest\x18\x03 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1a\n" +
 	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12&\n" +
-	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\"]\n" +
+	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\x12&\n" +
+	"\x0fsince_unix_nano\x18\x06 \x01(\x03R\rsinceUnixNano\"]\n" +
 	"\fStealRequest\x12\x14\n" +
 	"\x05thief\x18\x01 \x01(\tR\x05thief\x12%\n" +
 	"\x04room\x18\x02 \x01(\v2\x11.agora.v1.RequestR\x04room\x12\x10\n" +

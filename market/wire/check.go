@@ -138,6 +138,7 @@ func checkMsg(m market.Msg) error {
 			checkRequest("reserve.request", x.Request),
 			checkRange("reserve.priority", x.Priority, MinPriority, MaxPriority),
 			checkTime("reserve.until_unix_nano", x.Until),
+			checkTime("reserve.since_unix_nano", x.Since),
 		)
 	case market.StealRequest:
 		return firstErr(

@@ -63,7 +63,7 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.Reserve:
 		env.Body = &pb.Envelope_Reserve{Reserve: &pb.Reserve{
 			Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Request: requestToPB(x.Request),
-			Priority: int32(x.Priority), UntilUnixNano: timeToPB(x.Until),
+			Priority: int32(x.Priority), UntilUnixNano: timeToPB(x.Until), SinceUnixNano: timeToPB(x.Since),
 		}}
 	case market.StealRequest:
 		env.Body = &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{Thief: string(x.Thief), Room: requestToPB(x.Room), Max: int32(x.Max)}}
@@ -266,7 +266,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		}
 		return market.Reserve{
 			Auction: a, Manager: market.NodeID(x.Manager), Request: r,
-			Priority: int(x.Priority), Until: timeFromPB(x.UntilUnixNano),
+			Priority: int(x.Priority), Until: timeFromPB(x.UntilUnixNano), Since: timeFromPB(x.SinceUnixNano),
 		}, nil
 	case *pb.Envelope_StealRequest:
 		x, p := body.StealRequest, "steal_request"

@@ -92,7 +92,7 @@ func fullHold() market.Hold {
 }
 
 func fullReserve() market.Reserve {
-	return market.Reserve{Auction: aid, Manager: manager, Request: fullOffer().Request, Priority: 8, Until: t0.Add(time.Minute)}
+	return market.Reserve{Auction: aid, Manager: manager, Request: fullOffer().Request, Priority: 8, Until: t0.Add(time.Minute), Since: t0.Add(-time.Hour)}
 }
 
 func fullSteal() market.StealRequest {
@@ -594,6 +594,7 @@ func TestEncodeRejects(t *testing.T) {
 		{"release no key", market.Release{}, "wire: release.key.job: required"},
 		{"reserve priority", market.Reserve{Auction: aid, Manager: manager, Priority: MaxPriority + 1}, "wire: reserve.priority: 11 out of range"},
 		{"reserve until after 2262", market.Reserve{Auction: aid, Manager: manager, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.until_unix_nano"},
+		{"reserve since after 2262", market.Reserve{Auction: aid, Manager: manager, Since: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.since_unix_nano"},
 		{"steal request no max", market.StealRequest{Thief: bidder}, "wire: steal_request.max: 0 out of range 1..1024"},
 		{"steal request max over int32", market.StealRequest{Thief: bidder, Max: math.MaxInt32 + 1}, "wire: steal_request.max"},
 		{"steal request no thief", market.StealRequest{Max: 1}, "wire: steal_request.thief: required"},
@@ -651,7 +652,7 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 		market.HoldReply{Auction: maxAuction, Bidder: maxNode, Replica: MaxReplica, OK: true, Reason: strings.Repeat("r", MaxReasonLen)},
 		market.Commit{Key: s.Key, Epoch: math.MaxUint64, Rank: MaxRank, Peers: s.Peers},
 		market.Release{Key: s.Key, Epoch: math.MaxUint64},
-		market.Reserve{Auction: maxAuction, Manager: maxNode, Request: s.Request, Priority: MaxPriority, Until: maxTime},
+		market.Reserve{Auction: maxAuction, Manager: maxNode, Request: s.Request, Priority: MaxPriority, Until: maxTime, Since: maxTime},
 		market.StealRequest{Thief: maxNode, Room: s.Request, Max: MaxStealTasks},
 		market.Transfer{Key: s.Key, Epoch: math.MaxUint64, From: maxNode, To: maxNode},
 	}
