@@ -467,10 +467,20 @@ func (m *Market) closeAuction(a *auction) {
 	a.ranked = m.rank(a, t)
 	if len(a.ranked) > 0 {
 		b := a.ranked[0]
-		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start +%v score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, b.Start.Sub(m.now).Round(time.Millisecond), b.Score))
+		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start %s score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, startText(b.Start.Sub(m.now)), b.Score))
 		m.emit(RoundClosed{Auction: a.id, Opened: a.roundStart, Closed: m.now, Bids: len(a.bids), Invited: len(a.invited)})
 	}
 	m.awardNext(a)
+}
+
+// startText says when a bid's start lies from now: "now" for a start
+// that is due (a bid made during the window may name a start already
+// passed), else "+" and the wait.
+func startText(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	return "+" + d.Round(time.Millisecond).String()
 }
 
 // awardNext sends the award to the best remaining bid, or opens a new

@@ -66,3 +66,19 @@ func TestRoundClosedReportsOpenAndClose(t *testing.T) {
 		t.Fatalf("RoundClosed %+v; want auction %v opened %v closed %v with 2 bids of 2 invited", rc, cfp.Auction, t0, closed)
 	}
 }
+
+func TestStartText(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-54 * time.Millisecond, "now"},
+		{0, "now"},
+		{1500 * time.Microsecond, "+2ms"},
+		{90 * time.Second, "+1m30s"},
+	} {
+		if got := startText(tc.d); got != tc.want {
+			t.Errorf("startText(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
