@@ -31,11 +31,14 @@ fmt:
 # SWF and Alibaba traces in $(TRACES)), written to docs/performance.md with
 # its plots in docs/perf/. REPORTFLAGS sizes the experiments (see
 # `go run ./testnet/sim/report -h`); expect about half an hour on 2 cores.
+# NETCOUNT repeats each real-network benchmark: their figures move with the
+# machine's noise, and the report shows every repetition.
 TRACES      ?= ../shared/traces
 REPORTFLAGS ?=
+NETCOUNT    ?= 3
 bench:
 	@mkdir -p docs/perf
-	$(GO) test -run '^$$' -bench 'Net' -benchtime 1x ./testnet/ | tee docs/perf/netbench.txt
+	$(GO) test -run '^$$' -bench 'Net' -benchtime 1x -count $(NETCOUNT) ./testnet/ | tee docs/perf/netbench.txt
 	$(GO) run ./testnet/sim/report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
 
 # Every Go benchmark of the repository (micro-benchmarks included).

@@ -30,7 +30,8 @@ import (
 //	go test -run '^$' -bench Net -benchtime 1x ./testnet/
 //
 // With -benchtime 1x each benchmark makes one measurement; the set takes
-// about 40 s on two cores.
+// about 40 s on two cores. make bench repeats it (-count, NETCOUNT=3) so
+// that the report shows how far the figures move between repetitions.
 
 // echoProtocol is a bare request-response protocol registered on the
 // benchmark nodes' hosts only: it echoes every frame it reads, framed as
