@@ -222,17 +222,16 @@ func (n *Node) apply(effects []market.Effect) {
 	if len(effects) == 0 {
 		return
 	}
-	grace := n.mkt.Config().PreemptGrace // the market is the loop's only
 	recs := n.collectSaves(effects)
 	switch {
 	case n.commitCh == nil: // before the loop starts: commit here
 		n.commit(recs)
-		n.carryOut(effects, grace)
+		n.carryOut(effects)
 	case len(recs) == 0 && n.commitsPending.Load() == 0:
-		n.carryOut(effects, grace)
+		n.carryOut(effects)
 	default:
 		n.commitsPending.Add(1)
-		n.commitCh <- commitBatch{recs: slices.Clone(recs), effects: effects, grace: grace}
+		n.commitCh <- commitBatch{recs: slices.Clone(recs), effects: effects}
 	}
 	clear(recs)
 	n.recBuf = recs[:0]
@@ -244,7 +243,6 @@ func (n *Node) apply(effects []market.Effect) {
 type commitBatch struct {
 	recs    []store.Entry[market.JobRecord]
 	effects []market.Effect
-	grace   time.Duration
 	done    chan struct{} // closed once carried out (syncEffects' barrier)
 }
 
@@ -273,16 +271,12 @@ func (n *Node) committer(ch <-chan commitBatch, done chan<- struct{}) {
 		recs = recs[:0]
 		for _, b := range batch {
 			for _, r := range b.recs {
-				if i := slices.IndexFunc(recs, func(x store.Entry[market.JobRecord]) bool { return x.Key == r.Key }); i >= 0 {
-					recs[i].Value = r.Value
-					continue
-				}
-				recs = append(recs, r)
+				recs = putLatest(recs, r)
 			}
 		}
 		n.commit(recs)
 		for _, b := range batch {
-			n.carryOut(b.effects, b.grace)
+			n.carryOut(b.effects)
 			if b.done != nil {
 				close(b.done)
 			}
@@ -295,8 +289,8 @@ func (n *Node) committer(ch <-chan commitBatch, done chan<- struct{}) {
 
 // carryOut carries out the effects that leave the node or touch its
 // tasks: messages, broadcasts, task starts and stops. It may run on the
-// loop or on the committer; grace is the market's PreemptGrace.
-func (n *Node) carryOut(effects []market.Effect, grace time.Duration) {
+// loop or on the committer.
+func (n *Node) carryOut(effects []market.Effect) {
 	for _, e := range effects {
 		switch x := e.(type) {
 		case market.Send:
@@ -304,7 +298,7 @@ func (n *Node) carryOut(effects []market.Effect, grace time.Duration) {
 		case market.Broadcast:
 			n.broadcast(x.Msg)
 		case market.StartTask:
-			n.onTasks(func() { n.startTask(x, grace) })
+			n.onTasks(func() { n.startTask(x, n.preemptGrace) })
 		case market.StopTask:
 			n.onTasks(func() { n.stopTask(x) })
 		}
@@ -423,13 +417,19 @@ func (n *Node) collectSaves(effects []market.Effect) []store.Entry[market.JobRec
 		if !ok {
 			continue
 		}
-		if i := slices.IndexFunc(recs, func(r store.Entry[market.JobRecord]) bool { return r.Key == x.Job.ID }); i >= 0 {
-			recs[i].Value = x.Job // a later version of the same job
-			continue
-		}
-		recs = append(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
+		recs = putLatest(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
 	}
 	return recs
+}
+
+// putLatest adds e to recs, or replaces the version of the same job
+// already there (a later version wins).
+func putLatest(recs []store.Entry[market.JobRecord], e store.Entry[market.JobRecord]) []store.Entry[market.JobRecord] {
+	if i := slices.IndexFunc(recs, func(r store.Entry[market.JobRecord]) bool { return r.Key == e.Key }); i >= 0 {
+		recs[i].Value = e.Value
+		return recs
+	}
+	return append(recs, e)
 }
 
 // commit persists job records in one store commit and queues them for

@@ -76,6 +76,7 @@ type Node struct {
 	afterTurn      []func()                        // run after the current turn's effects; loop goroutine only
 	commitCh       chan commitBatch                // to the committer; set and used by the loop goroutine only
 	commitsPending atomic.Int64                    // turns handed to the committer and not yet carried out
+	preemptGrace   time.Duration                   // the market's PreemptGrace (fixed), for task starts
 	tasksQ         chan func()                     // task starts and stops, for taskLoop
 	cpuDeclared    bool                            // CPU capacity comes from --resources, not the machine
 	stopping       atomic.Bool
@@ -401,6 +402,7 @@ func (n *Node) startMarket() error {
 		return &ConfigError{Err: err}
 	}
 	n.mkt = m
+	n.preemptGrace = m.Config().PreemptGrace
 	n.events = make(chan func(), loopQueue)
 	n.tasksQ = make(chan func(), taskQueue)
 	n.runner = runtime.NewRunner(runtime.Options{})

@@ -468,12 +468,7 @@ func (r *report) network() {
 		r.p("Could not read %s: %v", r.o.netbench, err)
 		return
 	}
-	reps := 0
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "BenchmarkNetPlacements") {
-			reps++
-		}
-	}
+	reps := strings.Count("\n"+string(data), "\nBenchmarkNetPlacements")
 	r.p("`go test -run '^$' -bench Net -benchtime 1x -count %d ./testnet/` in the same `make bench` (one line per repetition; each is measured afresh, so the spread is the machine's noise):", max(reps, 1))
 	r.p("")
 	r.p("```")
