@@ -96,14 +96,16 @@ func (n *Node) replicateLater(j market.JobRecord) {
 	n.fo.mu.Unlock()
 }
 
-// replicate pushes one record to its replica peers and waits for them.
+// replicate pushes one record to its replica peers and waits for them;
+// it returns how many stored it.
 func (n *Node) replicate(ctx context.Context, j market.JobRecord) int {
 	reps := n.replicaPeers(j.ID)
-	body, err := json.Marshal(jobReplicaMsg{Record: j, Replicas: reps})
-	if err != nil || len(body) > maxJobRecordFrame {
-		log.Warnw("job record too large to replicate", "job", j.ID, "bytes", len(body), "err", err)
+	e, err := encodeRecord(j, reps)
+	if err != nil {
+		log.Warnw("job record cannot be replicated", "job", j.ID, "err", err)
 		return 0
 	}
+	msg := []encodedRecord{e}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ok := 0
@@ -115,26 +117,34 @@ func (n *Node) replicate(ctx context.Context, j market.JobRecord) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := n.sendRecord(ctx, p, body); err != nil {
+			stored, err := n.pushRecords(ctx, p, msg)
+			if err != nil {
 				log.Debugw("replicate job record", "job", j.ID, "peer", p, "err", err)
-				return
 			}
-			mu.Lock()
-			ok++
-			mu.Unlock()
+			if stored[j.ID] {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
 	return ok
 }
 
+// sendRecord replicates one record (body, a jobReplicaMsg) to a version-1
+// peer on a stream of its own.
 func (n *Node) sendRecord(ctx context.Context, p peer.ID, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
 	s, err := n.host.NewStream(ctx, p, JobRecordProtocol)
 	if err != nil {
 		return err
 	}
+	return exchangeRecord(ctx, s, body)
+}
+
+// exchangeRecord sends body on a version-1 stream, reads the answer and
+// closes the stream.
+func exchangeRecord(ctx context.Context, s network.Stream, body []byte) error {
 	defer s.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = s.SetDeadline(dl)
@@ -164,7 +174,7 @@ func (n *Node) sendRecord(ctx context.Context, p peer.ID, body []byte) error {
 	return nil
 }
 
-// handleRecord stores a replica pushed by a job's manager.
+// handleRecord stores a replica pushed by a job's manager over version 1.
 func (n *Node) handleRecord(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(queryTimeout))
@@ -184,13 +194,8 @@ func (n *Node) handleRecord(s network.Stream) {
 		reply(fmt.Errorf("malformed job record: %v", err))
 		return
 	}
-	from := s.Conn().RemotePeer().String()
-	if string(msg.Record.Manager) != from {
-		reply(fmt.Errorf("record's manager %s is not the sender %s", msg.Record.Manager, from))
-		return
-	}
-	if err := msg.Record.Spec.Validate(); err != nil || msg.Record.ID == "" {
-		reply(fmt.Errorf("invalid job record: %v", err))
+	if err := checkReplica(s.Conn().RemotePeer().String(), msg); err != nil {
+		reply(err)
 		return
 	}
 	reply(n.replicas.Put(msg.Record.ID, replicaRecord{Record: msg.Record, Replicas: msg.Replicas, Updated: time.Now()}))
@@ -221,8 +226,12 @@ func (n *Node) failoverLoop() {
 			batch := n.fo.pending
 			n.fo.pending = map[string]market.JobRecord{}
 			n.fo.mu.Unlock()
-			for _, j := range batch {
-				n.replicate(n.ctx, j)
+			if len(batch) > 0 {
+				recs := make([]market.JobRecord, 0, len(batch))
+				for _, j := range batch {
+					recs = append(recs, j)
+				}
+				n.replicateAll(n.ctx, recs)
 			}
 		case <-chk.C:
 			n.checkFailover()

@@ -66,7 +66,8 @@ type Node struct {
 	jobs           *store.Bucket[market.JobRecord]
 	replicas       *store.Bucket[replicaRecord]
 	fo             *failover
-	held           heldJobs // unfinished jobs loaded at start, until reclaimJobs
+	recLinks       recordLinks // version-2 job-record streams to replica peers
+	held           heldJobs    // unfinished jobs loaded at start, until reclaimJobs
 	execs          *store.Bucket[execution]
 	jobsTopic      *pubsub.Topic
 	historyDirty   bool                            // loop goroutine only
@@ -391,6 +392,7 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 
 // onGone tells the market a peer left or stopped advertising.
 func (n *Node) onGone(id peer.ID) {
+	n.recLinks.forget(id)
 	n.exec(func() { n.mkt.PeerGone(time.Now(), market.NodeID(id.String())) })
 }
 
@@ -433,6 +435,7 @@ func (n *Node) startMarket() error {
 	n.wg.Add(1)
 	go n.checkpointSweep()
 	n.host.SetStreamHandler(JobRecordProtocol, n.handleRecord)
+	n.host.SetStreamHandler(JobRecordProtocolV2, n.handleRecords)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
 	}

@@ -1,0 +1,369 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/store"
+)
+
+// JobRecordProtocolV2 carries job-record replicas from a manager to a
+// replica peer over one long-lived stream per peer, any number of records
+// per frame: each request frame is JSON
+// {"records": [{"record": <JobRecord>, "replicas": [<node id>, ...]}, ...]},
+// answered, in order, by one frame {"stored": <count>, "errors": {<job id>:
+// <why>}, "error": <why the whole frame was refused>}.
+//
+// Version 1 (JobRecordProtocol) opened a stream per record and peer: its
+// protocol negotiation and the replica's answer were, in the round
+// benchmark, as much CPU as the auction itself, and they ran exactly when
+// a submitted job's first round did. A node still answers version 1, and
+// falls back to it for a peer that does not speak version 2.
+const JobRecordProtocolV2 = protocol.ID("/agora/jobrecord/2.0.0")
+
+// recordsPerFrame bounds the records of one request frame. The replica
+// decodes, checks and stores a frame in one go, without yielding its
+// core; bounded frames (and a yield between them) keep a burst of record
+// updates from stalling the auctions beside it on a small machine.
+const recordsPerFrame = 8
+
+// recordBatch is a version-2 request frame.
+type recordBatch struct {
+	Records []jobReplicaMsg `json:"records"`
+}
+
+// recordBatchReply is a version-2 answer.
+type recordBatchReply struct {
+	Stored int               `json:"stored"`
+	Errors map[string]string `json:"errors,omitempty"`
+	Error  string            `json:"error,omitempty"`
+}
+
+// recordLinks are the version-2 streams this node keeps to replica peers.
+type recordLinks struct {
+	mu    sync.Mutex
+	links map[peer.ID]*recordLink
+}
+
+// recordLink is one replica peer's stream. Writes and the queue of
+// waiting requests share mu, so that the queue is in the order the frames
+// left, which is the order their answers come back in.
+type recordLink struct {
+	mu      sync.Mutex
+	s       network.Stream // nil until opened, and after an error
+	w       *bufio.Writer
+	waiting []chan recordResult
+}
+
+// recordResult is the answer to one request frame, or why none came.
+type recordResult struct {
+	reply recordBatchReply
+	err   error
+}
+
+func (l *recordLinks) link(p peer.ID) *recordLink {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.links == nil {
+		l.links = map[peer.ID]*recordLink{}
+	}
+	k, ok := l.links[p]
+	if !ok {
+		k = &recordLink{}
+		l.links[p] = k
+	}
+	return k
+}
+
+// forget drops p's link (the peer left the view).
+func (l *recordLinks) forget(p peer.ID) {
+	l.mu.Lock()
+	k := l.links[p]
+	delete(l.links, p)
+	l.mu.Unlock()
+	if k != nil {
+		k.mu.Lock()
+		k.fail(k.s, errors.New("replica peer gone"))
+		k.mu.Unlock()
+	}
+}
+
+// fail ends stream s if it is still the link's and answers every waiting
+// request with err. The caller holds k.mu.
+func (k *recordLink) fail(s network.Stream, err error) {
+	if s == nil || k.s != s {
+		return
+	}
+	_ = s.Reset()
+	k.s, k.w = nil, nil
+	for _, ch := range k.waiting {
+		ch <- recordResult{err: err}
+	}
+	k.waiting = nil
+}
+
+// readReplies hands each answer read from s to the oldest waiting request,
+// until s ends.
+func (k *recordLink) readReplies(s network.Stream) {
+	r := bufio.NewReader(s)
+	for {
+		b, err := wire.ReadFrame(r, 64<<10)
+		var rep recordBatchReply
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+		}
+		k.mu.Lock()
+		if err != nil || k.s != s || len(k.waiting) == 0 {
+			if err == nil {
+				err = errors.New("unexpected job-record answer")
+			}
+			k.fail(s, fmt.Errorf("job-record stream: %w", err))
+			k.mu.Unlock()
+			return
+		}
+		ch := k.waiting[0]
+		k.waiting = k.waiting[1:]
+		k.mu.Unlock()
+		ch <- recordResult{reply: rep}
+	}
+}
+
+// encodedRecord is a jobReplicaMsg encoded once, for every peer and
+// frame it goes in.
+type encodedRecord struct {
+	id  string
+	raw []byte
+}
+
+// encodeRecord encodes j with its replica set, or says why it cannot be
+// replicated.
+func encodeRecord(j market.JobRecord, reps []string) (encodedRecord, error) {
+	raw, err := json.Marshal(jobReplicaMsg{Record: j, Replicas: reps})
+	if err == nil && len(raw) > maxJobRecordFrame-64 {
+		err = fmt.Errorf("%d bytes encoded, over the %d-byte frame limit", len(raw), maxJobRecordFrame)
+	}
+	return encodedRecord{id: j.ID, raw: raw}, err
+}
+
+// pushRecords replicates recs to peer p and waits for its answer. It
+// returns the IDs of the records p stored.
+func (n *Node) pushRecords(ctx context.Context, p peer.ID, recs []encodedRecord) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	stored := map[string]bool{}
+	for len(recs) > 0 {
+		k, body := recordFrame(recs)
+		if err := n.pushFrame(ctx, p, recs[:k], body, stored); err != nil {
+			return stored, err
+		}
+		recs = recs[k:]
+	}
+	return stored, nil
+}
+
+// recordFrame builds the request frame for the first records of recs, at
+// most recordsPerFrame of them and maxJobRecordFrame bytes (always at
+// least one; encodeRecord bounds each), and says how many it holds.
+func recordFrame(recs []encodedRecord) (int, []byte) {
+	body := append(make([]byte, 0, 64+len(recs[0].raw)), `{"records":[`...)
+	k := 0
+	for k < len(recs) && k < recordsPerFrame {
+		if k > 0 && len(body)+len(recs[k].raw)+3 > maxJobRecordFrame {
+			break
+		}
+		if k > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, recs[k].raw...)
+		k++
+	}
+	return k, append(body, "]}"...)
+}
+
+// pushFrame sends one request frame, body, holding recs, on p's link,
+// opening the stream when there is none, and adds the records p stored to
+// stored. A peer that only speaks version 1 gets each record on a stream
+// of its own.
+func (n *Node) pushFrame(ctx context.Context, p peer.ID, recs []encodedRecord, body []byte, stored map[string]bool) error {
+	k := n.recLinks.link(p)
+	ch := make(chan recordResult, 1)
+	k.mu.Lock()
+	if k.s == nil {
+		s, err := n.host.NewStream(ctx, p, JobRecordProtocolV2, JobRecordProtocol)
+		if err != nil {
+			k.mu.Unlock()
+			return err
+		}
+		if s.Protocol() != JobRecordProtocolV2 {
+			k.mu.Unlock()
+			return n.pushV1(ctx, p, s, recs, stored)
+		}
+		k.s, k.w = s, bufio.NewWriter(s)
+		go k.readReplies(s)
+	}
+	s := k.s
+	err := wire.WriteFrame(k.w, body)
+	if err == nil {
+		err = k.w.Flush()
+	}
+	if err != nil {
+		k.fail(s, err)
+		k.mu.Unlock()
+		return err
+	}
+	k.waiting = append(k.waiting, ch)
+	k.mu.Unlock()
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			return res.err
+		}
+		if res.reply.Error != "" {
+			return errors.New(res.reply.Error)
+		}
+		for _, r := range recs {
+			if _, bad := res.reply.Errors[r.id]; !bad {
+				stored[r.id] = true
+			}
+		}
+		if len(res.reply.Errors) > 0 {
+			return fmt.Errorf("%d of %d records refused: %v", len(res.reply.Errors), len(recs), res.reply.Errors)
+		}
+		return nil
+	case <-ctx.Done():
+		// The peer is too slow: start afresh, so that a request queued
+		// behind this one is not left waiting as well.
+		k.mu.Lock()
+		k.fail(s, ctx.Err())
+		k.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// pushV1 replicates recs to a version-1 peer: the first on s, already
+// negotiated, each other one on a new stream.
+func (n *Node) pushV1(ctx context.Context, p peer.ID, s network.Stream, recs []encodedRecord, stored map[string]bool) error {
+	var first error
+	for i, r := range recs {
+		var err error
+		if i == 0 {
+			err = exchangeRecord(ctx, s, r.raw)
+		} else {
+			err = n.sendRecord(ctx, p, r.raw)
+		}
+		if err == nil {
+			stored[r.id] = true
+		} else if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// handleRecords serves a version-2 stream: every request frame is checked
+// record by record, the valid ones stored in one write, and answered.
+func (n *Node) handleRecords(s network.Stream) {
+	defer s.Close()
+	from := s.Conn().RemotePeer().String()
+	r, w := bufio.NewReader(s), bufio.NewWriter(s)
+	for {
+		b, err := wire.ReadFrame(r, maxJobRecordFrame)
+		if err != nil {
+			return // the manager closed the stream, or it broke
+		}
+		var rep recordBatchReply
+		var batch recordBatch
+		if err := json.Unmarshal(b, &batch); err != nil {
+			rep.Error = fmt.Sprintf("malformed job records: %v", err)
+		} else {
+			rep = n.storeReplicas(from, batch.Records)
+		}
+		out, _ := json.Marshal(rep)
+		if wire.WriteFrame(w, out) != nil || w.Flush() != nil {
+			_ = s.Reset()
+			return
+		}
+		runtime.Gosched() // see recordsPerFrame
+	}
+}
+
+// storeReplicas stores the valid records among recs, sent by peer from, in
+// one write, and says which were refused and why.
+func (n *Node) storeReplicas(from string, recs []jobReplicaMsg) recordBatchReply {
+	var rep recordBatchReply
+	now := time.Now()
+	entries := make([]store.Entry[replicaRecord], 0, len(recs))
+	for _, m := range recs {
+		if err := checkReplica(from, m); err != nil {
+			if rep.Errors == nil {
+				rep.Errors = map[string]string{}
+			}
+			rep.Errors[m.Record.ID] = err.Error()
+			continue
+		}
+		entries = append(entries, store.Entry[replicaRecord]{Key: m.Record.ID,
+			Value: replicaRecord{Record: m.Record, Replicas: m.Replicas, Updated: now}})
+	}
+	if err := n.replicas.PutAll(entries); err != nil {
+		rep.Error = err.Error()
+		return rep
+	}
+	rep.Stored = len(entries)
+	return rep
+}
+
+// checkReplica says why a record sent by peer from may not be kept as a
+// replica, or nil.
+func checkReplica(from string, m jobReplicaMsg) error {
+	if string(m.Record.Manager) != from {
+		return fmt.Errorf("record's manager %s is not the sender %s", m.Record.Manager, from)
+	}
+	if err := m.Record.Spec.Validate(); err != nil || m.Record.ID == "" {
+		return fmt.Errorf("invalid job record: %v", err)
+	}
+	return nil
+}
+
+// replicateAll pushes records to their replica peers, each encoded once,
+// one request per peer and frame, and waits for the answers.
+func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) {
+	byPeer := map[string][]encodedRecord{}
+	for _, j := range recs {
+		reps := n.replicaPeers(j.ID)
+		e, err := encodeRecord(j, reps)
+		if err != nil {
+			log.Warnw("job record cannot be replicated", "job", j.ID, "err", err)
+			continue
+		}
+		for _, r := range reps {
+			byPeer[r] = append(byPeer[r], e)
+		}
+	}
+	var wg sync.WaitGroup
+	for r, msgs := range byPeer {
+		p, err := peer.Decode(r)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := n.pushRecords(ctx, p, msgs); err != nil {
+				log.Debugw("replicate job records", "records", len(msgs), "peer", p, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}

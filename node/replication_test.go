@@ -1,0 +1,222 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+	"github.com/agora-sched/agora/market/wire"
+)
+
+// testRecord is a valid job record managed by m.
+func testRecord(t *testing.T, id string, m *Node) market.JobRecord {
+	t.Helper()
+	js, err := spec.Parse([]byte(`{"name": "`+id+`", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "100m"}}]}`), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return market.JobRecord{ID: id, Spec: *js, Manager: market.NodeID(m.ID().String()), State: market.JobPending}
+}
+
+// encodeAll encodes msgs for pushRecords.
+func encodeAll(t *testing.T, msgs []jobReplicaMsg) []encodedRecord {
+	t.Helper()
+	var out []encodedRecord
+	for _, m := range msgs {
+		e, err := encodeRecord(m.Record, m.Replicas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// replicaOf reads the replica of job id that n holds.
+func replicaOf(t *testing.T, n *Node, id string) (replicaRecord, bool) {
+	t.Helper()
+	r, ok, err := n.replicas.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ok
+}
+
+// TestRecordStreamV2: records reach a peer in one frame over the
+// long-lived version-2 stream, which later pushes reuse; a record whose
+// manager is not the sender is refused alone, by name, while the others of
+// its frame are stored.
+func TestRecordStreamV2(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	ctx := context.Background()
+	var msgs []jobReplicaMsg
+	for i := range 3 {
+		msgs = append(msgs, jobReplicaMsg{Record: testRecord(t, fmt.Sprintf("j-v2-%d", i), a), Replicas: []string{b.ID().String()}})
+	}
+	forged := testRecord(t, "j-forged", b) // claims b manages it; a sends it
+	msgs = append(msgs, jobReplicaMsg{Record: forged})
+	stored, err := a.pushRecords(ctx, b.ID(), encodeAll(t, msgs))
+	if err == nil || !strings.Contains(err.Error(), "j-forged") {
+		t.Fatalf("push with a forged record: err %v, want it refused by name", err)
+	}
+	for i := range 3 {
+		id := fmt.Sprintf("j-v2-%d", i)
+		if !stored[id] {
+			t.Fatalf("%s not acknowledged: %v", id, stored)
+		}
+		if r, ok := replicaOf(t, b, id); !ok || r.Record.Manager != market.NodeID(a.ID().String()) || len(r.Replicas) != 1 {
+			t.Fatalf("%s on b: %v %+v", id, ok, r)
+		}
+	}
+	if _, ok := replicaOf(t, b, "j-forged"); ok || stored["j-forged"] {
+		t.Fatal("forged record stored")
+	}
+	link := a.recLinks.link(b.ID())
+	link.mu.Lock()
+	s := link.s
+	link.mu.Unlock()
+	if s == nil || s.Protocol() != JobRecordProtocolV2 {
+		t.Fatalf("no version-2 stream kept: %v", s)
+	}
+	// The next push goes over the same stream.
+	if n := a.replicate(ctx, testRecord(t, "j-v2-again", a)); n < 1 {
+		t.Fatalf("replicate stored on %d peers", n)
+	}
+	link.mu.Lock()
+	same := link.s == s
+	link.mu.Unlock()
+	if !same {
+		t.Fatal("a second push opened another stream")
+	}
+	if _, ok := replicaOf(t, b, "j-v2-again"); !ok {
+		t.Fatal("second record not on b")
+	}
+}
+
+// TestRecordStreamV2Malformed: a frame that is not a record batch is
+// answered with an error naming the problem, and the stream still serves
+// the next frame.
+func TestRecordStreamV2Malformed(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := a.host.NewStream(ctx, b.ID(), JobRecordProtocolV2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, w := bufio.NewReader(s), bufio.NewWriter(s)
+	ask := func(body []byte) recordBatchReply {
+		t.Helper()
+		if err := wire.WriteFrame(w, body); err != nil || w.Flush() != nil {
+			t.Fatal(err)
+		}
+		b, err := wire.ReadFrame(r, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep recordBatchReply
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := ask([]byte(`{"records": 7}`)); !strings.Contains(rep.Error, "malformed job records") || rep.Stored != 0 {
+		t.Fatalf("malformed frame answered %+v", rep)
+	}
+	good, _ := json.Marshal(recordBatch{Records: []jobReplicaMsg{{Record: testRecord(t, "j-after", a)}}})
+	if rep := ask(good); rep.Error != "" || rep.Stored != 1 {
+		t.Fatalf("frame after a malformed one answered %+v", rep)
+	}
+}
+
+// TestRecordStreamFallsBackToV1: a peer that only speaks version 1 still
+// gets every record, each on a stream of its own.
+func TestRecordStreamFallsBackToV1(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	b.host.RemoveStreamHandler(JobRecordProtocolV2)
+	// As a node of an older version would never have announced it: wait
+	// until identify has told a that b no longer speaks version 2.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, err := a.host.Peerstore().SupportsProtocols(b.ID(), JobRecordProtocolV2)
+		if err == nil && len(ps) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a still lists version 2 for b: %v %v", ps, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	msgs := []jobReplicaMsg{{Record: testRecord(t, "j-v1-0", a)}, {Record: testRecord(t, "j-v1-1", a)}}
+	stored, err := a.pushRecords(context.Background(), b.ID(), encodeAll(t, msgs))
+	if err != nil || !stored["j-v1-0"] || !stored["j-v1-1"] {
+		t.Fatalf("push to a version-1 peer: %v, stored %v", err, stored)
+	}
+	for _, id := range []string{"j-v1-0", "j-v1-1"} {
+		if _, ok := replicaOf(t, b, id); !ok {
+			t.Fatalf("%s not on b", id)
+		}
+	}
+}
+
+// TestRecordFrame: frames hold at most recordsPerFrame records and
+// maxJobRecordFrame bytes, at least one record each, and decode to the
+// records they say they hold, in order.
+func TestRecordFrame(t *testing.T) {
+	small := func(i int) encodedRecord {
+		raw, _ := json.Marshal(jobReplicaMsg{Record: market.JobRecord{ID: fmt.Sprintf("j-%d", i)}})
+		return encodedRecord{id: fmt.Sprintf("j-%d", i), raw: raw}
+	}
+	big := func(i int) encodedRecord {
+		e := small(i)
+		pad, _ := json.Marshal(jobReplicaMsg{Record: market.JobRecord{ID: e.id, Reason: strings.Repeat("x", maxJobRecordFrame/3)}})
+		return encodedRecord{id: e.id, raw: pad}
+	}
+	for _, tc := range []struct {
+		name   string
+		recs   []encodedRecord
+		frames []int // records per frame
+	}{
+		{"one", []encodedRecord{small(0)}, []int{1}},
+		{"a frame's worth", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7)}, []int{8}},
+		{"split by count", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7), small(8), small(9)}, []int{8, 2}},
+		{"split by bytes", []encodedRecord{big(0), big(1), big(2), big(3)}, []int{2, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := tc.recs
+			var got []int
+			next := 0
+			for len(recs) > 0 {
+				k, body := recordFrame(recs)
+				if k < 1 || len(body) > maxJobRecordFrame {
+					t.Fatalf("frame of %d records, %d bytes", k, len(body))
+				}
+				var b recordBatch
+				if err := json.Unmarshal(body, &b); err != nil || len(b.Records) != k {
+					t.Fatalf("frame decodes to %d records (%v), says %d", len(b.Records), err, k)
+				}
+				for _, m := range b.Records {
+					if want := fmt.Sprintf("j-%d", next); m.Record.ID != want {
+						t.Fatalf("record %s, want %s", m.Record.ID, want)
+					}
+					next++
+				}
+				got = append(got, k)
+				recs = recs[k:]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.frames) {
+				t.Fatalf("frames %v, want %v", got, tc.frames)
+			}
+		})
+	}
+}
