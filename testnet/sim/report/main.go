@@ -469,11 +469,11 @@ func (r *report) network() {
 		return
 	}
 	reps := strings.Count("\n"+string(data), "\nBenchmarkNetPlacements")
-	r.p("`go test -run '^$' -bench Net -benchtime 1x -count %d ./testnet/` in the same `make bench` (one line per repetition; each is measured afresh, so the spread is the machine's noise):", max(reps, 1))
+	r.p("`go test -run '^$' -bench Net -benchtime 1x -count %d ./testnet/` in the same `make bench` (one line per repetition; each is measured afresh, so the spread is the machine's noise). `tmpdir` is where the nodes' data and task work directories were (`BENCHTMP`; tmpfs where there is one):", max(reps, 1))
 	r.p("")
 	r.p("```")
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "goos") || strings.HasPrefix(l, "cpu") || strings.HasPrefix(l, "ok") {
+		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "goos") || strings.HasPrefix(l, "cpu") || strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "tmpdir") {
 			r.p("%s", l)
 		}
 	}
