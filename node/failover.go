@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -99,37 +101,7 @@ func (n *Node) replicateLater(j market.JobRecord) {
 // replicate pushes one record to its replica peers and waits for them;
 // it returns how many stored it.
 func (n *Node) replicate(ctx context.Context, j market.JobRecord) int {
-	reps := n.replicaPeers(j.ID)
-	e, err := encodeRecord(j, reps)
-	if err != nil {
-		log.Warnw("job record cannot be replicated", "job", j.ID, "err", err)
-		return 0
-	}
-	msg := []encodedRecord{e}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := 0
-	for _, r := range reps {
-		p, err := peer.Decode(r)
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stored, err := n.pushRecords(ctx, p, msg)
-			if err != nil {
-				log.Debugw("replicate job record", "job", j.ID, "peer", p, "err", err)
-			}
-			if stored[j.ID] {
-				mu.Lock()
-				ok++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return ok
+	return n.replicateAll(ctx, []market.JobRecord{j})[j.ID]
 }
 
 // sendRecord replicates one record (body, a jobReplicaMsg) to a version-1
@@ -227,11 +199,7 @@ func (n *Node) failoverLoop() {
 			n.fo.pending = map[string]market.JobRecord{}
 			n.fo.mu.Unlock()
 			if len(batch) > 0 {
-				recs := make([]market.JobRecord, 0, len(batch))
-				for _, j := range batch {
-					recs = append(recs, j)
-				}
-				n.replicateAll(n.ctx, recs)
+				n.replicateAll(n.ctx, slices.Collect(maps.Values(batch)))
 			}
 		case <-chk.C:
 			n.checkFailover()

@@ -337,8 +337,9 @@ func checkReplica(from string, m jobReplicaMsg) error {
 }
 
 // replicateAll pushes records to their replica peers, each encoded once,
-// one request per peer and frame, and waits for the answers.
-func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) {
+// one request per peer and frame, waits for the answers and returns, per
+// job, how many peers stored its record.
+func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[string]int {
 	byPeer := map[string][]encodedRecord{}
 	for _, j := range recs {
 		reps := n.replicaPeers(j.ID)
@@ -352,6 +353,8 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) {
 		}
 	}
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := map[string]int{}
 	for r, msgs := range byPeer {
 		p, err := peer.Decode(r)
 		if err != nil {
@@ -360,10 +363,17 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := n.pushRecords(ctx, p, msgs); err != nil {
+			ok, err := n.pushRecords(ctx, p, msgs)
+			if err != nil {
 				log.Debugw("replicate job records", "records", len(msgs), "peer", p, "err", err)
 			}
+			mu.Lock()
+			for id := range ok {
+				stored[id]++
+			}
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	return stored
 }
