@@ -15,7 +15,7 @@ import (
 
 // startNodes starts n nodes on loopback, each bootstrapping from the
 // first, and waits until every one sees all the others.
-func startNodes(t *testing.T, count int) []*Node {
+func startNodes(t testing.TB, count int) []*Node {
 	t.Helper()
 	var nodes []*Node
 	for i := 0; i < count; i++ {

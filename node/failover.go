@@ -51,9 +51,43 @@ type failover struct {
 	mu      sync.Mutex
 	pending map[string]market.JobRecord // records waiting to be replicated
 	rehome  map[string]bool             // jobs whose new manager is being looked for
+	// open indexes the unfinished replicas this node holds: job ID → the
+	// record's manager and replica set, all checkFailover needs, so that
+	// the check does not decode every stored record, finished ones
+	// included, every second. Kept under mu, in step with the store.
+	open map[string]openReplica
 	// boots is, per job this node executes tasks of, its manager's boot
 	// counter when first seen (failoverLoop's goroutine only).
 	boots map[string]uint64
+}
+
+// openReplica is what checkFailover needs of an unfinished replica.
+type openReplica struct {
+	manager  string
+	replicas []string
+}
+
+// noteReplicas updates the index of unfinished replicas after recs were
+// stored.
+func (f *failover) noteReplicas(recs ...replicaRecord) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range recs {
+		if r.Record.State.Terminal() {
+			delete(f.open, r.Record.ID)
+		} else {
+			f.open[r.Record.ID] = openReplica{manager: string(r.Record.Manager), replicas: r.Replicas}
+		}
+	}
+}
+
+// loadReplicaIndex builds the index of unfinished replicas from the store,
+// once, at start.
+func (n *Node) loadReplicaIndex() error {
+	return n.replicas.Scan("", func(_ string, r replicaRecord) (bool, error) {
+		n.fo.noteReplicas(r)
+		return true, nil
+	})
 }
 
 // closest orders ids by XOR distance between SHA-256 of the id and of key.
@@ -170,7 +204,12 @@ func (n *Node) handleRecord(s network.Stream) {
 		reply(err)
 		return
 	}
-	reply(n.replicas.Put(msg.Record.ID, replicaRecord{Record: msg.Record, Replicas: msg.Replicas, Updated: time.Now()}))
+	r := replicaRecord{Record: msg.Record, Replicas: msg.Replicas, Updated: time.Now()}
+	err = n.replicas.Put(msg.Record.ID, r)
+	if err == nil {
+		n.fo.noteReplicas(r)
+	}
+	reply(err)
 }
 
 func errText(err error) string {
@@ -218,30 +257,37 @@ func (n *Node) live() map[string]bool {
 func (n *Node) checkFailover() {
 	live := n.live()
 	self := n.ID().String()
-	recs, err := n.replicas.List("")
-	if err != nil {
-		return
-	}
-	for _, e := range recs {
-		r := e.Value
-		if r.Record.State.Terminal() || live[string(r.Record.Manager)] {
+	n.fo.mu.Lock()
+	var orphans []string
+	for id, r := range n.fo.open {
+		if live[r.manager] {
 			continue
 		}
 		// The closest live node of the replica set takes over.
-		var first string
-		for _, id := range closest(r.Record.ID, r.Replicas) {
-			if live[id] {
-				first = id
+		for _, rid := range closest(id, r.replicas) {
+			if live[rid] {
+				if rid == self {
+					orphans = append(orphans, id)
+				}
 				break
 			}
 		}
-		if first != self {
-			continue
+	}
+	n.fo.mu.Unlock()
+	sort.Strings(orphans)
+	for _, id := range orphans {
+		r, ok, err := n.replicas.Get(id)
+		if err != nil || !ok || r.Record.State.Terminal() || live[string(r.Record.Manager)] {
+			continue // changed since the index was read
 		}
 		rec := r.Record
 		log.Infow("manager gone: taking over job", "job", rec.ID, "old_manager", rec.Manager)
 		n.exec(func() { n.mkt.Adopt(time.Now(), rec) })
-		_ = n.replicas.Delete(e.Key)
+		if n.replicas.Delete(id) == nil {
+			n.fo.mu.Lock()
+			delete(n.fo.open, id)
+			n.fo.mu.Unlock()
+		}
 	}
 	// Executor side: find the new manager of jobs whose manager is gone,
 	// or came back from a restart (a peer may have adopted the job while

@@ -159,7 +159,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.members = store.NewBucket[memberRecord](n.store, "members")
 	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs")
 	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas")
-	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}, boots: map[string]uint64{}}
+	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}, boots: map[string]uint64{}, open: map[string]openReplica{}}
+	if err = n.loadReplicaIndex(); err != nil {
+		return nil, fmt.Errorf("node: read job-record replicas: %w", err)
+	}
 	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {

@@ -320,6 +320,9 @@ func (n *Node) storeReplicas(from string, recs []jobReplicaMsg) recordBatchReply
 		rep.Error = err.Error()
 		return rep
 	}
+	for _, e := range entries {
+		n.fo.noteReplicas(e.Value)
+	}
 	rep.Stored = len(entries)
 	return rep
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // testRecord is a valid job record managed by m.
-func testRecord(t *testing.T, id string, m *Node) market.JobRecord {
+func testRecord(t testing.TB, id string, m *Node) market.JobRecord {
 	t.Helper()
 	js, err := spec.Parse([]byte(`{"name": "`+id+`", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "100m"}}]}`), time.Now())
 	if err != nil {
