@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/names"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/runtime/checkpoint"
 )
@@ -82,11 +82,6 @@ type ckReply struct {
 	Data     []byte          `json:"data,omitempty"`     // get (base64)
 }
 
-var (
-	ckJobRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	ckTaskRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-)
-
 // wireKey converts a task key for the wire.
 func wireKey(k market.TaskKey) *ckKey { return &ckKey{Job: k.Job, Task: k.Task, Replica: k.Replica} }
 
@@ -97,9 +92,9 @@ func (k *ckKey) validate() error {
 	switch {
 	case k == nil:
 		return errors.New("key: missing")
-	case !ckJobRE.MatchString(k.Job) || k.Job == "." || k.Job == "..":
+	case !names.JobID(k.Job) || k.Job == "." || k.Job == "..":
 		return errors.New("key.job: invalid")
-	case !ckTaskRE.MatchString(k.Task) || k.Task == "." || k.Task == "..":
+	case !names.TaskName(k.Task) || k.Task == "." || k.Task == "..":
 		return errors.New("key.task: invalid")
 	case k.Replica < 0 || k.Replica > wire.MaxReplica:
 		return fmt.Errorf("key.replica: out of range 0..%d", wire.MaxReplica)

@@ -3,6 +3,8 @@ package spec
 import (
 	"container/heap"
 	"strings"
+
+	"github.com/agora-sched/agora/market/names"
 )
 
 // deps resolves each task's After names to task indices, reporting empty,
@@ -134,7 +136,7 @@ func (j *Job) cycleText(cycle []int) string {
 // displayName shows a valid task name as is and any other quoted, so a
 // message stays on one line.
 func displayName(name string) string {
-	if taskNameRE.MatchString(name) {
+	if names.TaskName(name) {
 		return name
 	}
 	return quote(name)

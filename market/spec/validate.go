@@ -1,17 +1,13 @@
 package spec
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-)
 
-var (
-	taskNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	"github.com/agora-sched/agora/market/names"
 )
 
 // reservedEnvPrefix starts the names of variables Agora sets itself.
@@ -162,7 +158,7 @@ func checkTaskName(l *errorList, path, name string) {
 	switch {
 	case name == "":
 		l.add(path, "required")
-	case !taskNameRE.MatchString(name) || name == "." || name == "..":
+	case !names.TaskName(name) || name == "." || name == "..":
 		l.add(path, "invalid task name %s: use 1 to %d letters, digits, '_', '.' or '-' (not \".\" or \"..\")", quote(name), MaxTaskNameLen)
 	}
 }
@@ -205,7 +201,7 @@ func checkEnv(l *errorList, path string, env map[string]string) {
 		switch {
 		case len(k) > MaxEnvNameLen:
 			l.add(p, "name is %d bytes, over the limit of %d", len(k), MaxEnvNameLen)
-		case !envNameRE.MatchString(k):
+		case !names.EnvName(k):
 			l.add(p, "invalid variable name %s: use letters, digits and '_', not starting with a digit", quote(k))
 		case strings.HasPrefix(strings.ToUpper(k), reservedEnvPrefix):
 			l.add(p, "names starting with %s are reserved for Agora", reservedEnvPrefix)

@@ -1,15 +1,10 @@
 package spec
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/agora-sched/agora/devices/resource"
-)
-
-var (
-	deviceKindRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	labelKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$`)
+	"github.com/agora-sched/agora/market/names"
 )
 
 // checkRequest checks a task's resource request; path is its resources.
@@ -68,7 +63,7 @@ func checkDevices(l *errorList, path string, devs []resource.DeviceRequest) {
 		switch {
 		case d.Kind == "":
 			l.add(field(p, "kind"), "required")
-		case !deviceKindRE.MatchString(d.Kind):
+		case !names.DeviceKind(d.Kind):
 			l.add(field(p, "kind"), "invalid device kind %s: use 1 to %d letters, digits, '_', '.' or '-'", quote(d.Kind), MaxDeviceKindLen)
 		}
 		checkText(l, field(p, "model"), d.Model, MaxModelLen, false)
@@ -93,7 +88,7 @@ func checkLabels(l *errorList, path string, labels map[string]string) {
 	}
 	for _, k := range sortedKeys(labels) {
 		p := keyPath(path, k)
-		if !labelKeyRE.MatchString(k) {
+		if !names.LabelKey(k) {
 			l.add(p, "invalid label key %s: use 1 to %d letters, digits, '_', '.', '/' or '-'", quote(k), MaxLabelKeyLen)
 			continue
 		}

@@ -3,7 +3,6 @@ package wire
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/names"
 )
 
 // FieldError is a message rejected for one field's value. Its Error text
@@ -32,14 +32,6 @@ func (e *FieldError) Error() string { return "wire: " + e.Field + ": " + e.Probl
 func bad(field, format string, args ...any) error {
 	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
 }
-
-var (
-	taskNameRE   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	nodeIDRE     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	deviceKindRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	labelKeyRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,127}$`)
-)
 
 // Bounds of a time on the wire: set times lie strictly after the Unix
 // epoch (0 stands for the zero time) and within int64 nanoseconds.
@@ -249,7 +241,7 @@ func checkTaskName(p, name string) error {
 		return bad(p, "required")
 	case len(name) > MaxTaskNameLen:
 		return bad(p, "%d bytes, over the limit of %d", len(name), MaxTaskNameLen)
-	case !taskNameRE.MatchString(name) || name == "." || name == "..":
+	case !names.TaskName(name) || name == "." || name == "..":
 		return bad(p, "invalid task name %s: want letters, digits, '_', '.' or '-' (not \".\" or \"..\")", show(name))
 	}
 	return nil
@@ -263,7 +255,7 @@ func checkNodeID(p string, id market.NodeID) error {
 		return bad(p, "required")
 	case len(id) > MaxNodeIDLen:
 		return bad(p, "%d bytes, over the limit of %d", len(id), MaxNodeIDLen)
-	case !nodeIDRE.MatchString(string(id)):
+	case !names.NodeID(string(id)):
 		return bad(p, "invalid node ID %s: want letters, digits, '.', '_' or '-'", show(string(id)))
 	}
 	return nil
@@ -462,7 +454,7 @@ func checkEnv(p string, env map[string]string) error {
 		switch {
 		case len(k) > MaxEnvNameLen:
 			return bad(kp, "name is %d bytes, over the limit of %d", len(k), MaxEnvNameLen)
-		case !envNameRE.MatchString(k):
+		case !names.EnvName(k):
 			return bad(kp, "invalid variable name: want letters, digits and '_', not starting with a digit")
 		case strings.IndexByte(v, 0) >= 0:
 			return bad(kp, "value contains a NUL byte")
@@ -505,7 +497,7 @@ func checkDevices(p string, devs []resource.DeviceRequest) error {
 		switch {
 		case d.Kind == "":
 			return bad(join(dp, "kind"), "required")
-		case !deviceKindRE.MatchString(d.Kind):
+		case !names.DeviceKind(d.Kind):
 			return bad(join(dp, "kind"), "invalid device kind %s: want 1 to %d letters, digits, '_', '.' or '-'", show(d.Kind), MaxDeviceKindLen)
 		}
 		if err := firstErr(
@@ -525,7 +517,7 @@ func checkLabels(p string, labels map[string]string) error {
 	}
 	for _, k := range sortedKeys(labels) {
 		kp := keyPath(p, k)
-		if !labelKeyRE.MatchString(k) {
+		if !names.LabelKey(k) {
 			return bad(kp, "invalid label key: want 1 to %d letters, digits, '_', '.', '/' or '-'", MaxLabelKeyLen)
 		}
 		if err := checkText(kp, labels[k], MaxLabelValueLen, false); err != nil {
