@@ -283,20 +283,23 @@ func (n *Node) handleRecords(s network.Stream) {
 		if err != nil {
 			return // the manager closed the stream, or it broke
 		}
-		var rep recordBatchReply
-		var batch recordBatch
-		if err := json.Unmarshal(b, &batch); err != nil {
-			rep.Error = fmt.Sprintf("malformed job records: %v", err)
-		} else {
-			rep = n.storeReplicas(from, batch.Records)
-		}
-		out, _ := json.Marshal(rep)
+		out, _ := json.Marshal(n.storeFrame(from, b))
 		if wire.WriteFrame(w, out) != nil || w.Flush() != nil {
 			_ = s.Reset()
 			return
 		}
 		runtime.Gosched() // see recordsPerFrame
 	}
+}
+
+// storeFrame decodes a request frame from peer from and stores its valid
+// records.
+func (n *Node) storeFrame(from string, b []byte) recordBatchReply {
+	var batch recordBatch
+	if err := json.Unmarshal(b, &batch); err != nil {
+		return recordBatchReply{Error: fmt.Sprintf("malformed job records: %v", err)}
+	}
+	return n.storeReplicas(from, batch.Records)
 }
 
 // storeReplicas stores the valid records among recs, sent by peer from, in
