@@ -256,7 +256,9 @@ func newRoundNet(tb testing.TB, window time.Duration) (*Net, *roundLog) {
 // round over every ordered pair. Runs with the default bid window and with
 // a 2 ms one; window_closed_frac is the share of rounds that closed with
 // fewer bids than invited nodes, i.e. on the window rather than on the
-// last answer.
+// last answer. other_busy_frac and steal_frac (Linux) say how much of the
+// machine's CPU other processes and the hypervisor took meanwhile, so
+// that a noisy repetition can be told from a slow build.
 func BenchmarkNetAuctionRound(b *testing.B) {
 	for _, window := range []time.Duration{0, 2 * time.Millisecond} {
 		name := "window=" + window.String()
@@ -266,6 +268,7 @@ func BenchmarkNetAuctionRound(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			net, log := newRoundNet(b, window)
 			var total roundResult
+			m0 := sampleMachine()
 			for b.Loop() {
 				r := measureRounds(b, net, log, 400)
 				total.Round = append(total.Round, r.Round...)
@@ -287,6 +290,7 @@ func BenchmarkNetAuctionRound(b *testing.B) {
 			b.ReportMetric(quantile(total.Accept, 0.50), "accept_p50_ms")
 			b.ReportMetric(quantile(total.Accept, 0.99), "accept_p99_ms")
 			b.ReportMetric(float64(total.Short)/float64(len(total.Round)), "window_closed_frac")
+			reportMachine(b, m0)
 			b.Logf("%d rounds (%.2f bids each, %d closed by the window), %d bare round trips of %d bytes",
 				len(total.Round), float64(total.Bids)/float64(len(total.Round)), total.Short, len(total.Bare), total.Bytes)
 		})
@@ -326,6 +330,7 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // reach. placements_vs_spawn_ceiling is their ratio.
 func BenchmarkNetPlacements(b *testing.B) {
 	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
+	m0 := sampleMachine()
 	total := benchPlacements(b, cfg, 3, 4)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
@@ -337,6 +342,7 @@ func BenchmarkNetPlacements(b *testing.B) {
 	b.ReportMetric(total.PlacementsPerSec()/ceiling, "placements_vs_spawn_ceiling")
 	b.ReportMetric(quantile(total.Latency, 0.50), "start_p50_ms")
 	b.ReportMetric(quantile(total.Latency, 0.99), "start_p99_ms")
+	reportMachine(b, m0)
 	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start, %d with an accepted award; span %v, to the last award %v",
 		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Awarded, total.Span.Round(time.Millisecond), total.AwardSpan.Round(time.Millisecond))
 }
