@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -200,16 +201,16 @@ func (n *Node) handleRecord(s network.Stream) {
 		reply(fmt.Errorf("malformed job record: %v", err))
 		return
 	}
-	if err := checkReplica(s.Conn().RemotePeer().String(), msg); err != nil {
-		reply(err)
-		return
+	// The same checks, store and index update as a version-2 frame.
+	rep := n.storeReplicas(s.Conn().RemotePeer().String(), []jobReplicaMsg{msg})
+	switch {
+	case rep.Error != "":
+		reply(errors.New(rep.Error))
+	case len(rep.Errors) > 0:
+		reply(errors.New(rep.Errors[msg.Record.ID]))
+	default:
+		reply(nil)
 	}
-	r := replicaRecord{Record: msg.Record, Replicas: msg.Replicas, Updated: time.Now()}
-	err = n.replicas.Put(msg.Record.ID, r)
-	if err == nil {
-		n.fo.noteReplicas(r)
-	}
-	reply(err)
 }
 
 func errText(err error) string {
