@@ -16,7 +16,8 @@ type LogChunk struct {
 }
 
 // streamTable holds the in-memory sequence state of every log stream used
-// since Open. Entries are small and kept for the life of the Store.
+// since Open and not deleted since: DeleteLog drops a stream's entry, so
+// that a node deleting old streams does not keep one per stream forever.
 type streamTable struct {
 	mu sync.Mutex
 	m  map[string]*streamState
@@ -28,6 +29,7 @@ type streamState struct {
 	mu     sync.Mutex
 	loaded bool
 	last   uint64
+	gone   bool // dropped from the table by DeleteLog: look the stream up again
 }
 
 func (t *streamTable) init() {
@@ -44,6 +46,31 @@ func (t *streamTable) get(stream string) *streamState {
 		t.m[stream] = st
 	}
 	return st
+}
+
+// lock returns the state of stream, created if needed, with its mu held.
+// A state DeleteLog dropped while the caller waited for it is passed over
+// for the table's current one, so every holder of a stream's lock sees the
+// same state.
+func (t *streamTable) lock(stream string) *streamState {
+	for {
+		st := t.get(stream)
+		st.mu.Lock()
+		if !st.gone {
+			return st
+		}
+		st.mu.Unlock()
+	}
+}
+
+// drop removes st, whose mu the caller holds, from the table.
+func (t *streamTable) drop(stream string, st *streamState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[stream] == st {
+		delete(t.m, stream)
+	}
+	st.gone = true
 }
 
 // AppendLog appends data (1 to MaxLogChunkSize bytes) to stream and returns
@@ -68,8 +95,7 @@ func (s *Store) AppendLog(stream string, data []byte) (seq uint64, err error) {
 	}
 	defer s.leave()
 
-	st := s.streams.get(stream)
-	st.mu.Lock()
+	st := s.streams.lock(stream)
 	defer st.mu.Unlock()
 	prefix := logPrefix(stream)
 	if err := s.recoverSeq(st, prefix); err != nil {
@@ -177,8 +203,7 @@ func (s *Store) DeleteLog(stream string) error {
 	}
 	defer s.leave()
 
-	st := s.streams.get(stream)
-	st.mu.Lock()
+	st := s.streams.lock(stream)
 	defer st.mu.Unlock()
 	prefix := logPrefix(stream)
 	// Delete in bounded transactions so a long stream never exceeds
@@ -213,6 +238,7 @@ func (s *Store) DeleteLog(stream string) error {
 		}
 	}
 	st.last, st.loaded = 0, true
+	s.streams.drop(stream, st)
 	return nil
 }
 

@@ -271,3 +271,58 @@ func TestLogConcurrentAppenders(t *testing.T) {
 		t.Fatalf("final read: %d chunks, next %d, %v", len(chunks), next, err)
 	}
 }
+
+// TestDeleteLogForgetsStream: a deleted stream leaves no sequence state
+// behind, and appenders racing a delete never reuse a sequence number
+// that is still stored: after every delete, the stream's chunks are
+// numbered 1, 2, … without a gap or a repeat.
+func TestDeleteLogForgetsStream(t *testing.T) {
+	s := openMem(t)
+	for i := range 50 {
+		name := fmt.Sprintf("events/j-%d", i)
+		appendN(t, s, name, 1, 3)
+		if err := s.DeleteLog(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.streams.mu.Lock()
+	left := len(s.streams.m)
+	s.streams.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d stream states left after every stream was deleted", left)
+	}
+
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				if _, err := s.AppendLog("raced", fmt.Appendf(nil, "%d:%d", w, i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			if err := s.DeleteLog("raced"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	chunks, _, err := s.ReadLog("raced", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range chunks {
+		if c.Seq != uint64(i+1) {
+			t.Fatalf("chunk %d has seq %d: %d chunks left after the races", i, c.Seq, len(chunks))
+		}
+	}
+	seq, err := s.AppendLog("raced", []byte("last"))
+	if err != nil || seq != uint64(len(chunks)+1) {
+		t.Fatalf("append after the races: seq %d, %v; want %d", seq, err, len(chunks)+1)
+	}
+}

@@ -162,8 +162,7 @@ func (s *Store) AppendLogs(chunks []LogAppend) error {
 	}
 	streams := make(map[string]*stream, len(names))
 	for _, name := range names {
-		st := s.streams.get(name)
-		st.mu.Lock()
+		st := s.streams.lock(name)
 		defer st.mu.Unlock()
 		prefix := logPrefix(name)
 		if err := s.recoverSeq(st, prefix); err != nil {
