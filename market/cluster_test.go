@@ -30,6 +30,8 @@ type cluster struct {
 	lastAdvert  time.Time
 	// cut nodes lose every message to or from them (a partition).
 	cut map[NodeID]bool
+	// forgotten lists the ForgetJob effects, as "node/job".
+	forgotten []string
 }
 
 type delivery struct {
@@ -130,6 +132,8 @@ func (c *cluster) drain() {
 				c.running[c.ids[i]][x.Key] = r
 			case Event:
 				c.events = append(c.events, fmt.Sprintf("%s %s: %s", x.Time.Sub(t0), c.ids[i], x.Text))
+			case ForgetJob:
+				c.forgotten = append(c.forgotten, string(c.ids[i])+"/"+x.Job)
 			}
 		}
 	}

@@ -98,12 +98,21 @@ type Config struct {
 	Weights Weights
 	// Runtime configures the runtime predictor.
 	Runtime predict.RuntimeConfig
+	// JobRetention is how long a manager keeps a finished job's record
+	// before it forgets it (ForgetJob): status queries find the job until
+	// then; DefaultJobRetention. Negative: kept forever.
+	JobRetention time.Duration
 	// TickEvery is how often the caller must call Tick; 10ms (advisory).
 	TickEvery time.Duration
 	// Seed seeds the market's random source (tie-breaking among equal
 	// candidates).
 	Seed int64
 }
+
+// DefaultJobRetention is how long a finished job is kept by default: a
+// day, long enough for its submitter to read its outcome and logs, short
+// enough that a node running millions of jobs does not keep them all.
+const DefaultJobRetention = 24 * time.Hour
 
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
@@ -125,6 +134,9 @@ func (c Config) withDefaults() Config {
 	def(&c.PreemptWait, time.Second)
 	def(&c.PreemptGrace, 2*time.Second)
 	def(&c.TickEvery, 10*time.Millisecond)
+	if c.JobRetention == 0 {
+		c.JobRetention = DefaultJobRetention
+	}
 	def(&c.HoldExpiry, 2*time.Second)
 	def(&c.LeaseEvery, time.Second)
 	def(&c.StealEvery, 500*time.Millisecond)

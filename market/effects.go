@@ -36,6 +36,11 @@ type StopTask struct {
 // SaveJob persists a manager's job record (it changed).
 type SaveJob struct{ Job JobRecord }
 
+// ForgetJob says a finished job's retention has passed: the market has
+// dropped its record, and the caller deletes what it keeps of the job (the
+// stored record, its event log). It follows the job's last SaveJob.
+type ForgetJob struct{ Job string }
+
 // RecordRuntime persists one observed runtime for the prediction history.
 type RecordRuntime struct {
 	Type    string
@@ -67,6 +72,7 @@ func (Broadcast) effect()     {}
 func (StartTask) effect()     {}
 func (StopTask) effect()      {}
 func (SaveJob) effect()       {}
+func (ForgetJob) effect()     {}
 func (RecordRuntime) effect() {}
 func (Event) effect()         {}
 func (RoundClosed) effect()   {}

@@ -57,6 +57,8 @@ func (m *Market) Restore(now time.Time, jobs []JobRecord) {
 	m.enter(now)
 	defer m.leave()
 	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].Submitted.Before(jobs[j].Submitted) })
+	var finished []*JobRecord
+	defer func() { m.retireRestored(finished) }()
 	for _, jr := range jobs {
 		if _, dup := m.jobs[jr.ID]; dup {
 			continue
@@ -65,6 +67,7 @@ func (m *Market) Restore(now time.Time, jobs []JobRecord) {
 		m.jobs[j.ID] = &j
 		m.jobOrder = append(m.jobOrder, j.ID)
 		if j.State.Terminal() {
+			finished = append(finished, &j)
 			continue
 		}
 		m.active = append(m.active, j.ID)
@@ -116,9 +119,15 @@ func (m *Market) Job(id string) (JobRecord, bool) {
 
 // Jobs returns copies of all job records this node manages, oldest first.
 func (m *Market) Jobs() []JobRecord {
-	out := make([]JobRecord, 0, len(m.jobOrder))
+	out := make([]JobRecord, 0, len(m.jobs))
+	seen := make(map[string]bool, len(m.jobs))
 	for _, id := range m.jobOrder {
-		out = append(out, m.jobs[id].Clone())
+		// jobOrder may still name forgotten jobs, and a job forgotten and
+		// restored again twice.
+		if j := m.jobs[id]; j != nil && !seen[id] {
+			seen[id] = true
+			out = append(out, j.Clone())
+		}
 	}
 	return out
 }
@@ -160,6 +169,7 @@ func (m *Market) Tick(now time.Time) {
 	m.expireHolds()
 	m.checkLeases()
 	m.heartbeat()
+	m.forgetFinished()
 	m.repeatResults()
 	m.maybeSteal()
 	m.placeReady()

@@ -51,7 +51,11 @@ type Market struct {
 
 	// manager role
 	jobs     map[string]*JobRecord
-	jobOrder []string
+	jobOrder []string // submission order; may name forgotten jobs (see forgetFinished)
+	stale    int      // forgotten jobs still in jobOrder
+	// retired lists finished jobs by finish time, for forgetFinished; a
+	// job may appear more than once (saved again after it finished).
+	retired  []retiredJob
 	active   []string // unfinished jobs, submission order
 	auctions map[TaskKey]*auction
 	// inherited holds, for replicas an adopted record showed pending, the
@@ -149,6 +153,9 @@ func (m *Market) flushSaves() {
 		if m.dirty[id] {
 			if j, ok := m.jobs[id]; ok {
 				m.saves = append(m.saves, SaveJob{Job: j.Clone()})
+				if j.State.Terminal() {
+					m.retire(j)
+				}
 			}
 		}
 	}

@@ -69,6 +69,9 @@ func (m *Market) NextTick() time.Time {
 			}
 		}
 	}
+	if len(m.retired) > 0 && m.cfg.JobRetention >= 0 {
+		at(m.retired[0].at.Add(m.cfg.JobRetention)) // forgetFinished
+	}
 	// contractor: lease renewals, repeated results, holds, reservations
 	c := &m.c
 	var beat time.Time

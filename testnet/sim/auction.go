@@ -75,6 +75,10 @@ func newAuction(e *engine) (*auctionSched, error) {
 			ReserveTTL: e.cfg.ReserveTTL, StealEvery: e.cfg.StealEvery, StealBackoffMax: e.cfg.StealBackoffMax,
 			GangForceEvery: e.cfg.GangForceEvery, Scorer: e.cfg.Scorer,
 			Seed: e.cfg.Seed*1_000_003 + int64(i),
+			// Replays span months; a finished job is never needed again,
+			// but forgetting it would add a wake-up per job, and a wake
+			// (a Tick) may move a decision: results stay as they were.
+			JobRetention: -1,
 		}
 		if e.cfg.Weights != nil {
 			mc.Weights = *e.cfg.Weights
