@@ -57,6 +57,9 @@ type failover struct {
 	// the check does not decode every stored record, finished ones
 	// included, every second. Kept under mu, in step with the store.
 	open map[string]openReplica
+	// done queues the finished replicas by finish time, for
+	// expireReplicas (retention.go). Kept under mu.
+	done doneHeap
 	// boots is, per job this node executes tasks of, its manager's boot
 	// counter when first seen (failoverLoop's goroutine only).
 	boots map[string]uint64
@@ -76,6 +79,7 @@ func (f *failover) noteReplicas(recs ...replicaRecord) {
 	for _, r := range recs {
 		if r.Record.State.Terminal() {
 			delete(f.open, r.Record.ID)
+			f.noteDone(r)
 		} else {
 			f.open[r.Record.ID] = openReplica{manager: string(r.Record.Manager), replicas: r.Replicas}
 		}

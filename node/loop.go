@@ -301,6 +301,8 @@ func (n *Node) carryOut(effects []market.Effect) {
 			n.onTasks(func() { n.startTask(x, n.preemptGrace) })
 		case market.StopTask:
 			n.onTasks(func() { n.stopTask(x) })
+		case market.ForgetJob:
+			n.forgetJob(x.Job)
 		}
 	}
 }

@@ -435,8 +435,9 @@ func (n *Node) startMarket() error {
 	n.free, n.queue = m.Free(), m.QueueLen()
 	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
 	n.host.SetStreamHandler(CheckpointProtocol, n.handleCheckpoint)
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.checkpointSweep()
+	go n.retentionLoop(m.Config().JobRetention)
 	n.host.SetStreamHandler(JobRecordProtocol, n.handleRecord)
 	n.host.SetStreamHandler(JobRecordProtocolV2, n.handleRecords)
 	if len(jobs) > 0 {

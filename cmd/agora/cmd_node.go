@@ -88,6 +88,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Market.D, "d", 3, "CFP fan-out: candidates invited per auction round (power of d choices)")
 	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", 50*time.Millisecond, "how long a manager waits for bids")
 	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", 10*time.Second, "how long a task may find no bidder before it fails")
+	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", market.DefaultJobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -139,6 +140,13 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	case cfg.AdvertRelayDelay == 0:
 		cfg.AdvertRelayDelay = -1 // relay at once
+	}
+	switch {
+	case cfg.Market.JobRetention < 0:
+		fmt.Fprintf(stderr, "agora node: --job-retention %v is negative (0s keeps finished jobs forever)\n", cfg.Market.JobRetention)
+		return exitBadUsage
+	case cfg.Market.JobRetention == 0:
+		cfg.Market.JobRetention = -1 // forever
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -293,6 +293,7 @@ func TestBadInput(t *testing.T) {
 		{"data dir locked", []string{"node", "--data", held, "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0"}, "in use by another"},
 		{"relay delay too long", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "1s"}, "--advert-relay-delay"},
 		{"negative relay delay", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "-1ms"}, "--advert-relay-delay"},
+		{"negative job retention", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--job-retention", "-1h"}, "--job-retention"},
 		{"unknown flag", []string{"node", "--frobnicate"}, "frobnicate"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 	}
