@@ -18,6 +18,9 @@ const (
 	JobCancelled JobState = "cancelled"
 )
 
+// JobStates lists every job state, in lifecycle order.
+var JobStates = []JobState{JobPending, JobRunning, JobSucceeded, JobFailed, JobCancelled}
+
 // Terminal reports whether the job can change no more.
 func (s JobState) Terminal() bool {
 	return s == JobSucceeded || s == JobFailed || s == JobCancelled

@@ -117,6 +117,16 @@ func (m *Market) Job(id string) (JobRecord, bool) {
 	return j.Clone(), true
 }
 
+// JobCounts returns how many jobs this node manages in each state,
+// without copying their records.
+func (m *Market) JobCounts() map[JobState]int {
+	out := make(map[JobState]int, len(JobStates))
+	for _, j := range m.jobs {
+		out[j.State]++
+	}
+	return out
+}
+
 // Jobs returns copies of all job records this node manages, oldest first.
 func (m *Market) Jobs() []JobRecord {
 	out := make([]JobRecord, 0, len(m.jobs))

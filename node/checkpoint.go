@@ -126,7 +126,9 @@ func (n *Node) launchLocked(id string, spec runtime.Spec, sink runtime.LogSink, 
 	if err := n.runner.Start(id, spec, sink, done); err != nil {
 		log.Errorw("start task", "id", id, "err", err)
 		go done(runtime.Result{ExitCode: -1, Reason: "start: " + err.Error(), Finished: time.Now()})
+		return
 	}
+	n.met.tasksStarted.Inc()
 }
 
 // stopTask carries out a StopTask: an attempt still restoring its

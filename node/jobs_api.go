@@ -126,6 +126,7 @@ func (n *Node) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		n.replicate(ctx, j)
 		cancel()
 	}
+	n.met.submitted.Inc()
 	log.Infow("job submitted", "job", id, "name", js.Name, "tasks", len(js.Tasks))
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }

@@ -321,6 +321,7 @@ func (n *Node) loopEffects(effects []market.Effect) {
 			evs = append(evs, store.LogAppend{Stream: eventsStream(x.Job), Data: []byte(line)})
 			log.Debugw("market", "job", x.Job, "event", x.Text)
 		case market.RoundClosed:
+			n.met.rounds.Observe(x.Closed.Sub(x.Opened).Seconds())
 			if f := n.cfg.OnRoundClosed; f != nil {
 				f(x)
 			}
@@ -550,6 +551,11 @@ func (n *Node) startTask(st market.StartTask, grace time.Duration) {
 		}
 		if err := n.execs.Put(stream, ex); err != nil {
 			log.Warnw("save execution", "err", err)
+		}
+		if r.ExitCode == 0 {
+			n.met.tasksEnded.WithLabelValues("succeeded").Inc()
+		} else {
+			n.met.tasksEnded.WithLabelValues("failed").Inc()
 		}
 		if n.killing.Load() {
 			return // a killed node reports nothing; its peers notice it is gone

@@ -50,6 +50,7 @@ type Node struct {
 	gossip   *gossip.Service
 	gater    *Gater
 	reg      *prometheus.Registry
+	met      *marketMetrics
 	info     devices.Info
 	capacity resource.Vector
 	members  *store.Bucket[memberRecord]
@@ -141,6 +142,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	n := &Node{cfg: cfg, gater: &Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{})}
+	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
 	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))

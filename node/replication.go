@@ -347,6 +347,7 @@ func checkReplica(from string, m jobReplicaMsg) error {
 // job, how many peers stored its record.
 func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[string]int {
 	byPeer := map[string][]encodedRecord{}
+	wanted := 0
 	for _, j := range recs {
 		reps := n.replicaPeers(j.ID)
 		e, err := encodeRecord(j, reps)
@@ -357,6 +358,7 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[st
 		for _, r := range reps {
 			byPeer[r] = append(byPeer[r], e)
 		}
+		wanted += len(reps)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -381,5 +383,11 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[st
 		}()
 	}
 	wg.Wait()
+	copies := 0
+	for _, c := range stored {
+		copies += c
+	}
+	n.met.copiesStored.Add(float64(copies))
+	n.met.copiesFailed.Add(float64(wanted - copies))
 	return stored
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"container/heap"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -30,6 +32,7 @@ func (n *Node) forgetJob(id string) {
 	if err := n.store.DeleteLog(eventsStream(id)); err != nil {
 		log.Warnw("forget job events", "job", id, "err", err)
 	}
+	n.met.forgotten.Inc()
 	log.Debugw("job forgotten", "job", id)
 }
 
@@ -95,7 +98,8 @@ func (n *Node) expireReplicas(now time.Time, retention time.Duration) int {
 }
 
 // expireExecutions deletes the execution records and task logs of
-// attempts this node ran that finished more than retention ago.
+// attempts this node ran that finished more than retention ago, and then
+// the task directories of jobs it keeps no execution of.
 func (n *Node) expireExecutions(now time.Time, retention time.Duration) (int, error) {
 	var due []execution
 	err := n.execs.Scan("", func(_ string, ex execution) (bool, error) {
@@ -116,7 +120,30 @@ func (n *Node) expireExecutions(now time.Time, retention time.Duration) (int, er
 		}
 		deleted++
 	}
+	jobs := map[string]bool{}
+	for _, ex := range due {
+		if !jobs[ex.Key.Job] {
+			jobs[ex.Key.Job] = true
+			job := ex.Key.Job
+			// On the task goroutine, which starts tasks: a new attempt of
+			// the job starts either before the check (and keeps the
+			// directory) or after the removal (and makes it again).
+			n.onTasks(func() { n.removeTaskDirs(job) })
+		}
+	}
 	return deleted, err
+}
+
+// removeTaskDirs deletes the task directories of a job (work and
+// checkpoint directories of every replica run here) unless the node still
+// keeps an execution of it. It runs on the task goroutine.
+func (n *Node) removeTaskDirs(job string) {
+	if c, err := n.execs.Count("task/" + job + "/"); err != nil || c > 0 {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(n.cfg.DataDir, "tasks", job)); err != nil {
+		log.Warnw("remove task directories", "job", job, "err", err)
+	}
 }
 
 // retentionLoop expires finished replicas and executions until the node
@@ -138,6 +165,8 @@ func (n *Node) retentionLoop(retention time.Duration) {
 			if err != nil {
 				log.Warnw("expire executions", "err", err)
 			}
+			n.met.expired.WithLabelValues("replica").Add(float64(reps))
+			n.met.expired.WithLabelValues("execution").Add(float64(execs))
 			if reps > 0 || execs > 0 {
 				log.Infow("finished work expired", "replicas", reps, "executions", execs, "retention", retention)
 			}

@@ -1,6 +1,8 @@
 package testnet
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +12,9 @@ import (
 
 // TestJobRetention: a finished job stays visible from every node (the
 // manager's record and events, the replicas' copies, the executors' task
-// logs) until its retention passes, and then every node deletes its part:
-// no node knows the job, no executor keeps an execution or a log of it.
+// logs and task directories) until its retention passes, and then every
+// node deletes its part: no node knows the job, no executor keeps an
+// execution, a log or a task directory of it.
 func TestJobRetention(t *testing.T) {
 	const retention = 5 * time.Second
 	net := New(t, 3, Options{Configure: func(_ int, c *node.Config) { c.Market.JobRetention = retention }})
@@ -46,6 +49,18 @@ func TestJobRetention(t *testing.T) {
 	if err != nil || len(lg.Logs) != 2 || !strings.Contains(lg.Logs[0].Data+lg.Logs[1].Data, "hello-b") {
 		t.Fatalf("logs before the retention passed: %+v, %v", lg, err)
 	}
+	taskDirs := func() int {
+		c := 0
+		for _, nd := range net.Up() {
+			if _, err := os.Stat(filepath.Join(nd.Config.DataDir, "tasks", id)); err == nil {
+				c++
+			}
+		}
+		return c
+	}
+	if taskDirs() == 0 {
+		t.Fatal("no node has the job's task directories")
+	}
 	if r := runs(); r != 2 || len(mgr.Events(id)) == 0 {
 		t.Fatalf("before the retention passed: %d executions, %d events", r, len(mgr.Events(id)))
 	}
@@ -60,7 +75,7 @@ func TestJobRetention(t *testing.T) {
 			}
 		}
 		_, kept := mgr.JobRecord(id)
-		return !kept && runs() == 0 && len(mgr.Events(id)) == 0
+		return !kept && runs() == 0 && len(mgr.Events(id)) == 0 && taskDirs() == 0
 	})
 	if gone := time.Since(submitted); gone < retention {
 		t.Fatalf("forgotten %v after it was submitted, before the %v retention", gone, retention)

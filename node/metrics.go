@@ -1,0 +1,89 @@
+package node
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agora-sched/agora/market"
+)
+
+// marketMetrics are the node's scheduling series (the gossip plane has
+// its own, gossip.Metrics), on the node's own registry. Counters are fed
+// by the adapters around the market core (the core stays free of them):
+// the loop's effects, the API, the task goroutine, replication and the
+// retention sweeps.
+type marketMetrics struct {
+	rounds       prometheus.Histogram
+	submitted    prometheus.Counter
+	tasksStarted prometheus.Counter
+	tasksEnded   *prometheus.CounterVec
+	copiesStored prometheus.Counter
+	copiesFailed prometheus.Counter
+	forgotten    prometheus.Counter
+	expired      *prometheus.CounterVec
+}
+
+// newMarketMetrics creates the series and registers them, with gauges
+// read from n at each scrape, on reg.
+func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
+	m := &marketMetrics{
+		rounds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agora_auction_round_seconds",
+			Help:    "Auction rounds this node managed that got a bid: CFPs sent to the first award decided.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		submitted:    prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_jobs_submitted_total", Help: "Jobs submitted to this node (it manages them)."}),
+		tasksStarted: prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_tasks_started_total", Help: "Task attempts this node started as executor."}),
+		tasksEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_tasks_ended_total",
+			Help: "Task attempts this node ran that ended, by outcome: succeeded (exit 0) or failed (any other end, stops included)."}, []string{"outcome"}),
+		copiesStored: prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_job_record_copies_stored_total", Help: "Job-record copies this node replicated that a replica peer stored."}),
+		copiesFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_job_record_copies_failed_total", Help: "Job-record copies this node replicated that a replica peer did not store (refused, unreachable or too slow)."}),
+		forgotten:    prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_jobs_forgotten_total", Help: "Finished jobs this node managed and deleted after their retention."}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_finished_work_expired_total",
+			Help: "Finished work deleted after its retention, by kind: replica (a job-record copy held for a peer) or execution (a task attempt's record and log)."}, []string{"kind"}),
+	}
+	// Every label value from the start, so that rates work from the first
+	// scrape.
+	for _, o := range []string{"succeeded", "failed"} {
+		m.tasksEnded.WithLabelValues(o)
+	}
+	for _, k := range []string{"replica", "execution"} {
+		m.expired.WithLabelValues(k)
+	}
+	jobs := prometheus.NewDesc("agora_jobs", "Jobs this node manages, by state (finished ones until their retention passes).", []string{"state"}, nil)
+	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_tasks_queued", Help: "Task replicas awarded to this node and waiting to start."},
+		func() float64 {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return float64(n.queue)
+		})
+	freeCPU := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_free_cpu_cores", Help: "CPU this node has not committed to tasks, in cores."},
+		func() float64 {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return float64(n.free.CPU) / 1000
+		})
+	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired,
+		queued, freeCPU, &jobsCollector{desc: jobs, n: n})
+	return m
+}
+
+// jobsCollector reports the jobs by state, counted on the loop at each
+// scrape.
+type jobsCollector struct {
+	desc *prometheus.Desc
+	n    *Node
+}
+
+// Describe implements prometheus.Collector.
+func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector. Every state is reported, zeros
+// included, so that a series does not vanish between scrapes; nothing is
+// reported when the loop does not answer (the node is stopping).
+func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	var counts map[market.JobState]int
+	if c.n.call(func() { counts = c.n.mkt.JobCounts() }) != nil {
+		return
+	}
+	for _, st := range market.JobStates {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}
