@@ -86,3 +86,111 @@ func BenchmarkAuctionRound(b *testing.B) {
 		})
 	}
 }
+
+// runTurns places and runs jobs (each of tasks one-CPU tasks that end as
+// soon as they start) between two markets that see each other, driven as
+// the node drives its market: per loop turn (a virtual millisecond), every
+// message and task exit queued for a node, every tenth turn a Tick, then
+// one Ready. It returns the number of market calls made.
+func runTurns(tb testing.TB, jobs, tasks int) int {
+	var nodes [2]*Market
+	ids := [2]NodeID{"n0", "n1"}
+	for i := range nodes {
+		m, err := New(Config{Self: ids[i], Capacity: cpuNode(2 * jobs * tasks), Seed: int64(i)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		nodes[i] = m
+	}
+	now := t0
+	for i, m := range nodes {
+		o := nodes[1-i]
+		m.Advert(now, Peer{ID: ids[1-i], Capacity: o.Capacity(), Free: o.Free()})
+	}
+	type msg struct {
+		from NodeID
+		m    Msg
+	}
+	type exit struct {
+		k     TaskKey
+		epoch uint64
+	}
+	var inbox [2][]msg
+	var exits [2][]exit
+	ts := make([]spec.Task, tasks)
+	for i := range ts {
+		ts[i] = task(fmt.Sprintf("t%04d", i), 1000)
+	}
+	for j := range jobs {
+		if err := nodes[0].Submit(now, fmt.Sprintf("j%d", j), job("big", ts...)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	calls, turns := 0, 0
+	finished := func() bool {
+		c := nodes[0].JobCounts()
+		return c[JobSucceeded] == jobs
+	}
+	for ; !finished(); turns++ {
+		if turns > 100_000 {
+			tb.Fatal("jobs did not finish")
+		}
+		for i, m := range nodes {
+			in, ex := inbox[i], exits[i]
+			inbox[i], exits[i] = nil, nil
+			for _, d := range in {
+				m.Step(now, d.from, d.m)
+			}
+			for _, e := range ex {
+				m.TaskExited(now, e.k, e.epoch, 0, "exit status 0")
+			}
+			calls += len(in) + len(ex)
+			if turns%10 == 0 { // the node ticks every 10 ms
+				m.Tick(now)
+				calls++
+			}
+			for _, e := range m.Ready() {
+				switch x := e.(type) {
+				case Send:
+					inbox[1-i] = append(inbox[1-i], msg{ids[i], x.Msg})
+				case Broadcast:
+					inbox[1-i] = append(inbox[1-i], msg{ids[i], x.Msg})
+				case StartTask:
+					exits[i] = append(exits[i], exit{x.Task.Key, x.Task.Epoch})
+				}
+			}
+		}
+		now = now.Add(time.Millisecond)
+	}
+	return calls
+}
+
+// BenchmarkJobSize measures the core's cost per task of placing and
+// running one 1,000-task job against that of 100 ten-task jobs, driven a
+// loop turn at a time as the node does (runTurns). large_over_small is
+// their ratio: near 1 when a job's bookkeeping per message does not grow
+// with its size. (Before job records were copied once per Ready rather
+// than once per call, every task report copied the whole record.)
+func BenchmarkJobSize(b *testing.B) {
+	var small, large time.Duration
+	for b.Loop() {
+		t := time.Now()
+		runTurns(b, 100, 10)
+		small += time.Since(t)
+		t = time.Now()
+		runTurns(b, 1, 1000)
+		large += time.Since(t)
+	}
+	n := float64(b.N) * 1000
+	b.ReportMetric(float64(small.Nanoseconds())/n, "ns_per_task_small_jobs")
+	b.ReportMetric(float64(large.Nanoseconds())/n, "ns_per_task_large_job")
+	b.ReportMetric(float64(large)/float64(small), "large_over_small")
+}
+
+// TestRunTurns checks the driver BenchmarkJobSize uses: every job
+// finishes, with every task run once.
+func TestRunTurns(t *testing.T) {
+	if calls := runTurns(t, 3, 20); calls < 3*20*3 {
+		t.Fatalf("%d market calls for 60 tasks", calls)
+	}
+}

@@ -191,9 +191,9 @@ func (c *cluster) step() {
 		// NextTick must never be later than the first Tick with work:
 		// a Tick before it emits nothing.
 		nt := m.NextTick()
-		before := len(m.out) + len(m.saves)
+		before := len(m.out) + len(m.saves) + len(m.dirty)
 		m.Tick(c.now)
-		if (nt.IsZero() || c.now.Before(nt)) && len(m.out)+len(m.saves) > before {
+		if (nt.IsZero() || c.now.Before(nt)) && len(m.out)+len(m.saves)+len(m.dirty) > before {
 			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...))
 		}
 	}

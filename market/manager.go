@@ -569,7 +569,33 @@ func (m *Market) find(k TaskKey) (*JobRecord, *TaskRecord) {
 	if !ok {
 		return nil, nil
 	}
-	return j, j.task(k)
+	return j, m.taskOf(j, k)
+}
+
+// taskIndexFrom is the job size from which taskOf keeps an index of the
+// job's records; below it a scan is as fast.
+const taskIndexFrom = 32
+
+// taskOf returns replica k's record in j. A job's records are laid out a
+// task after another, each task's replicas in order (newJobRecord), so for
+// large jobs m.firstRecord caches where each task's first replica is; a
+// record found elsewhere (a layout the cache does not know) is scanned for.
+func (m *Market) taskOf(j *JobRecord, k TaskKey) *TaskRecord {
+	if len(j.Tasks) < taskIndexFrom {
+		return j.task(k)
+	}
+	first := m.firstRecord[j.ID]
+	if first == nil {
+		first = make(map[string]int, len(j.Spec.Tasks))
+		for i := len(j.Tasks) - 1; i >= 0; i-- {
+			first[j.Tasks[i].Key.Task] = i
+		}
+		m.firstRecord[j.ID] = first
+	}
+	if i, ok := first[k.Task]; ok && k.Replica >= 0 && i+k.Replica < len(j.Tasks) && j.Tasks[i+k.Replica].Key == k {
+		return &j.Tasks[i+k.Replica]
+	}
+	return j.task(k)
 }
 
 // onTaskStatus applies an executor's report, rejecting stale epochs.
@@ -684,20 +710,34 @@ func (m *Market) requeue(j *JobRecord, t *TaskRecord, notBefore time.Time) {
 // release marks replicas whose dependencies all succeeded as pending, and
 // finishes the job when every replica succeeded.
 func (m *Market) release(j *JobRecord) {
-	done := map[string]bool{}
-	all := true
-	for _, ts := range j.Spec.Tasks {
-		done[ts.Name] = true
-	}
-	for _, t := range j.Tasks {
-		if t.State != TaskSucceeded {
-			done[t.Key.Task] = false
+	// One pass without allocating first: it runs at every task's end, and
+	// a job with nothing waiting (no DAG, or every dependency released)
+	// needs no more, however many replicas it has.
+	all, waiting := true, false
+	for i := range j.Tasks {
+		switch j.Tasks[i].State {
+		case TaskSucceeded:
+		case TaskWaiting:
+			all, waiting = false, true
+		default:
 			all = false
 		}
 	}
 	if all {
 		m.endJob(j, JobSucceeded, "")
 		return
+	}
+	if !waiting {
+		return
+	}
+	done := map[string]bool{}
+	for _, ts := range j.Spec.Tasks {
+		done[ts.Name] = true
+	}
+	for _, t := range j.Tasks {
+		if t.State != TaskSucceeded {
+			done[t.Key.Task] = false
+		}
 	}
 	for i := range j.Tasks {
 		t := &j.Tasks[i]

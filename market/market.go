@@ -62,9 +62,12 @@ type Market struct {
 	// epoch the previous manager had given them; cleared when this node
 	// opens its own round (see catchUp).
 	inherited map[TaskKey]uint64
-	gangs     map[string]*gangAuction
-	view      map[NodeID]*Peer
-	loaded    int // peers of the view with a queued task: steal victims
+	// firstRecord caches, per large job, the index of each task's first
+	// replica record (taskOf); dropped with the job.
+	firstRecord map[string]map[string]int
+	gangs       map[string]*gangAuction
+	view        map[NodeID]*Peer
+	loaded      int // peers of the view with a queued task: steal victims
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
@@ -91,7 +94,7 @@ func New(cfg Config) (*Market, error) {
 	}
 	return &Market{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
-		jobs: map[string]*JobRecord{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
+		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
 	}, nil
 }
@@ -120,7 +123,6 @@ func (m *Market) leave() {
 		m.step(lm.from, lm.msg)
 		m.depth--
 	}
-	m.flushSaves()
 }
 
 func (m *Market) emit(e Effect) { m.out = append(m.out, e) }
@@ -137,9 +139,15 @@ func (m *Market) event(job, text string) {
 	m.emit(Event{Job: job, Time: m.now, Text: text})
 }
 
+// touch marks a job's record changed: Ready emits one SaveJob for it,
+// however many calls touched it since the last Ready.
 func (m *Market) touch(job string) { m.dirty[job] = true }
 
-// flushSaves turns dirty jobs into SaveJob effects, in submission order.
+// flushSaves turns dirty jobs into SaveJob effects, in job ID order. It
+// runs once per Ready, not per call: a caller that makes many calls per
+// Ready (the node runs up to a loop turn's events) gets one copy of each
+// record, where a copy per call cost a clone of the whole record per
+// message, quadratic in a job's tasks.
 func (m *Market) flushSaves() {
 	if len(m.dirty) == 0 {
 		return
@@ -165,6 +173,7 @@ func (m *Market) flushSaves() {
 // Ready returns and clears the pending effects: SaveJob records first,
 // then everything else in the order it arose.
 func (m *Market) Ready() []Effect {
+	m.flushSaves()
 	if len(m.out) == 0 && len(m.saves) == 0 {
 		return nil
 	}

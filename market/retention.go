@@ -42,6 +42,7 @@ func (m *Market) forgetFinished() {
 		}
 		delete(m.jobs, r.id)
 		delete(m.dirty, r.id)
+		delete(m.firstRecord, r.id)
 		m.stale++
 		m.emit(ForgetJob{Job: r.id})
 	}
