@@ -79,6 +79,9 @@ func (b *Batch) write(op string, bs *Store, apply func(txn *badger.Txn) error) e
 func BatchPut[T any](b *Batch, bk *Bucket[T], key string, v T) error {
 	op := "batch " + bk.op("put", key)
 	return b.write(op, bk.s, func(txn *badger.Txn) error {
+		if bk.large > 0 {
+			return passErr{errLargeBucket(op)}
+		}
 		if err := checkKey(op, key); err != nil {
 			return passErr{err}
 		}
@@ -96,6 +99,9 @@ func BatchPut[T any](b *Batch, bk *Bucket[T], key string, v T) error {
 func BatchDelete[T any](b *Batch, bk *Bucket[T], key string) {
 	op := "batch " + bk.op("delete", key)
 	_ = b.write(op, bk.s, func(txn *badger.Txn) error {
+		if bk.large > 0 {
+			return passErr{errLargeBucket(op)}
+		}
 		if err := checkKey(op, key); err != nil {
 			return passErr{err}
 		}

@@ -19,6 +19,7 @@ type Bucket[T any] struct {
 	s      *Store
 	name   string
 	prefix string // bucketNS + name + "/"
+	large  int    // AllowLarge's limit; 0: MaxValueSize applies
 }
 
 // Entry is one key/value pair returned by Bucket.List.
@@ -68,23 +69,13 @@ func encode[T any](op string, v T) ([]byte, error) {
 	return data, nil
 }
 
-// decodeItem unmarshals the value of item into a fresh T.
-func decodeItem[T any](op string, item *badger.Item) (T, error) {
-	var v T
-	err := item.Value(func(data []byte) error { return json.Unmarshal(data, &v) })
-	if err != nil {
-		return v, wrapErr(op+": decode", err)
-	}
-	return v, nil
-}
-
 // Put stores v under key, replacing any previous value.
 func (b *Bucket[T]) Put(key string, v T) error {
 	op := b.op("put", key)
 	if err := checkKey(op, key); err != nil {
 		return err
 	}
-	data, err := encode(op, v)
+	data, err := b.encodeFor(op, v)
 	if err != nil {
 		return err
 	}
@@ -92,6 +83,10 @@ func (b *Bucket[T]) Put(key string, v T) error {
 		return err
 	}
 	defer b.s.leave()
+	if b.large > 0 {
+		defer b.s.keys.lock(string(b.key(key)))()
+		return wrapErr(op, b.putLarge(key, data))
+	}
 	return wrapErr(op, b.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(b.key(key), data)
 	}))
@@ -112,7 +107,7 @@ func (b *Bucket[T]) Get(key string) (v T, ok bool, err error) {
 		if err != nil {
 			return err
 		}
-		v, err = decodeItem[T](op, item)
+		v, err = b.decodeValue(txn, op, item)
 		if err != nil {
 			return passErr{err}
 		}
@@ -138,9 +133,16 @@ func (b *Bucket[T]) Delete(key string) error {
 		return err
 	}
 	defer b.s.leave()
-	return wrapErr(op, b.s.db.Update(func(txn *badger.Txn) error {
+	if b.large > 0 {
+		defer b.s.keys.lock(string(b.key(key)))()
+	}
+	err := b.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Delete(b.key(key))
-	}))
+	})
+	if err == nil && b.large > 0 {
+		err = b.dropParts(key, 0)
+	}
+	return wrapErr(op, err)
 }
 
 // Scan calls fn for every key starting with prefix, in key order, from one
@@ -167,7 +169,7 @@ func (b *Bucket[T]) Scan(prefix string, fn func(key string, v T) (bool, error)) 
 		for it.Seek(full); it.ValidForPrefix(full); it.Next() {
 			item := it.Item()
 			key := string(item.Key()[len(b.prefix):])
-			v, err := decodeItem[T](b.op("scan", key), item)
+			v, err := b.decodeValue(txn, b.op("scan", key), item)
 			if err != nil {
 				return passErr{err}
 			}
@@ -248,6 +250,9 @@ func (b *Bucket[T]) Update(key string, fn func(v *T, exists bool) (keep bool, er
 	if err := checkKey(op, key); err != nil {
 		return err
 	}
+	if b.large > 0 {
+		return errLargeBucket(op)
+	}
 	if err := b.s.enter(op); err != nil {
 		return err
 	}
@@ -282,7 +287,7 @@ func (b *Bucket[T]) updateTxn(txn *badger.Txn, op string, k []byte,
 	item, err := txn.Get(k)
 	switch {
 	case err == nil:
-		if v, err = decodeItem[T](op, item); err != nil {
+		if v, err = b.decodeValue(txn, op, item); err != nil {
 			return passErr{err}
 		}
 		exists = true

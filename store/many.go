@@ -72,6 +72,9 @@ func (b *Bucket[T]) PutAll(entries []Entry[T]) error {
 		return err
 	}
 	defer b.s.leave()
+	if b.large > 0 {
+		return b.putAllLarge(op, entries)
+	}
 	var first error
 	w := newSplitWriter(b.s.db)
 	defer w.discard()
