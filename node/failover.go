@@ -30,7 +30,7 @@ const JobRecordProtocol = protocol.ID("/agora/jobrecord/1.0.0")
 // Limits and timings of job failover.
 const (
 	jobReplicas        = 2                      // r: replicas of each job record
-	maxJobRecordFrame  = 4 << 20                // bytes
+	maxJobRecordFrame  = 16 << 20               // bytes: a record of spec.MaxJobReplicas replicas, every retry used, with room
 	replicateEvery     = 200 * time.Millisecond // batching of record updates
 	failoverCheckEvery = time.Second
 	rehomeFor          = 30 * time.Second // how long an executor looks for a new manager

@@ -278,3 +278,13 @@ func (n *Node) Events(job string) []string {
 
 // JobRecord returns the full record of a job this node manages.
 func (n *Node) JobRecord(id string) (market.JobRecord, bool) { return n.localJob(id) }
+
+// ReplicaRecord returns the copy of a job record this node holds for the
+// job's manager, if it holds one.
+func (n *Node) ReplicaRecord(id string) (market.JobRecord, bool) {
+	r, ok, err := n.replicas.Get(id)
+	if err != nil || !ok {
+		return market.JobRecord{}, false
+	}
+	return r.Record, true
+}

@@ -159,8 +159,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
 	}
 	n.members = store.NewBucket[memberRecord](n.store, "members")
-	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs")
-	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas")
+	// A job record grows with the job's replicas and their attempts: 740
+	// KB for 1,000 finished replicas, over a plain bucket's value limit.
+	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs").AllowLarge(maxJobRecordFrame)
+	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas").AllowLarge(maxJobRecordFrame + 4<<10)
 	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}, boots: map[string]uint64{}, open: map[string]openReplica{}}
 	if err = n.loadReplicaIndex(); err != nil {
 		return nil, fmt.Errorf("node: read job-record replicas: %w", err)

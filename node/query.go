@@ -25,7 +25,6 @@ const QueryProtocol = protocol.ID("/agora/query/1.0.0")
 // Limits of queries.
 const (
 	queryTimeout     = 3 * time.Second
-	maxQueryReply    = 4 << 20
 	maxLogReplyBytes = 1 << 20
 	queryFanoutLimit = 64 // peers asked at once when looking for a job
 )

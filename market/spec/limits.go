@@ -77,6 +77,11 @@ const (
 	MaxRetries = 20
 	// MaxReplicas is the most replicas a task may ask for.
 	MaxReplicas = 256
+	// MaxJobReplicas is the most task replicas a job may hold, over all
+	// its tasks (Slurm's default MaxArraySize is 1,001). The job's record
+	// holds every replica's state and attempts; this keeps it within what
+	// a manager stores and replicates (about 4 MB with every retry used).
+	MaxJobReplicas = 1000
 )
 
 // Defaults Parse applies to fields a spec leaves out. A Job built in code

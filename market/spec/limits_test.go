@@ -43,6 +43,8 @@ func TestLimits(t *testing.T) {
 	}{
 		{"max tasks", manyTasks(MaxTasks), ""},
 		{"max tasks + 1", manyTasks(MaxTasks + 1), "tasks: 1001 tasks, over the limit of 1000"},
+		{"max job replicas", "name: j\ntasks:\n  - {name: a, command: [x], replicas: 250}\n  - {name: b, command: [x], replicas: 250}\n  - {name: c, command: [x], replicas: 250}\n  - {name: d, command: [x], replicas: 250}\n", ""},
+		{"max job replicas + 1", "name: j\ntasks:\n  - {name: a, command: [x], replicas: 250}\n  - {name: b, command: [x], replicas: 250}\n  - {name: c, command: [x], replicas: 250}\n  - {name: d, command: [x], replicas: 250}\n  - {name: e, command: [x]}\n", "tasks: 1001 task replicas in all, over the limit of 1000 per job (split the job)"},
 		{"max job name", "name: " + strings.Repeat("é", MaxJobNameLen) + "\ntasks: [{name: a, command: [x]}]\n", ""},
 		{"max type", "name: j\ntype: " + strings.Repeat("t", MaxTypeLen+1) + "\ntasks: [{name: a, command: [x]}]\n", "type: 129 characters, over the limit of 128"},
 		{"max task name", "name: j\ntasks: [{name: " + strings.Repeat("t", MaxTaskNameLen) + ", command: [x]}]\n", ""},

@@ -45,15 +45,20 @@ func (j *Job) check(l *errorList) {
 		return
 	}
 	size := len(j.Name) + len(j.Type)
+	replicas := 0
 	for i := range j.Tasks {
 		if l.full() {
 			return
 		}
 		j.Tasks[i].check(l, index("tasks", i))
 		size += j.Tasks[i].textSize()
+		replicas += max(j.Tasks[i].Replicas, 1)
 	}
 	if size > MaxJobBytes {
 		l.add("tasks", "the job holds %d bytes of text, over the limit of %d", size, MaxJobBytes)
+	}
+	if replicas > MaxJobReplicas {
+		l.add("tasks", "%d task replicas in all, over the limit of %d per job (split the job)", replicas, MaxJobReplicas)
 	}
 	j.checkNames(l)
 	if _, cycle := order(j.deps(l)); cycle != nil {

@@ -19,8 +19,9 @@ const (
 	MaxMessageBytes = 256 << 10
 	// MaxQueryBytes is the largest encoded Query.
 	MaxQueryBytes = 4 << 10
-	// MaxReplyBodyBytes is the largest QueryReply body.
-	MaxReplyBodyBytes = 4 << 20
+	// MaxReplyBodyBytes is the largest QueryReply body: a status reply
+	// carries a whole job record (see node's job-record frame limit).
+	MaxReplyBodyBytes = 16 << 20
 	// MaxQueryReplyBytes is the largest encoded QueryReply: a body of
 	// MaxReplyBodyBytes plus room for the other fields.
 	MaxQueryReplyBytes = MaxReplyBodyBytes + 16<<10

@@ -92,7 +92,7 @@ func TestDecodeQueryRejects(t *testing.T) {
 		{"bad task in status", ok(func(q *pb.Query) { q.Kind, q.Task = QueryStatus, ".." }), "query.task: invalid task name"},
 		{"negative replica", ok(func(q *pb.Query) { q.Replica = -1 }), "query.replica: negative value -1"},
 		{"negative attempt", ok(func(q *pb.Query) { q.Attempt = -1 }), "query.attempt: negative value -1"},
-		{"max bytes too big", ok(func(q *pb.Query) { q.MaxBytes = MaxReplyBodyBytes + 1 }), "query.max_bytes: 4194305 out of range"},
+		{"max bytes too big", ok(func(q *pb.Query) { q.MaxBytes = MaxReplyBodyBytes + 1 }), "query.max_bytes: 16777217 out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestDecodeQueryReplyRejects(t *testing.T) {
 		{"malformed", []byte{0x1a, 0x02, 0xc3, 0x28}, "malformed query reply: error: invalid UTF-8"},
 		{"wrong version", marshalPB(t, &pb.QueryReply{Version: 0, Found: true}), "query_reply.version: 0 not supported"},
 		{"long error", marshalPB(t, &pb.QueryReply{Version: 1, Error: strings.Repeat("e", MaxErrorLen+1)}), "query_reply.error: 4097 bytes"},
-		{"body too big", marshalPB(t, &pb.QueryReply{Version: 1, Body: make([]byte, MaxReplyBodyBytes+1)}), "query_reply.body: 4194305 bytes"},
+		{"body too big", marshalPB(t, &pb.QueryReply{Version: 1, Body: make([]byte, MaxReplyBodyBytes+1)}), "query_reply.body: 16777217 bytes"},
 		{"body not JSON", marshalPB(t, &pb.QueryReply{Version: 1, Found: true, Body: []byte("{")}), "query_reply.body: not a valid JSON document"},
 	}
 	for _, tc := range tests {
