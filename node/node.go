@@ -419,13 +419,15 @@ func (n *Node) startMarket() error {
 	if h := n.loadHistory(); len(h) > 0 {
 		m.RestoreHistory(h)
 	}
-	saved, err := n.jobs.List("")
+	// Scan, not List: a node may keep more records than List returns
+	// (store.MaxListEntries), and must still start.
+	var jobs []market.JobRecord
+	err = n.jobs.Scan("", func(_ string, j market.JobRecord) (bool, error) {
+		jobs = append(jobs, j)
+		return true, nil
+	})
 	if err != nil {
 		return fmt.Errorf("node: load jobs: %w", err)
-	}
-	var jobs []market.JobRecord
-	for _, e := range saved {
-		jobs = append(jobs, e.Value)
 	}
 	n.reapOrphans()
 	n.tr = newTransport(n)

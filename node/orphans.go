@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agora-sched/agora/store"
 )
 
 // reapOrphans kills task processes left behind by a previous run of this
@@ -17,18 +19,25 @@ import (
 // with its process group, and the attempt is closed. Linux only; it does
 // nothing where /proc is missing.
 func (n *Node) reapOrphans() {
-	exs, err := n.execs.List("")
+	// The unfinished attempts only, read with Scan: a node may keep more
+	// executions than List returns (store.MaxListEntries).
+	var exs []store.Entry[execution]
+	err := n.execs.Scan("", func(key string, ex execution) (bool, error) {
+		if ex.Finished.IsZero() {
+			exs = append(exs, store.Entry[execution]{Key: key, Value: ex})
+		}
+		return true, nil
+	})
 	if err != nil {
+		log.Warnw("read executions to reap orphans", "err", err)
 		return
 	}
 	want := map[string]string{} // env signature → stream
 	for _, e := range exs {
-		if e.Value.Finished.IsZero() {
-			k := e.Value.Key
-			sig := strings.Join([]string{"AGORA_JOB_ID=" + k.Job, "AGORA_TASK=" + k.Task,
-				"AGORA_REPLICA=" + strconv.Itoa(k.Replica), "AGORA_EPOCH=" + strconv.FormatUint(e.Value.Epoch, 10)}, "\x00")
-			want[sig] = e.Key
-		}
+		k := e.Value.Key
+		sig := strings.Join([]string{"AGORA_JOB_ID=" + k.Job, "AGORA_TASK=" + k.Task,
+			"AGORA_REPLICA=" + strconv.Itoa(k.Replica), "AGORA_EPOCH=" + strconv.FormatUint(e.Value.Epoch, 10)}, "\x00")
+		want[sig] = e.Key
 	}
 	if len(want) == 0 {
 		return
@@ -62,11 +71,11 @@ func (n *Node) reapOrphans() {
 			log.Warnw("killed a task process left by the previous run", "pid", pid, "execution", want[sig])
 		}
 	}
-	for _, e := range exs {
-		if e.Value.Finished.IsZero() {
-			ex := e.Value
-			ex.Finished, ex.ExitCode, ex.Reason = time.Now(), -1, "node restarted"
-			_ = n.execs.Put(e.Key, ex)
-		}
+	now := time.Now()
+	for i := range exs {
+		exs[i].Value.Finished, exs[i].Value.ExitCode, exs[i].Value.Reason = now, -1, "node restarted"
+	}
+	if err := n.execs.PutAll(exs); err != nil {
+		log.Warnw("close the attempts of the previous run", "err", err)
 	}
 }
