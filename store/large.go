@@ -220,57 +220,6 @@ func (b *Bucket[T]) putLarge(key string, data []byte) error {
 	return b.dropParts(key, keep)
 }
 
-// putAllLarge is PutAll for a bucket that allows large values: it holds
-// the entries' key locks, writes each large value's parts first, then
-// every value (stubs for the large ones) together, then drops the parts
-// the new values no longer name.
-func (b *Bucket[T]) putAllLarge(op string, entries []Entry[T]) error {
-	keys := make([]string, 0, len(entries))
-	for _, e := range entries {
-		keys = append(keys, string(b.key(e.Key)))
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Compact(keys) {
-		defer b.s.keys.lock(k)()
-	}
-	var first error
-	keep := map[string]uint64{}
-	w := newSplitWriter(b.s.db)
-	defer w.discard()
-	for _, e := range entries {
-		eop := b.op("put", e.Key)
-		if err := checkKey(eop, e.Key); err != nil {
-			first = cmp(first, err)
-			continue
-		}
-		data, err := b.encodeFor(eop, e.Value)
-		if err != nil {
-			first = cmp(first, err)
-			continue
-		}
-		keep[e.Key] = 0
-		if len(data) > MaxValueSize {
-			st, err := b.writeParts(e.Key, data)
-			if err != nil {
-				return wrapErr(eop, err)
-			}
-			data, keep[e.Key] = st.encode(), st.gen
-		}
-		if _, err := w.set(b.key(e.Key), data); err != nil {
-			return wrapErr(eop, err)
-		}
-	}
-	if err := w.commit(); err != nil {
-		return wrapErr(op+" commit", err)
-	}
-	for k, g := range keep {
-		if err := b.dropParts(k, g); err != nil {
-			return wrapErr(b.op("put", k)+": drop old parts", err)
-		}
-	}
-	return first
-}
-
 // errLargeBucket is the error of operations a large-value bucket does not
 // support.
 func errLargeBucket(op string) error {

@@ -72,8 +72,21 @@ func (b *Bucket[T]) PutAll(entries []Entry[T]) error {
 		return err
 	}
 	defer b.s.leave()
+	// In a bucket that allows large values (large.go), hold the entries'
+	// key locks, write each large value's parts before the values, and
+	// drop, after the commit, the parts the new values no longer name:
+	// keep is the generation each key's new value names (0: none).
+	var keep map[string]uint64
 	if b.large > 0 {
-		return b.putAllLarge(op, entries)
+		keep = map[string]uint64{}
+		keys := make([]string, 0, len(entries))
+		for _, e := range entries {
+			keys = append(keys, string(b.key(e.Key)))
+		}
+		slices.Sort(keys)
+		for _, k := range slices.Compact(keys) {
+			defer b.s.keys.lock(k)()
+		}
 	}
 	var first error
 	w := newSplitWriter(b.s.db)
@@ -84,10 +97,20 @@ func (b *Bucket[T]) PutAll(entries []Entry[T]) error {
 			first = cmp(first, err)
 			continue
 		}
-		data, err := encode(eop, e.Value)
+		data, err := b.encodeFor(eop, e.Value)
 		if err != nil {
 			first = cmp(first, err)
 			continue
+		}
+		if keep != nil {
+			keep[e.Key] = 0
+			if len(data) > MaxValueSize {
+				st, err := b.writeParts(e.Key, data)
+				if err != nil {
+					return wrapErr(eop, err)
+				}
+				data, keep[e.Key] = st.encode(), st.gen
+			}
 		}
 		if _, err := w.set(b.key(e.Key), data); err != nil {
 			return wrapErr(eop, err)
@@ -95,6 +118,11 @@ func (b *Bucket[T]) PutAll(entries []Entry[T]) error {
 	}
 	if err := w.commit(); err != nil {
 		return wrapErr(op+" commit", err)
+	}
+	for k, g := range keep {
+		if err := b.dropParts(k, g); err != nil {
+			return wrapErr(b.op("put", k)+": drop old parts", err)
+		}
 	}
 	return first
 }
