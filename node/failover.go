@@ -51,7 +51,10 @@ type jobReplicaMsg struct {
 type failover struct {
 	mu      sync.Mutex
 	pending map[string]market.JobRecord // records waiting to be replicated
-	rehome  map[string]bool             // jobs whose new manager is being looked for
+	// tries counts, per job, the batches in a row whose replication of
+	// its latest record fell short (retryShort).
+	tries  map[string]int
+	rehome map[string]bool // jobs whose new manager is being looked for
 	// open indexes the unfinished replicas this node holds: job ID → the
 	// record's manager and replica set, all checkFailover needs, so that
 	// the check does not decode every stored record, finished ones
@@ -137,10 +140,50 @@ func (n *Node) replicateLater(j market.JobRecord) {
 	n.fo.mu.Unlock()
 }
 
+// replicateTries bounds how many batches in a row (replicateEvery apart)
+// retry a record that fewer replica peers stored than were asked: a
+// stream reset or a slow peer costs a retry, a peer that keeps refusing
+// is logged and left.
+const replicateTries = 25
+
+// retryShort queues again the records of batch, just sent, that fewer
+// peers stored than were asked, unless a newer version is queued already
+// (it will be sent instead). A record is the job's whole state, so
+// whichever version last reaches a replica is the one it keeps; a final
+// record that never reached one would leave it with an unfinished job to
+// adopt if the manager died.
+func (f *failover) retryShort(batch map[string]market.JobRecord, short []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tries == nil {
+		f.tries = map[string]int{}
+	}
+	isShort := make(map[string]bool, len(short))
+	for _, id := range short {
+		isShort[id] = true
+	}
+	for id, rec := range batch {
+		if !isShort[id] {
+			delete(f.tries, id)
+			continue
+		}
+		f.tries[id]++
+		if f.tries[id] > replicateTries {
+			log.Warnw("job record not stored by every replica peer; giving up", "job", id, "batches", replicateTries)
+			delete(f.tries, id)
+			continue
+		}
+		if _, newer := f.pending[id]; !newer {
+			f.pending[id] = rec
+		}
+	}
+}
+
 // replicate pushes one record to its replica peers and waits for them;
 // it returns how many stored it.
 func (n *Node) replicate(ctx context.Context, j market.JobRecord) int {
-	return n.replicateAll(ctx, []market.JobRecord{j})[j.ID]
+	stored, _ := n.replicateAll(ctx, []market.JobRecord{j})
+	return stored[j.ID]
 }
 
 // sendRecord replicates one record (body, a jobReplicaMsg) to a version-1
@@ -243,7 +286,8 @@ func (n *Node) failoverLoop() {
 			n.fo.pending = map[string]market.JobRecord{}
 			n.fo.mu.Unlock()
 			if len(batch) > 0 {
-				n.replicateAll(n.ctx, slices.Collect(maps.Values(batch)))
+				_, short := n.replicateAll(n.ctx, slices.Collect(maps.Values(batch)))
+				n.fo.retryShort(batch, short)
 			}
 		case <-chk.C:
 			n.checkFailover()

@@ -344,10 +344,12 @@ func checkReplica(from string, m jobReplicaMsg) error {
 
 // replicateAll pushes records to their replica peers, each encoded once,
 // one request per peer and frame, waits for the answers and returns, per
-// job, how many peers stored its record.
-func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[string]int {
+// job, how many peers stored its record, and the jobs whose record fewer
+// peers stored than were asked.
+func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) (map[string]int, []string) {
 	byPeer := map[string][]encodedRecord{}
 	wanted := 0
+	asked := map[string]int{}
 	for _, j := range recs {
 		reps := n.replicaPeers(j.ID)
 		e, err := encodeRecord(j, reps)
@@ -359,6 +361,7 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[st
 			byPeer[r] = append(byPeer[r], e)
 		}
 		wanted += len(reps)
+		asked[j.ID] = len(reps)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -389,5 +392,11 @@ func (n *Node) replicateAll(ctx context.Context, recs []market.JobRecord) map[st
 	}
 	n.met.copiesStored.Add(float64(copies))
 	n.met.copiesFailed.Add(float64(wanted - copies))
-	return stored
+	var short []string
+	for id, k := range asked {
+		if stored[id] < k {
+			short = append(short, id)
+		}
+	}
+	return stored, short
 }

@@ -220,3 +220,49 @@ func TestRecordFrame(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicationRetriesShortfall: a record a replica peer could not
+// store is sent again with the next batches, so that the peer ends up
+// with the job's final record once it can store again, and the retry
+// count is dropped once it has.
+func TestReplicationRetriesShortfall(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	b.host.RemoveStreamHandler(JobRecordProtocolV2)
+	b.host.RemoveStreamHandler(JobRecordProtocol)
+	rec := testRecord(t, "j-retry", a)
+	rec.State, rec.Finished = market.JobSucceeded, time.Now()
+	a.replicateLater(rec)
+	tries := func() int {
+		a.fo.mu.Lock()
+		defer a.fo.mu.Unlock()
+		return a.fo.tries["j-retry"]
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for tries() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retried batch within 10 s (tries %d)", tries())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, ok := replicaOf(t, b, "j-retry"); ok {
+		t.Fatal("b stored the record while it refused job records")
+	}
+	b.host.SetStreamHandler(JobRecordProtocolV2, b.handleRecords)
+	b.host.SetStreamHandler(JobRecordProtocol, b.handleRecord)
+	for {
+		if r, ok := replicaOf(t, b, "j-retry"); ok && r.Record.State == market.JobSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b has no final record within 10 s (tries %d)", tries())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for tries() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("retry count kept after success: %d", tries())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
