@@ -75,7 +75,10 @@ func (b *Bucket[T]) Put(key string, v T) error {
 	if err := checkKey(op, key); err != nil {
 		return err
 	}
-	data, err := b.encodeFor(op, v)
+	if b.large > 0 {
+		return b.PutAll([]Entry[T]{{Key: key, Value: v}}) // parts, locks and all
+	}
+	data, err := encode(op, v)
 	if err != nil {
 		return err
 	}
@@ -83,10 +86,6 @@ func (b *Bucket[T]) Put(key string, v T) error {
 		return err
 	}
 	defer b.s.leave()
-	if b.large > 0 {
-		defer b.s.keys.lock(string(b.key(key)))()
-		return wrapErr(op, b.putLarge(key, data))
-	}
 	return wrapErr(op, b.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(b.key(key), data)
 	}))

@@ -38,8 +38,8 @@ func init() { partGen.Store(uint64(time.Now().UnixNano())) }
 
 // AllowLarge lets the bucket store values whose encoding is up to max
 // bytes (more than MaxValueSize) through Put, PutAll, Get, Scan, List and
-// Delete. Update and batches still refuse values over MaxValueSize, and a
-// batch may not write to such a bucket at all. It returns b.
+// Delete. Update and batches refuse such a bucket altogether (ErrInvalid).
+// It returns b.
 func (b *Bucket[T]) AllowLarge(max int) *Bucket[T] {
 	b.large = max
 	return b
@@ -201,23 +201,6 @@ func (b *Bucket[T]) dropParts(key string, keep uint64) error {
 			return err
 		}
 	}
-}
-
-// putLarge stores data, encoded, under key in a bucket that allows large
-// values; the caller holds key's lock.
-func (b *Bucket[T]) putLarge(key string, data []byte) error {
-	val, keep := data, uint64(0)
-	if len(data) > MaxValueSize {
-		st, err := b.writeParts(key, data)
-		if err != nil {
-			return err
-		}
-		val, keep = st.encode(), st.gen
-	}
-	if err := b.s.db.Update(func(txn *badger.Txn) error { return txn.Set(b.key(key), val) }); err != nil {
-		return err
-	}
-	return b.dropParts(key, keep)
 }
 
 // errLargeBucket is the error of operations a large-value bucket does not
