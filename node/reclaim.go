@@ -93,9 +93,8 @@ func splitRestored(jobs []market.JobRecord) (now, held []market.JobRecord) {
 // (checkFailover), and their executors report to the adopter from then on.
 // Restoring such a job as well would place it twice: the restarted node
 // would re-place its pending tasks and, when the leases of the tasks the
-// adopter now tracks ran out, run those again. So the node first waits an
-// advert interval and a half (its view fills, and every peer has seen it
-// alive again and adopts nothing more), then asks the live peers closest
+// adopter now tracks ran out, run those again. So the node first waits
+// for a settled view (waitViewSettled), then asks the live peers closest
 // to each job ID for the job. A peer that answers with a record it manages
 // itself took the job over: the node forgets its own record (the adopter
 // holds the current one and replicates it) and logs an event. The other
@@ -109,10 +108,8 @@ func splitRestored(jobs []market.JobRecord) (now, held []market.JobRecord) {
 func (n *Node) reclaimJobs(held []market.JobRecord) {
 	defer n.wg.Done()
 	defer n.held.release()
-	select {
-	case <-n.ctx.Done():
+	if !n.waitViewSettled(time.Now()) {
 		return
-	case <-time.After(n.cfg.AdvertInterval + n.cfg.AdvertInterval/2):
 	}
 	adopter := make([]peer.ID, len(held))
 	var mu sync.Mutex // guards adopter
@@ -162,6 +159,51 @@ func (n *Node) reclaimJobs(held []market.JobRecord) {
 		}
 		n.held.release() // on the loop: the market has them from this turn on
 	})
+}
+
+// reclaimMaxWait bounds, in advert intervals, how long a restarted node
+// waits for its view before it asks about its held jobs regardless.
+const reclaimMaxWait = 10
+
+// waitViewSettled waits, from start, until this node's view is worth
+// asking: an advert interval and a half (every peer has seen the node
+// alive again and adopts nothing more), and an advert interval after the
+// first peer's advert arrived (every live peer advertises once an
+// interval, so by then the peers closest to a job ID are in the view).
+// On a loaded machine the first advert can take longer than the interval
+// and a half to arrive; asking an empty view found no adopter, and the
+// node restored a job its adopter was running (TestRestartedManagerYieldsAdoptedJob
+// failed so about half the time with another process busy). A node with
+// no bootstrap peers and no connection at the interval and a half is
+// alone and goes on; any other goes on after reclaimMaxWait intervals at
+// most. It returns false when the node stops meanwhile.
+func (n *Node) waitViewSettled(start time.Time) bool {
+	iv := n.cfg.AdvertInterval
+	floor, limit := start.Add(iv+iv/2), start.Add(reclaimMaxWait*iv)
+	var first time.Time
+	t := time.NewTicker(max(iv/8, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return false
+		case <-t.C:
+		}
+		now := time.Now()
+		if first.IsZero() && len(n.Peers()) > 0 {
+			first = now
+		}
+		switch {
+		case now.Before(floor):
+		case !first.IsZero() && now.Sub(first) >= iv:
+			return true
+		case first.IsZero() && len(n.cfg.Bootstrap) == 0 && len(n.host.Network().Peers()) == 0:
+			return true // alone: nobody can have adopted anything
+		case !now.Before(limit):
+			log.Warnw("restart: no settled view to ask about held jobs; restoring them", "peers", len(n.Peers()))
+			return true
+		}
+	}
 }
 
 // managedBy asks peer p whether it manages job itself.
