@@ -74,7 +74,8 @@ func (m *Market) Rehome(now time.Time, job string, manager NodeID) {
 	}
 	for _, r := range c.results {
 		if r.st.Key.Job == job {
-			r.to, r.next = manager, m.now
+			r.to, r.next, r.acked = manager, m.now, false // the new manager has not seen it
+			c.resultsDue = m.now
 			moved++
 		}
 	}

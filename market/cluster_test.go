@@ -32,6 +32,10 @@ type cluster struct {
 	cut map[NodeID]bool
 	// forgotten lists the ForgetJob effects, as "node/job".
 	forgotten []string
+	// sent counts the messages sent, by kind and final state ("task_status/succeeded").
+	sent map[string]int
+	// drop, if set, loses the deliveries it returns true for.
+	drop func(delivery) bool
 }
 
 type delivery struct {
@@ -105,6 +109,7 @@ func (c *cluster) drain() {
 		for _, e := range m.Ready() {
 			switch x := e.(type) {
 			case Send:
+				c.count(x.Msg)
 				seqNo++
 				c.queue = append(c.queue, delivery{at: c.now.Add(c.latency), from: c.ids[i], to: x.To, msg: x.Msg, seq: seqNo})
 			case Broadcast:
@@ -139,6 +144,17 @@ func (c *cluster) drain() {
 	}
 }
 
+func (c *cluster) count(msg Msg) {
+	if c.sent == nil {
+		c.sent = map[string]int{}
+	}
+	k := Kind(msg)
+	if st, ok := msg.(TaskStatus); ok {
+		k += "/" + string(st.State)
+	}
+	c.sent[k]++
+}
+
 // step advances virtual time to the next delivery, task end or tick.
 func (c *cluster) step() {
 	c.drain()
@@ -165,7 +181,7 @@ func (c *cluster) step() {
 	for len(c.queue) > 0 && !c.queue[0].at.After(c.now) {
 		d := c.queue[0]
 		c.queue = c.queue[1:]
-		if c.cut[d.from] || c.cut[d.to] {
+		if c.cut[d.from] || c.cut[d.to] || (c.drop != nil && c.drop(d)) {
 			continue
 		}
 		c.nodes[c.index(d.to)].Step(c.now, d.from, d.msg)

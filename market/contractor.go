@@ -57,7 +57,11 @@ type contractor struct {
 	holds    map[TaskKey]*hold
 	reserves map[string]*reservation
 	results  []*pendingResult
-	accepted int // awards accepted so far
+	// resultsDue is no later than the earliest next of results: before
+	// it repeatResults has nothing to do (a busy node keeps a minute of
+	// finished tasks there, and Tick runs every 10 ms).
+	resultsDue time.Time
+	accepted   int // awards accepted so far
 }
 
 func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
@@ -489,10 +493,13 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 		}
 		c.runs[k.spec.Type] = r
 	}
-	m.send(k.manager, st)
 	// The manager may be unreachable right now (restarting, partitioned):
-	// repeat the final report a few times, 1 s, 2 s, 4 s … apart.
-	c.results = append(c.results, &pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery})
+	// repeat the final report, 1 s, 2 s, 4 s … apart, until the manager
+	// acknowledges it or maxResultRepeats went out.
+	st.AckWanted = true
+	m.send(k.manager, st)
+	m.addResult(&pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+		expires: m.now.Add(m.cfg.LeaseEvery * (1<<maxResultRepeats - 1))})
 	m.schedule()
 }
 
@@ -503,6 +510,11 @@ type pendingResult struct {
 	next time.Time
 	gap  time.Duration
 	sent int
+	// acked: the manager has the report (ResultAck); it is kept, unsent,
+	// until expires, in case another node adopts the job (Market.Adopted
+	// sends it there).
+	acked   bool
+	expires time.Time // when the last repeat would go out
 }
 
 // maxResultRepeats bounds how often a final report is repeated; with
@@ -510,11 +522,30 @@ type pendingResult struct {
 // after the task ended.
 const maxResultRepeats = 6
 
+// addResult keeps a final report for repeating.
+func (m *Market) addResult(r *pendingResult) {
+	c := &m.c
+	c.results = append(c.results, r)
+	if c.resultsDue.IsZero() || r.next.Before(c.resultsDue) {
+		c.resultsDue = r.next
+	}
+}
+
+// repeatResults sends the final reports whose repeat is due, and drops
+// those repeated maxResultRepeats times and the acknowledged ones whose
+// time is up.
 func (m *Market) repeatResults() {
 	c := &m.c
+	if len(c.results) == 0 || m.now.Before(c.resultsDue) {
+		return
+	}
 	keep := c.results[:0]
+	var due time.Time
 	for _, r := range c.results {
 		if !m.now.Before(r.next) {
+			if r.acked {
+				continue
+			}
 			m.send(r.to, r.st)
 			r.sent++
 			r.gap *= 2
@@ -522,9 +553,22 @@ func (m *Market) repeatResults() {
 		}
 		if r.sent < maxResultRepeats {
 			keep = append(keep, r)
+			if due.IsZero() || r.next.Before(due) {
+				due = r.next
+			}
 		}
 	}
-	c.results = keep
+	clear(c.results[len(keep):])
+	c.results, c.resultsDue = keep, due
+}
+
+// onResultAck stops repeating the final report the manager acknowledged.
+func (m *Market) onResultAck(from NodeID, a ResultAck) {
+	for _, r := range m.c.results {
+		if r.to == from && r.st.Key == a.Key && r.st.Epoch == a.Epoch && r.st.Attempt == a.Attempt && !r.acked {
+			r.acked, r.next = true, r.expires
+		}
+	}
 }
 
 // heartbeat renews the lease of every task this node holds (queued or

@@ -602,7 +602,13 @@ func (m *Market) taskOf(j *JobRecord, k TaskKey) *TaskRecord {
 func (m *Market) onTaskStatus(s TaskStatus) {
 	j, t := m.find(s.Key)
 	if t == nil {
-		return
+		return // not this node's job (any more): no ack, the report may find its manager yet
+	}
+	if s.AckWanted {
+		// Whatever becomes of the report — applied, a repeat, stale — a
+		// repeat would be judged the same way. The ack leaves after this
+		// turn's records are committed, as every message does.
+		defer m.send(s.Node, ResultAck{Key: s.Key, Epoch: s.Epoch, Attempt: s.Attempt})
 	}
 	if s.Epoch == t.Epoch && s.Node == lastNode(t) && s.State == t.State && t.State.Terminal() {
 		return // a repeated final report: already applied

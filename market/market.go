@@ -205,6 +205,8 @@ func (m *Market) step(from NodeID, msg Msg) {
 		m.onTaskStatus(x)
 	case CancelTask:
 		m.onCancelTask(from, x)
+	case ResultAck:
+		m.onResultAck(from, x)
 	case Hold:
 		m.onHold(x)
 	case HoldReply:

@@ -106,6 +106,20 @@ type TaskStatus struct {
 	Reason   string        `json:"reason,omitempty"`
 	Time     time.Time     `json:"time"`
 	Runtime  time.Duration `json:"runtime_ns,omitempty"`
+	// AckWanted marks a final report whose executor repeats it until the
+	// manager answers with a ResultAck (an executor that does not set it
+	// repeats it a fixed number of times, and is never acknowledged).
+	AckWanted bool `json:"ack_wanted,omitempty"`
+}
+
+// ResultAck tells an executor that its manager has the final report of
+// one attempt of a task replica, so that it stops repeating it. The
+// executor still keeps the report for a while, to send it to a node that
+// adopts the job.
+type ResultAck struct {
+	Key     TaskKey `json:"key"`
+	Epoch   uint64  `json:"epoch"`
+	Attempt int     `json:"attempt"`
 }
 
 // CancelTask tells an executor to stop (or drop from its queue) a task.
@@ -198,6 +212,7 @@ func (Award) msgKind() string      { return "award" }
 func (AwardReply) msgKind() string { return "award_reply" }
 func (TaskStatus) msgKind() string { return "task_status" }
 func (CancelTask) msgKind() string { return "cancel" }
+func (ResultAck) msgKind() string  { return "result_ack" }
 
 // Kind is the message's wire kind name.
 func Kind(m Msg) string { return m.msgKind() }

@@ -95,8 +95,8 @@ func (m *Market) NextTick() time.Time {
 		}
 		at(beat)
 	}
-	for _, r := range c.results {
-		at(r.next)
+	if len(c.results) > 0 {
+		at(c.resultsDue)
 	}
 	for _, h := range c.holds {
 		at(h.expires)

@@ -65,6 +65,7 @@ type Envelope struct {
 	//	*Envelope_Reserve
 	//	*Envelope_StealRequest
 	//	*Envelope_Transfer
+	//	*Envelope_ResultAck
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -240,6 +241,15 @@ func (x *Envelope) GetTransfer() *Transfer {
 	return nil
 }
 
+func (x *Envelope) GetResultAck() *ResultAck {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_ResultAck); ok {
+			return x.ResultAck
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -300,6 +310,10 @@ type Envelope_Transfer struct {
 	Transfer *Transfer `protobuf:"bytes,15,opt,name=transfer,proto3,oneof"` // a queued replica was handed to another node, executor -> manager
 }
 
+type Envelope_ResultAck struct {
+	ResultAck *ResultAck `protobuf:"bytes,16,opt,name=result_ack,json=resultAck,proto3,oneof"` // the manager has a final report, executor stops repeating it, manager -> executor
+}
+
 func (*Envelope_Cfp) isEnvelope_Body() {}
 
 func (*Envelope_Bid) isEnvelope_Body() {}
@@ -327,6 +341,8 @@ func (*Envelope_Reserve) isEnvelope_Body() {}
 func (*Envelope_StealRequest) isEnvelope_Body() {}
 
 func (*Envelope_Transfer) isEnvelope_Body() {}
+
+func (*Envelope_ResultAck) isEnvelope_Body() {}
 
 // TaskKey names one replica of one task of one job.
 type TaskKey struct {
@@ -1264,16 +1280,23 @@ func (x *AwardReply) GetReason() string {
 
 // TaskStatus is an executor's report on a task replica to its manager.
 type TaskStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`                                          // the task replica; required
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`                                     // placement epoch the report is about
-	Attempt       int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`                                 // attempt number the report is about, >= 0
-	Node          string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`                                        // node ID of the reporting executor; required
-	State         string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`                                      // one of "waiting", "pending", "awarded", "running", "succeeded", "failed", "cancelled", "preempted"
-	ExitCode      int32                  `protobuf:"zigzag32,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`             // process exit code; -1 when killed or never started
-	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`                                    // human-readable detail, <= 4096 bytes
-	TimeUnixNano  int64                  `protobuf:"varint,8,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"` // when the state was reached; 0 means unknown
-	RuntimeNs     int64                  `protobuf:"varint,9,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`            // how long the attempt ran, >= 0
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Key          *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`                                          // the task replica; required
+	Epoch        uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`                                     // placement epoch the report is about
+	Attempt      int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`                                 // attempt number the report is about, >= 0
+	Node         string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`                                        // node ID of the reporting executor; required
+	State        string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`                                      // one of "waiting", "pending", "awarded", "running", "succeeded", "failed", "cancelled", "preempted"
+	ExitCode     int32                  `protobuf:"zigzag32,6,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`             // process exit code; -1 when killed or never started
+	Reason       string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`                                    // human-readable detail, <= 4096 bytes
+	TimeUnixNano int64                  `protobuf:"varint,8,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"` // when the state was reached; 0 means unknown
+	RuntimeNs    int64                  `protobuf:"varint,9,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`            // how long the attempt ran, >= 0
+	// Set on a final report (succeeded, failed, cancelled, preempted) by an
+	// executor that stops repeating it once the manager answers ResultAck;
+	// false on every other state. Added to version 1 compatibly: an older
+	// manager ignores it (and the executor repeats the report its fixed
+	// number of times), an older executor never sets it (and is never sent
+	// a ResultAck, which it could not decode).
+	AckWanted     bool `protobuf:"varint,10,opt,name=ack_wanted,json=ackWanted,proto3" json:"ack_wanted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1371,6 +1394,76 @@ func (x *TaskStatus) GetRuntimeNs() int64 {
 	return 0
 }
 
+func (x *TaskStatus) GetAckWanted() bool {
+	if x != nil {
+		return x.AckWanted
+	}
+	return false
+}
+
+// ResultAck tells an executor that its manager has the final report of
+// one attempt of a task replica (TaskStatus with ack_wanted), so that it
+// stops repeating it. Sent only in answer to such a report.
+type ResultAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`          // the task replica; required
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`     // the report's epoch
+	Attempt       int32                  `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"` // the report's attempt, >= 0
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultAck) Reset() {
+	*x = ResultAck{}
+	mi := &file_market_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultAck) ProtoMessage() {}
+
+func (x *ResultAck) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
+func (*ResultAck) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ResultAck) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ResultAck) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ResultAck) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
 // CancelTask tells an executor to stop, or drop from its queue, a task
 // replica.
 type CancelTask struct {
@@ -1384,7 +1477,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1489,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1502,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{14}
+	return file_market_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelTask) GetKey() *TaskKey {
@@ -1448,7 +1541,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1553,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1566,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{15}
+	return file_market_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Hold) GetAuction() *AuctionID {
@@ -1518,7 +1611,7 @@ type HoldReply struct {
 
 func (x *HoldReply) Reset() {
 	*x = HoldReply{}
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1623,7 @@ func (x *HoldReply) String() string {
 func (*HoldReply) ProtoMessage() {}
 
 func (x *HoldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1636,7 @@ func (x *HoldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldReply.ProtoReflect.Descriptor instead.
 func (*HoldReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{16}
+	return file_market_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HoldReply) GetAuction() *AuctionID {
@@ -1594,7 +1687,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1699,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1712,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{17}
+	return file_market_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Commit) GetKey() *TaskKey {
@@ -1661,7 +1754,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +1766,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +1779,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{18}
+	return file_market_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Release) GetKey() *TaskKey {
@@ -1721,7 +1814,7 @@ type Reserve struct {
 
 func (x *Reserve) Reset() {
 	*x = Reserve{}
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +1826,7 @@ func (x *Reserve) String() string {
 func (*Reserve) ProtoMessage() {}
 
 func (x *Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +1839,7 @@ func (x *Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reserve.ProtoReflect.Descriptor instead.
 func (*Reserve) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{19}
+	return file_market_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Reserve) GetAuction() *AuctionID {
@@ -1804,7 +1897,7 @@ type StealRequest struct {
 
 func (x *StealRequest) Reset() {
 	*x = StealRequest{}
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +1909,7 @@ func (x *StealRequest) String() string {
 func (*StealRequest) ProtoMessage() {}
 
 func (x *StealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +1922,7 @@ func (x *StealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StealRequest.ProtoReflect.Descriptor instead.
 func (*StealRequest) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{20}
+	return file_market_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StealRequest) GetThief() string {
@@ -1867,7 +1960,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +1972,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +1985,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{21}
+	return file_market_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Transfer) GetKey() *TaskKey {
@@ -1941,7 +2034,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2046,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2059,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{22}
+	return file_market_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2038,7 +2131,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2143,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2156,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{23}
+	return file_market_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2098,7 +2191,7 @@ var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
 	"\n" +
-	"\fmarket.proto\x12\bagora.v1\"\xc7\x05\n" +
+	"\fmarket.proto\x12\bagora.v1\"\xfd\x05\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12!\n" +
 	"\x03cfp\x18\x02 \x01(\v2\r.agora.v1.CfpH\x00R\x03cfp\x12!\n" +
@@ -2119,7 +2212,9 @@ const file_market_proto_rawDesc = "" +
 	"\arelease\x18\f \x01(\v2\x11.agora.v1.ReleaseH\x00R\arelease\x12-\n" +
 	"\areserve\x18\r \x01(\v2\x11.agora.v1.ReserveH\x00R\areserve\x12=\n" +
 	"\rsteal_request\x18\x0e \x01(\v2\x16.agora.v1.StealRequestH\x00R\fstealRequest\x120\n" +
-	"\btransfer\x18\x0f \x01(\v2\x12.agora.v1.TransferH\x00R\btransferB\x06\n" +
+	"\btransfer\x18\x0f \x01(\v2\x12.agora.v1.TransferH\x00R\btransfer\x124\n" +
+	"\n" +
+	"result_ack\x18\x10 \x01(\v2\x13.agora.v1.ResultAckH\x00R\tresultAckB\x06\n" +
 	"\x04body\"I\n" +
 	"\aTaskKey\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
@@ -2205,7 +2300,7 @@ const file_market_proto_rawDesc = "" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06accept\x18\x03 \x01(\bR\x06accept\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x85\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa4\x02\n" +
 	"\n" +
 	"TaskStatus\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
@@ -2217,7 +2312,14 @@ const file_market_proto_rawDesc = "" +
 	"\x06reason\x18\a \x01(\tR\x06reason\x12$\n" +
 	"\x0etime_unix_nano\x18\b \x01(\x03R\ftimeUnixNano\x12\x1d\n" +
 	"\n" +
-	"runtime_ns\x18\t \x01(\x03R\truntimeNs\"_\n" +
+	"runtime_ns\x18\t \x01(\x03R\truntimeNs\x12\x1d\n" +
+	"\n" +
+	"ack_wanted\x18\n" +
+	" \x01(\bR\tackWanted\"`\n" +
+	"\tResultAck\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\x05R\aattempt\"_\n" +
 	"\n" +
 	"CancelTask\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
@@ -2286,7 +2388,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2302,18 +2404,19 @@ var file_market_proto_goTypes = []any{
 	(*Award)(nil),         // 11: agora.v1.Award
 	(*AwardReply)(nil),    // 12: agora.v1.AwardReply
 	(*TaskStatus)(nil),    // 13: agora.v1.TaskStatus
-	(*CancelTask)(nil),    // 14: agora.v1.CancelTask
-	(*Hold)(nil),          // 15: agora.v1.Hold
-	(*HoldReply)(nil),     // 16: agora.v1.HoldReply
-	(*Commit)(nil),        // 17: agora.v1.Commit
-	(*Release)(nil),       // 18: agora.v1.Release
-	(*Reserve)(nil),       // 19: agora.v1.Reserve
-	(*StealRequest)(nil),  // 20: agora.v1.StealRequest
-	(*Transfer)(nil),      // 21: agora.v1.Transfer
-	(*Query)(nil),         // 22: agora.v1.Query
-	(*QueryReply)(nil),    // 23: agora.v1.QueryReply
-	nil,                   // 24: agora.v1.Request.LabelsEntry
-	nil,                   // 25: agora.v1.TaskSpec.EnvEntry
+	(*ResultAck)(nil),     // 14: agora.v1.ResultAck
+	(*CancelTask)(nil),    // 15: agora.v1.CancelTask
+	(*Hold)(nil),          // 16: agora.v1.Hold
+	(*HoldReply)(nil),     // 17: agora.v1.HoldReply
+	(*Commit)(nil),        // 18: agora.v1.Commit
+	(*Release)(nil),       // 19: agora.v1.Release
+	(*Reserve)(nil),       // 20: agora.v1.Reserve
+	(*StealRequest)(nil),  // 21: agora.v1.StealRequest
+	(*Transfer)(nil),      // 22: agora.v1.Transfer
+	(*Query)(nil),         // 23: agora.v1.Query
+	(*QueryReply)(nil),    // 24: agora.v1.QueryReply
+	nil,                   // 25: agora.v1.Request.LabelsEntry
+	nil,                   // 26: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	8,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -2322,46 +2425,48 @@ var file_market_proto_depIdxs = []int32{
 	11, // 3: agora.v1.Envelope.award:type_name -> agora.v1.Award
 	12, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
 	13, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
-	14, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
-	15, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
-	16, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
-	17, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
-	18, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
-	19, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
-	20, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
-	21, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
-	1,  // 14: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
-	3,  // 15: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
-	4,  // 16: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	24, // 17: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
-	1,  // 18: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
-	5,  // 19: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	6,  // 20: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	25, // 21: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	2,  // 22: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 23: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 24: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 25: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 26: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 27: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	9,  // 28: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 29: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 30: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 31: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 32: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 33: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 34: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 35: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 36: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 37: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 38: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 39: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 40: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	15, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
+	16, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
+	17, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
+	18, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
+	19, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
+	20, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
+	21, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
+	22, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
+	14, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
+	1,  // 15: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
+	3,  // 16: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
+	4,  // 17: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
+	25, // 18: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	1,  // 19: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
+	5,  // 20: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
+	6,  // 21: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	26, // 22: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	2,  // 23: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 24: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 25: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 26: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 27: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 28: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	9,  // 29: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 30: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 31: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	1,  // 32: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 33: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 34: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 35: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 36: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 37: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 38: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 39: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 40: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 41: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 42: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -2384,6 +2489,7 @@ func file_market_proto_init() {
 		(*Envelope_Reserve)(nil),
 		(*Envelope_StealRequest)(nil),
 		(*Envelope_Transfer)(nil),
+		(*Envelope_ResultAck)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2391,7 +2497,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

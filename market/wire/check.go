@@ -47,6 +47,13 @@ var taskStates = map[market.TaskState]bool{
 	market.TaskCancelled: true, market.TaskPreempted: true,
 }
 
+// finalStates are the states that end an attempt: a report of one may
+// ask for a ResultAck.
+var finalStates = map[market.TaskState]bool{
+	market.TaskSucceeded: true, market.TaskFailed: true,
+	market.TaskCancelled: true, market.TaskPreempted: true,
+}
+
 // show quotes s for an error message, clipped so that a hostile value
 // cannot bloat the error.
 func show(s string) string {
@@ -96,6 +103,11 @@ func checkMsg(m market.Msg) error {
 		)
 	case market.TaskStatus:
 		return checkStatus("task_status", x)
+	case market.ResultAck:
+		return firstErr(
+			checkKey("result_ack.key", x.Key),
+			checkRange("result_ack.attempt", x.Attempt, 0, MaxCounter),
+		)
 	case market.CancelTask:
 		return firstErr(
 			checkKey("cancel_task.key", x.Key),
@@ -192,6 +204,9 @@ func checkStatus(p string, s market.TaskStatus) error {
 	}
 	if !taskStates[s.State] {
 		return bad(join(p, "state"), "unknown task state %s", show(string(s.State)))
+	}
+	if s.AckWanted && !finalStates[s.State] {
+		return bad(join(p, "ack_wanted"), "set on state %s; only a final report (succeeded, failed, cancelled, preempted) asks for an ack", show(string(s.State)))
 	}
 	return firstErr(
 		checkRange(join(p, "exit_code"), s.ExitCode, math.MinInt32, math.MaxInt32),

@@ -48,8 +48,10 @@ func Encode(m market.Msg) ([]byte, error) {
 		env.Body = &pb.Envelope_TaskStatus{TaskStatus: &pb.TaskStatus{
 			Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt), Node: string(x.Node),
 			State: string(x.State), ExitCode: int32(x.ExitCode), Reason: x.Reason,
-			TimeUnixNano: timeToPB(x.Time), RuntimeNs: int64(x.Runtime),
+			TimeUnixNano: timeToPB(x.Time), RuntimeNs: int64(x.Runtime), AckWanted: x.AckWanted,
 		}}
+	case market.ResultAck:
+		env.Body = &pb.Envelope_ResultAck{ResultAck: &pb.ResultAck{Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt)}}
 	case market.CancelTask:
 		env.Body = &pb.Envelope_CancelTask{CancelTask: &pb.CancelTask{Key: keyToPB(x.Key), Epoch: x.Epoch, Reason: x.Reason}}
 	case market.Hold:
@@ -188,8 +190,18 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		return market.TaskStatus{
 			Key: k, Epoch: x.Epoch, Attempt: int(x.Attempt), Node: market.NodeID(x.Node),
 			State: market.TaskState(x.State), ExitCode: int(x.ExitCode), Reason: x.Reason,
-			Time: timeFromPB(x.TimeUnixNano), Runtime: time.Duration(x.RuntimeNs),
+			Time: timeFromPB(x.TimeUnixNano), Runtime: time.Duration(x.RuntimeNs), AckWanted: x.AckWanted,
 		}, nil
+	case *pb.Envelope_ResultAck:
+		x, p := body.ResultAck, "result_ack"
+		if x == nil {
+			return nil, bad(p, "empty message")
+		}
+		k, err := keyFromPB(join(p, "key"), x.Key)
+		if err != nil {
+			return nil, err
+		}
+		return market.ResultAck{Key: k, Epoch: x.Epoch, Attempt: int(x.Attempt)}, nil
 	case *pb.Envelope_CancelTask:
 		x, p := body.CancelTask, "cancel_task"
 		if x == nil {

@@ -125,9 +125,12 @@ func roundTrips() []struct {
 		{"award reply accept", market.AwardReply{Auction: aid, Bidder: bidder, Accept: true}},
 		{"award reply decline", market.AwardReply{Auction: aid, Bidder: bidder, Reason: "state changed: would start 2s later than bid"}},
 		{"task status full", market.TaskStatus{Key: key, Epoch: 7, Attempt: 2, Node: bidder, State: market.TaskFailed,
-			ExitCode: -1, Reason: "killed: out of memory\nlast line", Time: t0, Runtime: 42*time.Minute + 17}},
+			ExitCode: -1, Reason: "killed: out of memory\nlast line", Time: t0, Runtime: 42*time.Minute + 17, AckWanted: true}},
 		{"task status running zero time", market.TaskStatus{Key: key, Epoch: 1, Attempt: 1, Node: bidder, State: market.TaskRunning}},
 		{"task status exit 255", market.TaskStatus{Key: key, Node: bidder, State: market.TaskSucceeded, ExitCode: 255, Time: t0}},
+		{"task status final, ack wanted", market.TaskStatus{Key: key, Epoch: 3, Attempt: 1, Node: bidder, State: market.TaskPreempted, Time: t0, AckWanted: true}},
+		{"result ack", market.ResultAck{Key: key, Epoch: 3, Attempt: 1}},
+		{"result ack zero", market.ResultAck{Key: key}},
 		{"cancel", market.CancelTask{Key: key, Epoch: 7, Reason: "cancelled by user"}},
 		{"cancel no reason", market.CancelTask{Key: key}},
 		{"bid gang slots", market.Bid{Auction: aid, Bidder: bidder, Score: 0.5, Slots: MaxSlots}},
@@ -152,7 +155,7 @@ func roundTrips() []struct {
 }
 
 // numKinds is how many market message kinds the wire carries.
-const numKinds = 14
+const numKinds = 15
 
 func TestRoundTrip(t *testing.T) {
 	kinds := map[string]bool{}
@@ -198,7 +201,7 @@ func TestDecodeStepTypes(t *testing.T) {
 		}
 		switch m.(type) {
 		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask,
-			market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve,
+			market.ResultAck, market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve,
 			market.StealRequest, market.Transfer:
 		default:
 			t.Errorf("%s: Decode returned %T", tc.name, m)
@@ -388,6 +391,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"status negative attempt", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().Attempt = -2 }), "task_status.attempt"},
 		{"status negative time", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().TimeUnixNano = -1 }), "task_status.time_unix_nano"},
 		{"status negative runtime", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().RuntimeNs = -1 }), "task_status.runtime_ns: negative"},
+		{"status running wants ack", raw(t, status, func(e *pb.Envelope) { e.GetTaskStatus().AckWanted = true }), `task_status.ack_wanted: set on state "running"`},
+		{"result ack no key", raw(t, market.ResultAck{Key: key}, func(e *pb.Envelope) { e.GetResultAck().Key = nil }), "result_ack.key: required"},
+		{"result ack negative attempt", raw(t, market.ResultAck{Key: key}, func(e *pb.Envelope) { e.GetResultAck().Attempt = -1 }), "result_ack.attempt: -1 out of range"},
 		{"cancel empty task", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Key.Task = "" }), "cancel_task.key.task: required"},
 		{"cancel long reason", raw(t, market.CancelTask{Key: key}, func(e *pb.Envelope) { e.GetCancelTask().Reason = long(MaxReasonLen + 1) }), "cancel_task.reason"},
 
@@ -739,6 +745,7 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
 		{roundTrips()[10].msg, ""},
 		{market.CancelTask{Key: key, Epoch: 7, Reason: "r"}, ""},
+		{market.ResultAck{Key: key, Epoch: 7, Attempt: 2}, ""},
 		{fullHold(), "Task.TaskOffer.Request.GPU.Share"},
 		{market.HoldReply{Auction: aid, Bidder: bidder, Replica: 3, OK: true, Reason: "r"}, ""},
 		{market.Commit{Key: key, Epoch: 7, Rank: 3, Peers: gangPeers()}, ""},
