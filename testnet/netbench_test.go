@@ -76,19 +76,28 @@ func openEcho(tb testing.TB, from, to *Node) *echoConn {
 // roundTrip sends payload and waits for its echo.
 func (c *echoConn) roundTrip(tb testing.TB, payload []byte) time.Duration {
 	tb.Helper()
+	d, err := c.exchange(payload)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+// exchange sends payload, waits for its echo and times the two.
+func (c *echoConn) exchange(payload []byte) (time.Duration, error) {
 	t0 := time.Now()
 	if err := wire.WriteFrame(c.w, payload); err != nil {
-		tb.Fatalf("echo write: %v", err)
+		return 0, fmt.Errorf("echo write: %w", err)
 	}
 	if err := c.w.Flush(); err != nil {
-		tb.Fatalf("echo flush: %v", err)
+		return 0, fmt.Errorf("echo flush: %w", err)
 	}
 	b, err := wire.ReadFrame(c.r, wire.MaxMessageBytes)
 	d := time.Since(t0)
 	if err != nil || len(b) != len(payload) {
-		tb.Fatalf("echo read: %d bytes, %v", len(b), err)
+		return 0, fmt.Errorf("echo read: %d bytes, %v", len(b), err)
 	}
-	return d
+	return d, nil
 }
 
 // cfpPayload is a CFP as the market encodes it, so that the bare round
@@ -135,29 +144,63 @@ func (l *roundLog) wait(tb testing.TB, d time.Duration, what string) market.Roun
 type roundResult struct {
 	Round  []time.Duration // CFPs sent → award decided, per round
 	Accept []time.Duration // CFPs sent → award accepted (manager's event log)
-	Bare   []time.Duration // echo round trips between the same hosts
+	Bare   []time.Duration // echo round trips between the same hosts, after each round
+	During []time.Duration // echo round trips between the same hosts, all along the rounds
 	Bids   int             // bids over all rounds
 	Short  int             // rounds that closed with fewer bids than invited nodes: the window ran out
 	Bytes  int             // echo payload
 }
 
+// duringGap is the pause between two of the prober's echo round trips:
+// frequent enough that every round meets some, rare enough that the
+// prober takes about a percent of a core.
+const duringGap = 2 * time.Millisecond
+
+// probeDuring times echo round trips over conns, one ordered pair after
+// another with duringGap between them, until stop is closed, and returns
+// them, or the first error.
+func probeDuring(conns []*echoConn, payload []byte, stop <-chan struct{}) ([]time.Duration, error) {
+	var out []time.Duration
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return out, nil
+		case <-time.After(duringGap):
+		}
+		d, err := conns[i%len(conns)].exchange(payload)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d)
+	}
+}
+
 // measureRounds submits rounds one-task jobs one after the other, each to
 // the next node in turn, waits for each job's auction round to close, and
-// after each one times one echo round trip over every ordered pair of
-// nodes, so that the baseline is taken under the same conditions.
+// times the baseline, echo round trips between the same hosts, two ways:
+// after each round, one over every ordered pair of nodes (Bare); and all
+// along, from a prober of its own that sends one every duringGap
+// (During), so that the baseline meets what the rounds meet — the
+// previous job's task start, its reports, record commits and
+// replication — at the same moments.
 func measureRounds(tb testing.TB, net *Net, log *roundLog, rounds int) roundResult {
 	tb.Helper()
 	nodes := net.Up()
 	conns := map[[2]int]*echoConn{}
+	var probe []*echoConn
 	for _, a := range nodes {
 		for _, c := range nodes {
 			if a != c {
 				conns[[2]int{a.Index, c.Index}] = openEcho(tb, a, c)
+				probe = append(probe, openEcho(tb, a, c))
 			}
 		}
 	}
 	defer func() {
 		for _, c := range conns {
+			_ = c.s.Close()
+		}
+		for _, c := range probe {
 			_ = c.s.Close()
 		}
 	}()
@@ -173,6 +216,25 @@ func measureRounds(tb testing.TB, net *Net, log *roundLog, rounds int) roundResu
 	for _, c := range conns {
 		c.roundTrip(tb, payload)
 	}
+	for _, c := range probe {
+		c.roundTrip(tb, payload)
+	}
+	type probeResult struct {
+		ds  []time.Duration
+		err error
+	}
+	stop, probed := make(chan struct{}), make(chan probeResult, 1)
+	go func() {
+		ds, err := probeDuring(probe, payload, stop)
+		probed <- probeResult{ds, err}
+	}()
+	defer func() { // on every way out, Fatal included
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}()
 	managers := map[string]*Node{}
 	rcs := map[string]market.RoundClosed{}
 	for i := range rounds {
@@ -204,6 +266,12 @@ func measureRounds(tb testing.TB, net *Net, log *roundLog, rounds int) roundResu
 			}
 		}
 	}
+	close(stop)
+	pr := <-probed
+	if pr.err != nil {
+		tb.Fatalf("prober: %v", pr.err)
+	}
+	res.During = pr.ds
 	// The award's acceptance, from each manager's event log, timed from
 	// the opening of the job's last round.
 	WaitFor(tb, 10*time.Second, "every award to be accepted", func() bool {
@@ -274,6 +342,7 @@ func BenchmarkNetAuctionRound(b *testing.B) {
 				total.Round = append(total.Round, r.Round...)
 				total.Accept = append(total.Accept, r.Accept...)
 				total.Bare = append(total.Bare, r.Bare...)
+				total.During = append(total.During, r.During...)
 				total.Bids += r.Bids
 				total.Short += r.Short
 				total.Bytes = r.Bytes
@@ -287,12 +356,18 @@ func BenchmarkNetAuctionRound(b *testing.B) {
 			if b99 > 0 {
 				b.ReportMetric(r99/b99, "round_p99_over_bare_p99")
 			}
+			d50, d99 := quantile(total.During, 0.50), quantile(total.During, 0.99)
+			b.ReportMetric(d50, "bare_during_p50_ms")
+			b.ReportMetric(d99, "bare_during_p99_ms")
+			if d99 > 0 {
+				b.ReportMetric(r99/d99, "round_p99_over_bare_during_p99")
+			}
 			b.ReportMetric(quantile(total.Accept, 0.50), "accept_p50_ms")
 			b.ReportMetric(quantile(total.Accept, 0.99), "accept_p99_ms")
 			b.ReportMetric(float64(total.Short)/float64(len(total.Round)), "window_closed_frac")
 			reportMachine(b, m0)
-			b.Logf("%d rounds (%.2f bids each, %d closed by the window), %d bare round trips of %d bytes",
-				len(total.Round), float64(total.Bids)/float64(len(total.Round)), total.Short, len(total.Bare), total.Bytes)
+			b.Logf("%d rounds (%.2f bids each, %d closed by the window), %d bare round trips of %d bytes after the rounds and %d during them",
+				len(total.Round), float64(total.Bids)/float64(len(total.Round)), total.Short, len(total.Bare), total.Bytes, len(total.During))
 		})
 	}
 }
@@ -302,10 +377,10 @@ func BenchmarkNetAuctionRound(b *testing.B) {
 func TestNetAuctionRoundSmoke(t *testing.T) {
 	net, log := newRoundNet(t, 0)
 	r := measureRounds(t, net, log, 8)
-	if len(r.Round) < 8 || len(r.Accept) != 8 || len(r.Bare) != 8*12 || r.Bids < 8 {
-		t.Fatalf("%d rounds, %d acceptances, %d bare round trips, %d bids", len(r.Round), len(r.Accept), len(r.Bare), r.Bids)
+	if len(r.Round) < 8 || len(r.Accept) != 8 || len(r.Bare) != 8*12 || len(r.During) == 0 || r.Bids < 8 {
+		t.Fatalf("%d rounds, %d acceptances, %d+%d bare round trips, %d bids", len(r.Round), len(r.Accept), len(r.Bare), len(r.During), r.Bids)
 	}
-	for _, ds := range [][]time.Duration{r.Round, r.Accept, r.Bare} {
+	for _, ds := range [][]time.Duration{r.Round, r.Accept, r.Bare, r.During} {
 		for _, d := range ds {
 			if d <= 0 || d > 5*time.Second {
 				t.Fatalf("implausible duration %v among %v", d, ds)
