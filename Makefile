@@ -5,7 +5,7 @@ DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt bench bench-all proto clean
+.PHONY: all build run test vet fmt bench bench-swf-full bench-all proto clean
 
 all: build
 
@@ -49,6 +49,18 @@ bench:
 	TMPDIR=$$d $(GO) test -run '^$$' -bench 'Net' -benchtime 1x -count $(NETCOUNT) ./testnet/ | tee -a docs/perf/netbench.txt; \
 	rm -rf $$d
 	$(GO) run ./testnet/sim/report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
+
+# Every SWF log in $(TRACES), whole, under easy and auction (seed 1), as
+# `agora sim --json` prints them, to docs/perf/swf-full.txt. The report
+# replays the first jobs of each log under 8 seeds instead; a whole log
+# takes the auction 4 min (KTH) to half an hour (SDSC) and EASY up to
+# 25 min on 2 cores, so make bench does not run this.
+bench-swf-full: build
+	@mkdir -p docs/perf
+	@{ echo "# make bench-swf-full at $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), $$(nproc) CPUs"; \
+	for f in $(TRACES)/*.swf $(TRACES)/*.swf.gz; do [ -f "$$f" ] || continue; \
+	for s in easy auction; do echo "## $$(basename $$f) $$s"; ./$(BIN) sim --workload "$$f" --scheduler $$s --json || exit 1; done; done; } > docs/perf/swf-full.txt
+	@cat docs/perf/swf-full.txt
 
 # Every Go benchmark of the repository (micro-benchmarks included).
 bench-all:
