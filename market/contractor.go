@@ -61,14 +61,23 @@ type contractor struct {
 	// it repeatResults has nothing to do (a busy node keeps a minute of
 	// finished tasks there, and Tick runs every 10 ms).
 	resultsDue time.Time
-	accepted   int // awards accepted so far
+	// resultOf indexes results by the attempt they report, for acks.
+	resultOf map[resultID]*pendingResult
+	accepted int // awards accepted so far
+}
+
+// resultID names the attempt a final report is about.
+type resultID struct {
+	key     TaskKey
+	epoch   uint64
+	attempt int
 }
 
 func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
 	return contractor{
 		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
 		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
-		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{},
+		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{}, resultOf: map[resultID]*pendingResult{},
 	}
 }
 
@@ -526,6 +535,7 @@ const maxResultRepeats = 6
 func (m *Market) addResult(r *pendingResult) {
 	c := &m.c
 	c.results = append(c.results, r)
+	c.resultOf[r.id()] = r
 	if c.resultsDue.IsZero() || r.next.Before(c.resultsDue) {
 		c.resultsDue = r.next
 	}
@@ -544,6 +554,7 @@ func (m *Market) repeatResults() {
 	for _, r := range c.results {
 		if !m.now.Before(r.next) {
 			if r.acked {
+				m.dropResult(r)
 				continue
 			}
 			m.send(r.to, r.st)
@@ -556,18 +567,27 @@ func (m *Market) repeatResults() {
 			if due.IsZero() || r.next.Before(due) {
 				due = r.next
 			}
+		} else {
+			m.dropResult(r)
 		}
 	}
 	clear(c.results[len(keep):])
 	c.results, c.resultsDue = keep, due
 }
 
+func (r *pendingResult) id() resultID { return resultID{r.st.Key, r.st.Epoch, r.st.Attempt} }
+
+// dropResult forgets r's index entry (repeatResults drops r itself).
+func (m *Market) dropResult(r *pendingResult) {
+	if m.c.resultOf[r.id()] == r {
+		delete(m.c.resultOf, r.id())
+	}
+}
+
 // onResultAck stops repeating the final report the manager acknowledged.
 func (m *Market) onResultAck(from NodeID, a ResultAck) {
-	for _, r := range m.c.results {
-		if r.to == from && r.st.Key == a.Key && r.st.Epoch == a.Epoch && r.st.Attempt == a.Attempt && !r.acked {
-			r.acked, r.next = true, r.expires
-		}
+	if r := m.c.resultOf[resultID{a.Key, a.Epoch, a.Attempt}]; r != nil && r.to == from && !r.acked {
+		r.acked, r.next = true, r.expires
 	}
 }
 

@@ -48,8 +48,8 @@ func TestResultAcked(t *testing.T) {
 			if got := c.sent["result_ack"]; got != tc.wantAcks {
 				t.Errorf("managers sent %d acks, want %d", got, tc.wantAcks)
 			}
-			if len(ex.c.results) != 0 {
-				t.Errorf("executor still keeps %d final reports after their time", len(ex.c.results))
+			if len(ex.c.results) != 0 || len(ex.c.resultOf) != 0 {
+				t.Errorf("executor still keeps %d final reports (%d indexed) after their time", len(ex.c.results), len(ex.c.resultOf))
 			}
 			if tc.rehome && c.job(2, "j").State != JobSucceeded {
 				t.Errorf("adopter's record: job %s", c.job(2, "j").State)
