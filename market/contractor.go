@@ -520,8 +520,8 @@ type pendingResult struct {
 	gap  time.Duration
 	sent int
 	// acked: the manager has the report (ResultAck); it is kept, unsent,
-	// until expires, in case another node adopts the job (Market.Adopted
-	// sends it there).
+	// until expires, in case another node adopts the job (Rehome sends it
+	// there).
 	acked   bool
 	expires time.Time // when the last repeat would go out
 }
