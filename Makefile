@@ -59,7 +59,7 @@ bench-swf-full: build
 	@mkdir -p docs/perf
 	@{ echo "# make bench-swf-full at $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), $$(nproc) CPUs"; \
 	for f in $(TRACES)/*.swf $(TRACES)/*.swf.gz; do [ -f "$$f" ] || continue; \
-	for s in easy auction; do echo "## $$(basename $$f) $$s"; ./$(BIN) sim --workload "$$f" --scheduler $$s --json || exit 1; done; done; } > docs/perf/swf-full.txt
+	for s in easy auction; do echo "## $$(basename $$f) $$s"; ./$(BIN) sim --workload "$$f" --scheduler $$s --json --progress 60s || exit 1; done; done; } > docs/perf/swf-full.txt
 	@cat docs/perf/swf-full.txt
 
 # Every Go benchmark of the repository (micro-benchmarks included).

@@ -35,6 +35,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	loss := fs.Float64("loss", 0, "auction: probability in [0, 1) that a market message is lost (seeded)")
 	failureRate := fs.Float64("failure-rate", -1, "failures per node per hour for every node class, overriding the cluster's failure_rate (-1: keep it)")
 	repair := fs.Duration("repair", 0, "repair time of a failed node for every node class, overriding the cluster's repair (0: keep it; default 10m)")
+	progress := fs.Duration("progress", 0, "print how far the run has got to stderr about this often, in wall time, e.g. 30s (0: never); a whole SWF log takes minutes to half an hour")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -74,6 +75,16 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	}
 	if *repair < 0 {
 		return fail("--repair: %v is negative", *repair)
+	}
+	if *progress < 0 {
+		return fail("--progress: %v is negative", *progress)
+	}
+	if *progress > 0 {
+		cfg.ProgressEvery = *progress
+		cfg.Progress = func(p sim.Progress) {
+			fmt.Fprintf(stderr, "agora sim: %s virtual, %d of %d jobs ended, %d tasks running, %s wall\n",
+				p.Virtual.Round(time.Second), p.JobsDone, p.Jobs, p.Running, p.Wall.Round(time.Second))
+		}
 	}
 	if *inflate < 0 || *inflate > 100 {
 		return fail("--inflate: %g is out of range (0, 100]", *inflate)

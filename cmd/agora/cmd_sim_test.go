@@ -76,6 +76,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "synthetic:1", "--loss", "NaN"}, "--loss"},
 		{[]string{"--workload", "synthetic:1", "--failure-rate", "-2"}, "--failure-rate"},
 		{[]string{"--workload", "synthetic:1", "--repair", "-1m"}, "--repair"},
+		{[]string{"--workload", "synthetic:1", "--progress", "-1s"}, "--progress"},
 	} {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"sim"}, tc.args...), &out, &errb)
@@ -137,5 +138,35 @@ func TestSimFailuresAndLoss(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --progress reports how far a run has got on stderr and changes nothing
+// in the report.
+func TestSimProgress(t *testing.T) {
+	args := []string{"--workload", "synthetic:3,jobs=300", "--cluster", "hetero:30", "--json"}
+	var plain, out, errb bytes.Buffer
+	if code := runMain(append([]string{"sim"}, args...), &plain, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := runMain(append([]string{"sim", "--progress", "1ns"}, args...), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "of 300 jobs ended") {
+		t.Fatalf("progress lines %q, want several naming the 300 jobs", lines)
+	}
+	strip := func(b []byte) string {
+		var r map[string]any
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		delete(r, "wall_s")
+		j, _ := json.Marshal(r)
+		return string(j)
+	}
+	if a, b := strip(plain.Bytes()), strip(out.Bytes()); a != b {
+		t.Fatalf("--progress changed the report:\n%s\n%s", a, b)
 	}
 }

@@ -83,6 +83,20 @@ type Config struct {
 	// (market.PeerGone) and its jobs are adopted: a real node's view drops
 	// a peer that missed three advert intervals; 3 × AdvertInterval.
 	GoneAfter time.Duration
+	// Progress, when set, is called about every ProgressEvery of wall
+	// time (10s when zero) while the run goes on, for a long replay's
+	// operator. It only reads the run: results do not depend on it.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is how far a run has got.
+type Progress struct {
+	Virtual  time.Duration // simulated time reached
+	JobsDone int           // jobs ended (succeeded, failed or dropped)
+	Jobs     int           // jobs in the workload
+	Running  int           // task runs in flight
+	Wall     time.Duration // since the run started
 }
 
 func (c Config) withDefaults() Config {
@@ -313,7 +327,16 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		return metrics.Input{}, fmt.Errorf("sim: unknown scheduler %q (have %v)", cfg.Scheduler, Schedulers)
 	}
 	s.init()
-	for e.done < len(e.jobs) && e.q.Len() > 0 {
+	every := cfg.ProgressEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	lastProgress := start
+	for n := 0; e.done < len(e.jobs) && e.q.Len() > 0; n++ {
+		if cfg.Progress != nil && n%4096 == 0 && time.Since(lastProgress) >= every {
+			lastProgress = time.Now()
+			cfg.Progress(Progress{Virtual: e.now, JobsDone: e.done, Jobs: len(e.jobs), Running: e.running, Wall: time.Since(start)})
+		}
 		ev := e.q.next()
 		if cfg.Horizon > 0 && ev.at > cfg.Horizon {
 			e.now = cfg.Horizon
