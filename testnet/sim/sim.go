@@ -331,10 +331,10 @@ func Simulate(cfg Config) (metrics.Input, error) {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	lastProgress := start
+	lastReport := start
 	for n := 0; e.done < len(e.jobs) && e.q.Len() > 0; n++ {
-		if cfg.Progress != nil && n%4096 == 0 && time.Since(lastProgress) >= every {
-			lastProgress = time.Now()
+		if cfg.Progress != nil && n%4096 == 0 && time.Since(lastReport) >= every {
+			lastReport = time.Now()
 			cfg.Progress(Progress{Virtual: e.now, JobsDone: e.done, Jobs: len(e.jobs), Running: e.running, Wall: time.Since(start)})
 		}
 		ev := e.q.next()
