@@ -307,6 +307,7 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
+	m.mix.observe(o.Request)
 	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
 	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
@@ -363,6 +364,9 @@ func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
 	finish := start.Add(rt)
 	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
 		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
+	if !start.After(now) && !preempt {
+		in.FragDelta, in.FragKnown = m.mix.fragDelta(c.free, o.Request)
+	}
 	return Bid{Auction: id, Bidder: m.cfg.Self, Score: m.scorer.Score(in), Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
 }
 

@@ -292,6 +292,8 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 				want = int64(req.GPU.Count) * resource.WholeGPU
 			}
 			c.fit = float64(free.GPUShare()-want) / float64(gpu)
+		} else if !req.GPU.Wants() && len(capv.GPUs) > 0 {
+			c.fit = 1 // keep GPU nodes for GPU work
 		}
 		cands = append(cands, c)
 	}

@@ -1,0 +1,207 @@
+package market
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// gpusFree is a node of len(free) A100s with 32 cores, CPU millicores
+// of them free, and free[i] thousandths of GPU i free.
+func gpusFree(cpu int64, free ...int64) resource.Vector {
+	v := gpuNode(32, len(free), 80<<30, "A100")
+	v.CPU = cpu
+	for i, f := range free {
+		v.GPUs[i].Free = f
+	}
+	return v
+}
+
+func TestFragmentFor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		free resource.Vector
+		c    demandClass
+		want int64
+	}{
+		{"share fits on one card; the smaller card's free is lost", gpusFree(8000, 300, 700), demandClass{cpu: 1000, share: 500}, 300},
+		{"share fits nowhere: all free is lost", gpusFree(8000, 300, 400), demandClass{cpu: 1000, share: 500}, 700},
+		{"share fits both cards", gpusFree(8000, 600, 1000), demandClass{cpu: 1000, share: 500}, 0},
+		{"whole card: partly used cards are lost", gpusFree(8000, 1000, 500, 0), demandClass{cpu: 1000, count: 1}, 500},
+		{"two whole cards wanted, one free: all lost", gpusFree(8000, 1000, 500), demandClass{cpu: 1000, count: 2}, 1500},
+		{"too little CPU: all lost", gpusFree(500, 1000, 1000), demandClass{cpu: 1000, count: 1}, 2000},
+		{"no GPU wanted: all lost", gpusFree(8000, 1000, 200), demandClass{cpu: 1000}, 1200},
+		{"no GPUs free", gpusFree(8000, 0, 0), demandClass{cpu: 1000, share: 100}, 0},
+	} {
+		if got := fragmentFor(tc.free, tc.c); got != tc.want {
+			t.Errorf("%s: fragment %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDemandMixObserve(t *testing.T) {
+	var x demandMix
+	if !x.empty() || x.wantsGPUs() {
+		t.Fatal("a new mix is not empty")
+	}
+	share := resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}
+	whole := resource.Request{CPU: 4000, GPU: resource.GPURequest{Count: 1}}
+	cpuOnly := resource.Request{CPU: 2000}
+	for _, r := range []resource.Request{share, whole, share, cpuOnly} {
+		x.observe(r)
+	}
+	if x.total != 4 || len(x.classes) != 3 || !x.wantsGPUs() {
+		t.Fatalf("total %v, classes %+v", x.total, x.classes)
+	}
+	if !slices.IsSortedFunc(x.classes, func(a, b demandClass) int {
+		if a.less(b) {
+			return -1
+		}
+		return 1
+	}) {
+		t.Fatalf("classes not sorted: %+v", x.classes)
+	}
+	for _, c := range x.classes {
+		if c == (demandClass{cpu: 1000, share: 500, w: 2}) {
+			return
+		}
+	}
+	t.Fatalf("the share class is not counted twice: %+v", x.classes)
+}
+
+// TestDemandMixBounded: the mix keeps at most mixClasses kinds, always the
+// newest observation among them, and halves old weights so that a new
+// workload takes over.
+func TestDemandMixBounded(t *testing.T) {
+	var x demandMix
+	for i := range 10 * mixClasses {
+		req := resource.Request{CPU: int64(1000 + i), GPU: resource.GPURequest{Count: 1}}
+		x.observe(req)
+		if len(x.classes) > mixClasses {
+			t.Fatalf("%d classes kept", len(x.classes))
+		}
+		if !slices.ContainsFunc(x.classes, func(c demandClass) bool { return c.cpu == req.CPU }) {
+			t.Fatalf("observation %d not kept", i)
+		}
+		var sum float64
+		for _, c := range x.classes {
+			sum += c.w
+		}
+		if math.Abs(sum-x.total) > 1e-9 {
+			t.Fatalf("total %v, weights sum to %v", x.total, sum)
+		}
+	}
+	// An old workload fades: after 2·mixHalfLife observations of a new
+	// kind the old one weighs at most a quarter of what it did.
+	var y demandMix
+	old := resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 1}}
+	for range mixHalfLife {
+		y.observe(old)
+	}
+	w0 := y.classes[0].w
+	for range 2 * mixHalfLife {
+		y.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 250}})
+	}
+	for _, c := range y.classes {
+		if c.count == 1 && c.w > w0/4+1e-9 {
+			t.Fatalf("old class weighs %v of %v after two half-lives", c.w, w0)
+		}
+	}
+}
+
+// TestFragDelta: under a mix of half-card tasks, putting a quarter-card
+// task on a card with 700 free (leaving 450, useless to them) grows
+// fragmentation, while putting it on a card with 750 free (leaving 500)
+// does not; filling a fragment shrinks it.
+func TestFragDelta(t *testing.T) {
+	var x demandMix
+	for range 4 {
+		x.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
+	}
+	quarter := resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 250}}
+	breaks, ok1 := x.fragDelta(gpusFree(8000, 700), quarter)
+	keeps, ok2 := x.fragDelta(gpusFree(8000, 750), quarter)
+	fills, ok3 := x.fragDelta(gpusFree(8000, 1000, 250), quarter) // best fit takes the 250 card
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatal("fragDelta unknown for a fitting GPU task")
+	}
+	if breaks != 450 || keeps != 0 || fills != -250 {
+		t.Fatalf("deltas %v (break), %v (keep), %v (fill); want 450, 0, -250", breaks, keeps, fills)
+	}
+	if !(FragScore(fills) > FragScore(keeps) && FragScore(keeps) > FragScore(breaks)) {
+		t.Fatalf("scores %v, %v, %v not decreasing", FragScore(fills), FragScore(keeps), FragScore(breaks))
+	}
+	if FragScore(0) != 0.5 {
+		t.Fatalf("FragScore(0) = %v", FragScore(0))
+	}
+	for _, tc := range []struct {
+		name string
+		mix  demandMix
+		free resource.Vector
+		req  resource.Request
+	}{
+		{"CPU task", x, gpusFree(8000, 1000), resource.Request{CPU: 1000}},
+		{"does not fit now", x, gpusFree(8000, 200), quarter},
+		{"node without GPUs", x, cpuNode(8), quarter},
+		{"mix without GPU work", demandMix{classes: []demandClass{{cpu: 1000, w: 1}}, total: 1}, gpusFree(8000, 1000), quarter},
+	} {
+		if _, ok := tc.mix.fragDelta(tc.free, tc.req); ok {
+			t.Errorf("%s: fragDelta known", tc.name)
+		}
+	}
+}
+
+// TestBidsAvoidFragmenting: two nodes that fit a quarter-card task equally
+// tightly by free share; the one where it would leave a card useless to
+// the half-card tasks both have been seen calling for bids scores lower.
+func TestBidsAvoidFragmenting(t *testing.T) {
+	bid := func(free resource.Vector) float64 {
+		capv := gpuNode(32, len(free.GPUs), 80<<30, "A100")
+		m, err := New(Config{Self: "n", Capacity: capv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.c.free = free
+		for range 4 {
+			m.mix.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
+		}
+		m.now = t0
+		return m.makeBid(AuctionID{}, TaskOffer{Key: TaskKey{Job: "j", Task: "t"},
+			Request: resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 250}}}).Score
+	}
+	// Both have 1,450 free in all; on a the task leaves 450 + 750, on b
+	// 200 + 1000 — tighter by card, but a has a half card left either way
+	// while b keeps a whole card and fills its fragment.
+	a := bid(gpusFree(32000, 700, 750))
+	b := bid(gpusFree(32000, 450, 1000))
+	if !(b > a) {
+		t.Fatalf("scores %v (breaks a card's usable half) vs %v (fills a fragment); want the second higher", a, b)
+	}
+}
+
+// TestCPUTasksPreferNodesWithoutGPUs: a task that asks for no GPU invites
+// nodes without GPUs before GPU nodes with as much room, so that CPU work
+// does not eat the CPU that GPU work on those nodes needs.
+func TestCPUTasksPreferNodesWithoutGPUs(t *testing.T) {
+	m, err := New(Config{Self: "self", Capacity: gpuNode(8, 8, 80<<30, "A100")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Peer{
+		{ID: "a-gpu", Capacity: gpuNode(32, 8, 80<<30, "A100"), Free: gpuNode(32, 8, 80<<30, "A100")},
+		{ID: "b-cpu", Capacity: cpuNode(32), Free: cpuNode(32)},
+		{ID: "c-gpu", Capacity: gpuNode(32, 2, 80<<30, "A100"), Free: gpuNode(32, 2, 80<<30, "A100")},
+		{ID: "d-cpu", Capacity: cpuNode(8), Free: cpuNode(8)},
+	} {
+		m.Advert(t0, p)
+	}
+	var got []NodeID
+	for _, c := range m.candidates(resource.Request{CPU: 2000}, nil) {
+		got = append(got, c.id)
+	}
+	if len(got) != 5 || !slices.Contains(got[:2], "b-cpu") || !slices.Contains(got[:2], "d-cpu") {
+		t.Fatalf("candidates %v, want b-cpu and d-cpu first", got)
+	}
+}
