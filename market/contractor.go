@@ -64,6 +64,10 @@ type contractor struct {
 	// resultOf indexes results by the attempt they report, for acks.
 	resultOf map[resultID]*pendingResult
 	accepted int // awards accepted so far
+	// mix is the task mix this node has seen called for: its bids weigh
+	// GPU fragmentation under it, and a GPU share goes to the card that
+	// fragments least (frag.go).
+	mix demandMix
 }
 
 // resultID names the attempt a final report is about.
@@ -307,7 +311,7 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
-	m.mix.observe(o.Request)
+	m.c.mix.observe(o.Request)
 	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
 	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
@@ -365,7 +369,7 @@ func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
 	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
 		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
 	if !start.After(now) && !preempt {
-		in.FragDelta, in.FragKnown = m.mix.fragDelta(c.free, o.Request)
+		in.FragDelta, in.FragKnown = m.c.mix.fragDelta(c.free, o.Request)
 	}
 	return Bid{Auction: id, Bidder: m.cfg.Self, Score: m.scorer.Score(in), Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
 }

@@ -181,13 +181,51 @@ func (x *demandMix) fragDelta(free resource.Vector, req resource.Request) (float
 	if !req.GPU.Wants() || len(free.GPUs) == 0 || !x.wantsGPUs() {
 		return 0, false
 	}
-	a, why := resource.Fit(free, req)
+	a, why := x.fit(free, req)
 	if why != "" {
 		return 0, false
 	}
 	after := free.Clone()
 	after.Take(req, a)
 	return x.fragmentation(after) - x.fragmentation(free), true
+}
+
+// fit is resource.Fit, except that a share of one GPU goes to the card
+// where it grows the node's fragmentation under the mix least (FGD's
+// choice of card; Fit's card when it is among the least), rather than
+// simply to the tightest card. It falls back to Fit's choice when the mix says
+// nothing about GPUs.
+func (x *demandMix) fit(free resource.Vector, req resource.Request) (resource.Allocation, string) {
+	a, why := resource.Fit(free, req)
+	if why != "" || req.GPU.Share <= 0 || req.GPU.Count > 1 || len(a.GPUs) != 1 || !x.wantsGPUs() {
+		return a, why
+	}
+	base := x.fragmentation(free)
+	growth := func(gpu int) float64 {
+		alt := a
+		alt.GPUs = []int{gpu}
+		after := free.Clone()
+		after.Take(req, alt)
+		return x.fragmentation(after) - base
+	}
+	best := a.GPUs[0]
+	least := growth(best)
+	for _, g := range free.GPUs {
+		if g.Index == best || g.Free < req.GPU.Share {
+			continue
+		}
+		// Fit on this card alone says whether it matches the request's
+		// model and memory.
+		one := resource.Vector{CPU: req.CPU, Memory: req.Memory, Disk: req.Disk, Devices: free.Devices, GPUs: []resource.GPU{g}}
+		if _, why := resource.Fit(one, req); why != "" {
+			continue
+		}
+		if d := growth(g.Index); d < least {
+			best, least = g.Index, d
+		}
+	}
+	a.GPUs = []int{best}
+	return a, ""
 }
 
 // FragScore maps a fragmentation growth (thousandths of a GPU) to [0, 1]:

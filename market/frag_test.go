@@ -153,6 +153,43 @@ func TestFragDelta(t *testing.T) {
 	}
 }
 
+// TestFitPicksLeastFragmentingCard: under a mix of half-card tasks a
+// 300-thousandths share goes to the card with 800 free (leaving 500, still
+// usable) rather than the tightest with 600 (leaving 300, a fragment),
+// unless that card does not match the request; with no GPU work in the
+// mix, or for whole cards, the choice is Fit's.
+func TestFitPicksLeastFragmentingCard(t *testing.T) {
+	var x demandMix
+	for range 4 {
+		x.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
+	}
+	free := gpusFree(8000, 600, 800)
+	share := resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 300}}
+	other := free.Clone()
+	other.GPUs[1].Model = "T4"
+	for _, tc := range []struct {
+		name string
+		mix  demandMix
+		free resource.Vector
+		req  resource.Request
+		want []int
+	}{
+		{"least fragmenting card", x, free, share, []int{1}},
+		{"that card is another model", x, other, resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 300, Model: "A100"}}, []int{0}},
+		{"no GPU work in the mix", demandMix{}, free, share, []int{0}},
+		{"whole card", x, gpusFree(8000, 600, 1000, 1000), resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 1}}, []int{1}},
+	} {
+		a, why := tc.mix.fit(tc.free, tc.req)
+		want, _ := resource.Fit(tc.free, tc.req)
+		if why != "" || !slices.Equal(a.GPUs, tc.want) || !slices.Equal(a.Shares, want.Shares) {
+			t.Errorf("%s: allocation %+v (%s), want GPUs %v", tc.name, a, why, tc.want)
+		}
+	}
+	if _, why := x.fit(gpusFree(8000, 200, 100), share); why == "" {
+		t.Error("a share that fits no card was allocated")
+	}
+}
+
 // TestBidsAvoidFragmenting: two nodes that fit a quarter-card task equally
 // tightly by free share; the one where it would leave a card useless to
 // the half-card tasks both have been seen calling for bids scores lower.
@@ -165,7 +202,7 @@ func TestBidsAvoidFragmenting(t *testing.T) {
 		}
 		m.c.free = free
 		for range 4 {
-			m.mix.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
+			m.c.mix.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
 		}
 		m.now = t0
 		return m.makeBid(AuctionID{}, TaskOffer{Key: TaskKey{Job: "j", Task: "t"},

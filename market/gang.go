@@ -599,13 +599,13 @@ const farFuture = 100 * 365 * 24 * time.Hour
 // and ends before the reservations can be honoured (backfill). roomAt is
 // reservedRoomAt's answer.
 func (c *contractor) canStart(req resource.Request, rt time.Duration, now, roomAt time.Time) (resource.Allocation, bool) {
-	if al, why := resource.Fit(c.availFor(""), req); why == "" {
+	if al, why := c.mix.fit(c.availFor(""), req); why == "" {
 		return al, true
 	}
 	if roomAt.IsZero() || now.Add(rt).After(roomAt) {
 		return resource.Allocation{}, false
 	}
-	al, why := resource.Fit(c.free, req)
+	al, why := c.mix.fit(c.free, req)
 	return al, why == ""
 }
 

@@ -79,9 +79,6 @@ type Market struct {
 	stealMark int // c.accepted at the last steal request
 	lastBeat  time.Time
 	draining  bool
-	// mix is the task mix this node has seen called for, for its bids'
-	// GPU fragmentation (frag.go).
-	mix demandMix
 }
 
 type localMsg struct {
