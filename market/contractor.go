@@ -311,7 +311,9 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
-	m.c.mix.observe(o.Request)
+	if o.Request.GPU.Wants() {
+		m.c.mix.observe(o.Request) // see demandMix on why GPU work only
+	}
 	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
 	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})

@@ -62,10 +62,18 @@ func classOf(req resource.Request) demandClass {
 	return demandClass{cpu: req.CPU}
 }
 
-// demandMix is a node's estimate of the cluster's task mix: the requests
-// of the calls for bids it saw, the recent ones weighing more. It is
-// deterministic: classes are kept sorted, and every sum runs in that
-// order.
+// demandMix is a node's estimate of the cluster's GPU task mix: the GPU
+// requests of the calls for bids it saw, the recent ones weighing more.
+// It is deterministic: classes are kept sorted, and every sum runs in
+// that order.
+//
+// Tasks without GPUs are left out, unlike FGD's. To such a task every
+// free share is a fragment, so its class only adds −(share placed) ×
+// (its weight) to every placement's growth on a node: nothing to choose
+// between on one node, but between nodes, whose mixes are learned apart,
+// it is a bias that grows with the bidders. On the Alibaba trace at
+// d = 32 it cost 1.3 points (0.924 against 0.937); at d = 3 the two were
+// alike.
 type demandMix struct {
 	classes []demandClass // sorted by less
 	total   float64

@@ -218,6 +218,28 @@ func TestBidsAvoidFragmenting(t *testing.T) {
 	}
 }
 
+// TestMixLearnsGPUCallsForBids: a node learns its mix from the calls for
+// bids it could answer: GPU requests only, and not those it could never
+// hold.
+func TestMixLearnsGPUCallsForBids(t *testing.T) {
+	m, err := New(Config{Self: "n", Capacity: gpuNode(32, 2, 80<<30, "A100")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfp := func(task string, req resource.Request) CFP {
+		k := TaskKey{Job: "j", Task: task}
+		return CFP{Auction: AuctionID{Key: k, Epoch: 1}, Manager: "mgr", Task: TaskOffer{Key: k, Request: req}}
+	}
+	m.Step(t0, "mgr", cfp("cpu", resource.Request{CPU: 1000}))
+	m.Step(t0, "mgr", cfp("eight", resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 8}}))
+	m.Step(t0, "mgr", cfp("half", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}))
+	m.Step(t0, "mgr", cfp("half2", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}))
+	want := []demandClass{{cpu: 1000, share: 500, w: 2}}
+	if !slices.Equal(m.c.mix.classes, want) || m.c.mix.total != 2 {
+		t.Fatalf("mix %+v (total %v), want %+v", m.c.mix.classes, m.c.mix.total, want)
+	}
+}
+
 // TestCPUTasksPreferNodesWithoutGPUs: a task that asks for no GPU invites
 // nodes without GPUs before GPU nodes with as much room, so that CPU work
 // does not eat the CPU that GPU work on those nodes needs.
