@@ -240,19 +240,25 @@ func TestMixLearnsGPUCallsForBids(t *testing.T) {
 	}
 }
 
-// TestCPUTasksPreferNodesWithoutGPUs: a task that asks for no GPU invites
-// nodes without GPUs before GPU nodes with as much room, so that CPU work
-// does not eat the CPU that GPU work on those nodes needs.
-func TestCPUTasksPreferNodesWithoutGPUs(t *testing.T) {
-	m, err := New(Config{Self: "self", Capacity: gpuNode(8, 8, 80<<30, "A100")})
+// TestCPUTasksPreferNodesWithoutFreeGPUs: a task that asks for no GPU
+// ranks nodes without GPUs, or with all of them busy, before GPU nodes
+// with as much room, and among those the ones with the least GPU share
+// free, so that CPU work does not eat the CPU that work on free GPUs
+// needs.
+func TestCPUTasksPreferNodesWithoutFreeGPUs(t *testing.T) {
+	m, err := New(Config{Self: "self", Capacity: cpuNode(1)}) // self could never hold it
 	if err != nil {
 		t.Fatal(err)
 	}
+	busy := gpuNode(32, 2, 80<<30, "A100")
+	busy.GPUs[0].Free, busy.GPUs[1].Free = 0, 0
+	half := gpuNode(32, 2, 80<<30, "A100")
+	half.GPUs[0].Free = 0
 	for _, p := range []Peer{
-		{ID: "a-gpu", Capacity: gpuNode(32, 8, 80<<30, "A100"), Free: gpuNode(32, 8, 80<<30, "A100")},
+		{ID: "a-gpu-idle", Capacity: gpuNode(32, 8, 80<<30, "A100"), Free: gpuNode(32, 8, 80<<30, "A100")},
 		{ID: "b-cpu", Capacity: cpuNode(32), Free: cpuNode(32)},
-		{ID: "c-gpu", Capacity: gpuNode(32, 2, 80<<30, "A100"), Free: gpuNode(32, 2, 80<<30, "A100")},
-		{ID: "d-cpu", Capacity: cpuNode(8), Free: cpuNode(8)},
+		{ID: "c-gpu-half", Capacity: gpuNode(32, 2, 80<<30, "A100"), Free: half},
+		{ID: "d-gpu-busy", Capacity: gpuNode(32, 2, 80<<30, "A100"), Free: busy},
 	} {
 		m.Advert(t0, p)
 	}
@@ -260,7 +266,60 @@ func TestCPUTasksPreferNodesWithoutGPUs(t *testing.T) {
 	for _, c := range m.candidates(resource.Request{CPU: 2000}, nil) {
 		got = append(got, c.id)
 	}
-	if len(got) != 5 || !slices.Contains(got[:2], "b-cpu") || !slices.Contains(got[:2], "d-cpu") {
-		t.Fatalf("candidates %v, want b-cpu and d-cpu first", got)
+	if len(got) != 4 || !slices.Contains(got[:2], "b-cpu") || !slices.Contains(got[:2], "d-gpu-busy") || !slices.Equal(got[2:], []NodeID{"c-gpu-half", "a-gpu-idle"}) {
+		t.Fatalf("candidates %v, want b-cpu and d-gpu-busy, then c-gpu-half, a-gpu-idle", got)
+	}
+}
+
+// TestCPUTaskInvitesOneGPUNode: when the d best candidates for a task
+// without GPUs have no free GPUs, the last invitation goes to the best
+// node with free GPUs that fits now, so that a stale view of the others
+// does not cost a round; with fewer candidates than that, or a free GPU
+// node among them already, the invitations are the ranking's.
+func TestCPUTaskInvitesOneGPUNode(t *testing.T) {
+	m, err := New(Config{Self: "self", Capacity: cpuNode(1), D: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []NodeID{"cpu-1", "cpu-2", "cpu-3", "cpu-4"} {
+		m.Advert(t0, Peer{ID: id, Capacity: cpuNode(32), Free: cpuNode(32)})
+	}
+	m.Advert(t0, Peer{ID: "gpu", Capacity: gpuNode(32, 8, 80<<30, "A100"), Free: gpuNode(32, 8, 80<<30, "A100")})
+	if err := m.Submit(t0, "j", job("x", task("t", 2000))); err != nil {
+		t.Fatal(err)
+	}
+	var invited []NodeID
+	for _, e := range m.Ready() {
+		if s, ok := e.(Send); ok {
+			if _, ok := s.Msg.(CFP); ok {
+				invited = append(invited, s.To)
+			}
+		}
+	}
+	if len(invited) != 3 || !slices.Contains(invited, "gpu") {
+		t.Fatalf("invited %v, want two CPU nodes and gpu", invited)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		cands []candidate
+		n     int
+		want  []NodeID
+	}{
+		{"swapped in", []candidate{{id: "a"}, {id: "b"}, {id: "c", wait: 1}, {id: "g", fit: 1}}, 2, []NodeID{"a", "g", "c", "b"}},
+		{"tried GPU node skipped", []candidate{{id: "a"}, {id: "b"}, {id: "g", fit: 1, tried: true}, {id: "h", fit: 0.5}}, 2, []NodeID{"a", "h", "g", "b"}},
+		{"GPU node that would wait skipped", []candidate{{id: "a"}, {id: "b"}, {id: "g", fit: 1, wait: 1}}, 2, []NodeID{"a", "b", "g"}},
+		{"one already invited", []candidate{{id: "a"}, {id: "g", fit: 1}, {id: "h", fit: 1}}, 2, []NodeID{"a", "g", "h"}},
+		{"all invited anyway", []candidate{{id: "a"}, {id: "g", fit: 1}}, 2, []NodeID{"a", "g"}},
+		{"d = 1", []candidate{{id: "a"}, {id: "g", fit: 1}}, 1, []NodeID{"a", "g"}},
+	} {
+		inviteOneGPUNode(tc.cands, tc.n)
+		var got []NodeID
+		for _, c := range tc.cands {
+			got = append(got, c.id)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -258,6 +258,9 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	}
 	cands := m.candidates(a.offer.Request, tried)
 	n := m.cfg.D << min(a.id.Round, 10)
+	if !a.offer.Request.GPU.Wants() {
+		inviteOneGPUNode(cands, n)
+	}
 	if len(cands) < m.cfg.D {
 		a.broadcast = true
 		m.emit(Broadcast{Msg: CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}})
@@ -271,9 +274,32 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	}
 }
 
+// inviteOneGPUNode makes sure that the first n candidates for a task
+// without GPUs include one node with free GPUs, when any fits now: the
+// ranking puts nodes without free GPUs first, and a view of them that is
+// out of date would otherwise cost a round. The GPU node wins only when
+// none of the others can start the task now, since a node with GPUs
+// scores half the match for it. (Ranking alone: on the synthetic mix,
+// mean wait 0.04 → 0.50 s and bounded slowdown 1.001 → 1.015; with this,
+// 0.05 s and 1.001, at the same GPU allocation on the Alibaba trace.)
+func inviteOneGPUNode(cands []candidate, n int) {
+	if n < 2 || len(cands) <= n || cands[n-1].fit > 0 {
+		return
+	}
+	for i := n; i < len(cands); i++ {
+		if c := cands[i]; c.fit > 0 && c.wait == 0 && !c.tried {
+			cands[n-1], cands[i] = cands[i], cands[n-1]
+			return
+		}
+	}
+}
+
 // candidates ranks the nodes of the view (this one included) that could
 // ever hold req: nodes in tried last, then by expected wait (0 when the
-// advertised free resources fit now), then at random (seeded).
+// advertised free resources fit now), then by fit — for a GPU request
+// the share of the node's GPUs it would leave free, for a request without
+// GPUs the share of the node's GPUs that is free (least first) — then at
+// random (seeded).
 func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candidate {
 	var cands []candidate
 	consider := func(id NodeID, site string, labels map[string]string, capv, free resource.Vector, wait time.Duration) {
@@ -292,8 +318,10 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 				want = int64(req.GPU.Count) * resource.WholeGPU
 			}
 			c.fit = float64(free.GPUShare()-want) / float64(gpu)
-		} else if !req.GPU.Wants() && len(capv.GPUs) > 0 {
-			c.fit = 1 // keep GPU nodes for GPU work
+		} else if !req.GPU.Wants() && gpu > 0 {
+			// Keep free GPUs' CPU for GPU work: the share of its GPUs
+			// a node has free, 0 without GPUs or with all of them busy.
+			c.fit = float64(free.GPUShare()) / float64(gpu)
 		}
 		cands = append(cands, c)
 	}
