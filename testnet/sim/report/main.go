@@ -406,7 +406,7 @@ func (r *report) alibaba() {
 		r.p("| %s | %.3f | %.1f |", x.name, rep.GPUAllocationRatio, rep.Wall)
 	}
 	r.p("")
-	r.p("`omniscient` places each pod at once with best fit (least CPU left over, then fewest free GPUs); the target is best-fit's published 92.9 %%. The auction invites the nodes whose GPUs a pod would leave least idle (pods without GPUs: nodes without GPUs first), and each bidder weighs how much the pod would grow its GPU fragmentation under the task mix it learned from the calls for bids it saw, and puts a GPU share on the card that fragments least (FGD's measure, decentralised; docs/scheduling.md). `d` is how many candidates a manager invites per call for bids (`agora sim --d`); more bidders do not pack better, since among many bids the winner is the best score over CPU, memory and fragmentation together, while the manager's invitation order is by GPU fit alone.")
+	r.p("`omniscient` places each pod at once with best fit (least CPU left over, then fewest free GPUs); the target is best-fit's published 92.9 %%. The auction invites the nodes whose GPUs a pod would leave least idle (pods without GPUs: nodes without free GPUs first), and each bidder weighs how much the pod would grow its GPU fragmentation under the task mix it learned from the calls for bids it saw, and puts a GPU share on the card that fragments least (FGD's measure, decentralised; docs/scheduling.md). `d` is how many candidates a manager invites per call for bids (`agora sim --d`); more bidders do not pack better, since among many bids the winner is the best score over CPU, memory and fragmentation together, while the manager's invitation order is by GPU fit alone.")
 	r.p("")
 }
 
