@@ -181,10 +181,10 @@ func fragmentFor(free resource.Vector, c demandClass) int64 {
 	return frag
 }
 
-// fragDelta is how much placing req on free, with Fit's GPU choice, grows
-// the node's fragmentation under the mix (thousandths of a GPU; negative
-// when the task fills a fragment), and false when req does not fit free
-// now or the mix says nothing about GPUs.
+// fragDelta is how much placing req on free, on the cards fit picks,
+// grows the node's fragmentation under the mix (thousandths of a GPU;
+// negative when the task fills a fragment), and false when req asks for
+// no GPU, does not fit free now, or the mix says nothing about GPUs.
 func (x *demandMix) fragDelta(free resource.Vector, req resource.Request) (float64, bool) {
 	if !req.GPU.Wants() || len(free.GPUs) == 0 || !x.wantsGPUs() {
 		return 0, false
@@ -201,8 +201,8 @@ func (x *demandMix) fragDelta(free resource.Vector, req resource.Request) (float
 // fit is resource.Fit, except that a share of one GPU goes to the card
 // where it grows the node's fragmentation under the mix least (FGD's
 // choice of card; Fit's card when it is among the least), rather than
-// simply to the tightest card. It falls back to Fit's choice when the mix says
-// nothing about GPUs.
+// simply to the tightest card. Whole cards, and any request while the mix
+// says nothing about GPUs, get Fit's choice.
 func (x *demandMix) fit(free resource.Vector, req resource.Request) (resource.Allocation, string) {
 	a, why := resource.Fit(free, req)
 	if why != "" || req.GPU.Share <= 0 || req.GPU.Count > 1 || len(a.GPUs) != 1 || !x.wantsGPUs() {
