@@ -1,6 +1,7 @@
 // Package market is Agora's pure scheduling core: the contract-net auction
-// in both roles (manager and contractor), bid scoring, runtime and load
-// prediction, priorities, preemption and retries.
+// in both roles (manager and contractor), bid scoring (with GPU
+// fragmentation under the task mix each node learns, frag.go), runtime and
+// load prediction, priorities, preemption and retries.
 //
 // It is a deterministic state machine in the style of etcd's raft: the
 // caller feeds it events — Submit, Step (an inbound message), Advert,
