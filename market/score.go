@@ -117,9 +117,9 @@ func Match(in ScoreInput) float64 {
 }
 
 // FragWeight is the share of Match that GPU fragmentation takes for a GPU
-// task when the bidder knows it. On the Alibaba GPU trace (docs/
-// performance.md) 0.7–0.9 placed alike; fragmentation alone (1) lost the
-// tight fits that break its ties.
+// task when the bidder knows it. On the Alibaba GPU trace (docs/perf/
+// notes.md) 0.7–0.9 placed alike, 0.6 and 0.95 a little worse, and
+// fragmentation alone (1) lost the tight fits that break its ties.
 const FragWeight = 0.8
 
 // fitMatch is Match's best-fit part.
