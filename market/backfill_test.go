@@ -109,3 +109,44 @@ func TestLoneQueuedTaskStolen(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedGPUShareStolen: a queued share of one GPU goes to a thief
+// with a whole free card, as a whole-card request does; not to a thief
+// without one, nor a request that names a GPU model the room does not
+// describe.
+func TestQueuedGPUShareStolen(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		req        resource.Request
+		thiefCards int
+		given      bool
+	}{
+		{"share, thief has a free card", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 230}}, 1, true},
+		{"share, thief has none", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 230}}, 0, false},
+		{"whole card, thief has one", resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 1}}, 1, true},
+		{"share of a named model", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 230, Model: "A100"}}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(Config{Self: "v", Capacity: gpuNode(4, 1, 80<<30, "A100")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.now = t0
+			m.c.free.CPU = 0 // its running work holds the CPU
+			m.c.enqueue(&contract{spec: spec1("q", tc.req), manager: "mgr", runtime: time.Minute})
+			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 8000, Memory: 8 << 30,
+				GPU: resource.GPURequest{Count: 2 * tc.thiefCards}}, Max: 1})
+			var transfers int
+			for _, e := range m.Ready() {
+				if s, ok := e.(Send); ok {
+					if _, ok := s.Msg.(Transfer); ok {
+						transfers++
+					}
+				}
+			}
+			if got := transfers == 1; got != tc.given {
+				t.Errorf("transferred = %v, want %v", got, tc.given)
+			}
+		})
+	}
+}

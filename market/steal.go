@@ -83,9 +83,13 @@ func (m *Market) onStealRequest(r StealRequest) {
 	given := 0
 	for i := len(c.queue) - 1; i >= 0 && given < n; i-- {
 		k := c.queue[i]
-		if k.preempt || k.spec.Request.GPU.Model != "" || k.spec.Request.GPU.Memory > 0 || len(k.spec.Request.Devices) > 0 ||
-			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || k.spec.Request.GPU.Share > 0 {
-			continue // only requests the room describes exactly
+		// Only requests the room describes exactly. The room's GPUs are
+		// the thief's whole free cards, so a share of one GPU fits there
+		// as a whole-card request does (before, a queued share waited for
+		// its node however many idle peers had free cards).
+		if g := k.spec.Request.GPU; k.preempt || g.Model != "" || g.Memory > 0 || len(k.spec.Request.Devices) > 0 ||
+			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || (g.Share > 0 && g.Count > 1) {
+			continue
 		}
 		al, why := resource.Fit(room, k.spec.Request)
 		if why != "" {
