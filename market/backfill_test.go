@@ -92,15 +92,7 @@ func TestLoneQueuedTaskStolen(t *testing.T) {
 			m.c.free.CPU = 0 // everything is taken by work not modelled here
 			m.c.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
 			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 2 * tc.freeCPU, Memory: 2 << 30}, Max: 1})
-			var transfers int
-			for _, e := range m.Ready() {
-				if s, ok := e.(Send); ok {
-					if _, ok := s.Msg.(Transfer); ok {
-						transfers++
-					}
-				}
-			}
-			if got := transfers == 1; got != tc.given {
+			if got := transfers(m.Ready()) == 1; got != tc.given {
 				t.Errorf("transferred = %v, want %v", got, tc.given)
 			}
 			if tc.given != (m.QueueLen() == 0) {
@@ -136,17 +128,22 @@ func TestQueuedGPUShareStolen(t *testing.T) {
 			m.c.enqueue(&contract{spec: spec1("q", tc.req), manager: "mgr", runtime: time.Minute})
 			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 8000, Memory: 8 << 30,
 				GPU: resource.GPURequest{Count: 2 * tc.thiefCards}}, Max: 1})
-			var transfers int
-			for _, e := range m.Ready() {
-				if s, ok := e.(Send); ok {
-					if _, ok := s.Msg.(Transfer); ok {
-						transfers++
-					}
-				}
-			}
-			if got := transfers == 1; got != tc.given {
+			if got := transfers(m.Ready()) == 1; got != tc.given {
 				t.Errorf("transferred = %v, want %v", got, tc.given)
 			}
 		})
 	}
+}
+
+// transfers counts the Transfer messages among effs.
+func transfers(effs []Effect) int {
+	n := 0
+	for _, e := range effs {
+		if s, ok := e.(Send); ok {
+			if _, ok := s.Msg.(Transfer); ok {
+				n++
+			}
+		}
+	}
+	return n
 }
