@@ -119,9 +119,6 @@ func (x *demandMix) evictLightest(keep int) {
 	x.classes = append(x.classes[:j], x.classes[j+1:]...)
 }
 
-// empty reports whether nothing was observed.
-func (x *demandMix) empty() bool { return x.total <= 0 }
-
 // wantsGPUs reports whether any class of the mix asks for a GPU.
 func (x *demandMix) wantsGPUs() bool {
 	for _, c := range x.classes {
@@ -189,13 +186,8 @@ func (x *demandMix) fragDelta(free resource.Vector, req resource.Request) (float
 	if !req.GPU.Wants() || len(free.GPUs) == 0 || !x.wantsGPUs() {
 		return 0, false
 	}
-	a, why := x.fit(free, req)
-	if why != "" {
-		return 0, false
-	}
-	after := free.Clone()
-	after.Take(req, a)
-	return x.fragmentation(after) - x.fragmentation(free), true
+	_, growth, why := x.place(free, req)
+	return growth, why == ""
 }
 
 // fit is resource.Fit, except that a share of one GPU goes to the card
@@ -204,36 +196,40 @@ func (x *demandMix) fragDelta(free resource.Vector, req resource.Request) (float
 // simply to the tightest card. Whole cards, and any request while the mix
 // says nothing about GPUs, get Fit's choice.
 func (x *demandMix) fit(free resource.Vector, req resource.Request) (resource.Allocation, string) {
+	if !x.wantsGPUs() || req.GPU.Share <= 0 || req.GPU.Count > 1 {
+		return resource.Fit(free, req)
+	}
+	a, _, why := x.place(free, req)
+	return a, why
+}
+
+// place is fit's allocation with the fragmentation growth it causes.
+func (x *demandMix) place(free resource.Vector, req resource.Request) (resource.Allocation, float64, string) {
 	a, why := resource.Fit(free, req)
-	if why != "" || req.GPU.Share <= 0 || req.GPU.Count > 1 || len(a.GPUs) != 1 || !x.wantsGPUs() {
-		return a, why
+	if why != "" {
+		return a, 0, why
 	}
 	base := x.fragmentation(free)
-	growth := func(gpu int) float64 {
-		alt := a
-		alt.GPUs = []int{gpu}
+	growth := func(alloc resource.Allocation) float64 {
 		after := free.Clone()
-		after.Take(req, alt)
+		after.Take(req, alloc)
 		return x.fragmentation(after) - base
 	}
-	best := a.GPUs[0]
-	least := growth(best)
+	least := growth(a)
+	if req.GPU.Share <= 0 || req.GPU.Count > 1 || len(a.GPUs) != 1 {
+		return a, least, ""
+	}
 	for _, g := range free.GPUs {
-		if g.Index == best || g.Free < req.GPU.Share {
+		if g.Index == a.GPUs[0] || g.Free < req.GPU.Share || !req.GPU.Matches(g) {
 			continue
 		}
-		// Fit on this card alone says whether it matches the request's
-		// model and memory.
-		one := resource.Vector{CPU: req.CPU, Memory: req.Memory, Disk: req.Disk, Devices: free.Devices, GPUs: []resource.GPU{g}}
-		if _, why := resource.Fit(one, req); why != "" {
-			continue
-		}
-		if d := growth(g.Index); d < least {
-			best, least = g.Index, d
+		alt := a
+		alt.GPUs = []int{g.Index}
+		if d := growth(alt); d < least {
+			a, least = alt, d
 		}
 	}
-	a.GPUs = []int{best}
-	return a, ""
+	return a, least, ""
 }
 
 // FragScore maps a fragmentation growth (thousandths of a GPU) to [0, 1]:

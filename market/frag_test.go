@@ -43,7 +43,7 @@ func TestFragmentFor(t *testing.T) {
 
 func TestDemandMixObserve(t *testing.T) {
 	var x demandMix
-	if !x.empty() || x.wantsGPUs() {
+	if x.total != 0 || x.wantsGPUs() {
 		t.Fatal("a new mix is not empty")
 	}
 	share := resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}

@@ -83,7 +83,9 @@ func Constraints(site string, labels map[string]string, req Request) string {
 	return ""
 }
 
-func gpuMatches(g GPU, req GPURequest) bool {
+// Matches reports whether GPU g meets the request's model and memory
+// (not its free share: Fit checks that).
+func (req GPURequest) Matches(g GPU) bool {
 	if req.Memory > 0 && g.Memory < req.Memory {
 		return false
 	}
@@ -126,7 +128,7 @@ func Fit(free Vector, req Request) (Allocation, string) {
 	if req.GPU.Share > 0 && req.GPU.Count <= 1 {
 		best := -1
 		for i, g := range free.GPUs {
-			if !gpuMatches(g, req.GPU) || g.Free < req.GPU.Share {
+			if !req.GPU.Matches(g) || g.Free < req.GPU.Share {
 				continue
 			}
 			if best < 0 || g.Free < free.GPUs[best].Free {
@@ -143,7 +145,7 @@ func Fit(free Vector, req Request) (Allocation, string) {
 		if len(a.GPUs) == req.GPU.Count {
 			break
 		}
-		if g.Free >= WholeGPU && gpuMatches(g, req.GPU) {
+		if g.Free >= WholeGPU && req.GPU.Matches(g) {
 			a.GPUs = append(a.GPUs, g.Index)
 			a.Shares = append(a.Shares, WholeGPU)
 		}
