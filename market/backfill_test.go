@@ -147,3 +147,83 @@ func transfers(effs []Effect) int {
 	}
 	return n
 }
+
+// TestExpectedEnd: a running task is expected to end at its predicted
+// time while that is ahead; overrun by x, it is expected to run x more,
+// but no later than a timeout or user estimate it has not yet reached.
+// The admissions' endOf still counts an overrun task as ending at once.
+func TestExpectedEnd(t *testing.T) {
+	const predicted = 10 * time.Minute
+	cases := []struct {
+		name              string
+		at                time.Duration // since the start
+		timeout, estimate time.Duration
+		want              time.Duration // since the start
+	}{
+		{"before its predicted end", 4 * time.Minute, 0, 0, predicted},
+		{"at its predicted end", predicted, 0, 0, predicted + time.Millisecond},
+		{"overrun by 5 minutes: 5 more", 15 * time.Minute, 0, 0, 20 * time.Minute},
+		{"overrun by an hour: an hour more", 70 * time.Minute, 0, 0, 130 * time.Minute},
+		{"the timeout comes first", 15 * time.Minute, 18 * time.Minute, 0, 18 * time.Minute},
+		{"the user's estimate comes first", 15 * time.Minute, 0, 16 * time.Minute, 16 * time.Minute},
+		{"the earlier of timeout and estimate", 15 * time.Minute, 19 * time.Minute, 17 * time.Minute, 17 * time.Minute},
+		{"a timeout already passed says nothing", 15 * time.Minute, 12 * time.Minute, 0, 20 * time.Minute},
+		{"an estimate already passed says nothing", 15 * time.Minute, 0, 15 * time.Minute, 20 * time.Minute},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &contract{spec: spec1("run", resource.Request{CPU: 1000}), started: t0, runtime: predicted, running: true}
+			k.spec.Timeout, k.spec.Estimate = tc.timeout, tc.estimate
+			now := t0.Add(tc.at)
+			if got := expectedEnd(k, now).Sub(t0); got != tc.want {
+				t.Errorf("expected end at +%v, want +%v", got, tc.want)
+			}
+			wantEarliest := predicted
+			if tc.at >= predicted {
+				wantEarliest = tc.at + time.Millisecond
+			}
+			if got := endOf(k, now).Sub(t0); got != wantEarliest {
+				t.Errorf("earliest end at +%v, want +%v", got, wantEarliest)
+			}
+		})
+	}
+}
+
+// TestOverrunTaskDelaysBids: a node whose only core is held by a task
+// that overran its prediction by half an hour bids to start the next task
+// when the task is expected to end, not at once; a node whose task has
+// just reached its predicted end still bids to start at once. Bidding
+// "at once" for as long as the task ran on drew work that then waited
+// (on the Alibaba trace, one pod waited almost five hours).
+func TestOverrunTaskDelaysBids(t *testing.T) {
+	cases := []struct {
+		name string
+		at   time.Duration // since the running task started
+		want time.Duration // predicted wait
+	}{
+		{"half an hour overrun", 31 * time.Minute, 30 * time.Minute},
+		{"at its predicted end", time.Minute, time.Millisecond},
+		{"not yet at its predicted end", 20 * time.Second, 40 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(Config{Self: "n", Capacity: cpuNode(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &m.c
+			req := resource.Request{CPU: 1000}
+			run := &contract{spec: spec1("run", req), started: t0, runtime: time.Minute, running: true}
+			c.free.Take(req, resource.Allocation{})
+			c.running[run.spec.Key] = run
+			now := t0.Add(tc.at)
+			offer := spec1("next", req).TaskOffer
+			if got := c.predictStart(offer, now).Sub(now); got != tc.want {
+				t.Errorf("bid predicts a start in %v, want %v", got, tc.want)
+			}
+			if got := m.PredictedWait(now); got != tc.want {
+				t.Errorf("predicted wait %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
