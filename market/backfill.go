@@ -63,17 +63,17 @@ type release struct {
 	al  resource.Allocation
 }
 
-// runningEnds is the running contracts' releases at the times end
-// predicts (endOf or expectedEnd), in order of time, then acceptance.
-func (c *contractor) runningEnds(now time.Time, end func(*contract, time.Time) time.Time) []release {
+// runningEnds is the running contracts' predicted releases, in order of
+// time, then acceptance.
+func (c *contractor) runningEnds(now time.Time) []release {
 	ks := make([]*contract, 0, len(c.running))
 	for _, k := range c.running {
 		ks = append(ks, k)
 	}
-	sortByEnd(ks, now, end)
+	sortByEnd(ks, now)
 	out := make([]release, 0, len(ks))
 	for _, k := range ks {
-		out = append(out, release{end(k, now), k.spec.Request, k.alloc})
+		out = append(out, release{endOf(k, now), k.spec.Request, k.alloc})
 	}
 	return out
 }
@@ -89,5 +89,5 @@ func (c *contractor) guardFor(head *contract, now time.Time) *headGuard {
 		_, why := resource.Fit(v, head.spec.Request)
 		return why == ""
 	}
-	return newHeadGuard(now, c.free, c.runningEnds(now, endOf), fits)
+	return newHeadGuard(now, c.free, c.runningEnds(now), fits)
 }

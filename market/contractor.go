@@ -123,41 +123,10 @@ func (c *contractor) predictRuntime(o TaskOffer, now time.Time) time.Duration {
 	return max(p, time.Millisecond)
 }
 
-// endOf is the earliest a running contract can be counted on to end: its
-// start plus its predicted runtime, or just after now if it overran. The
-// node's own admissions use it — the shadow time of a queue's head, the
-// time its reservations can be honoured — where an early end is the safe
-// side: it lets less work backfill in front of the head.
+// endOf is when a running contract is predicted to end: its start plus
+// its predicted runtime, or just after now if it overran.
 func endOf(k *contract, now time.Time) time.Time {
 	e := k.started.Add(k.runtime)
-	if !e.After(now) {
-		e = now.Add(time.Millisecond)
-	}
-	return e
-}
-
-// expectedEnd is when a running contract is expected to end, for the
-// node's bids and predicted wait, where a late end is the safe side (it
-// sends work elsewhere): its start plus its predicted runtime while that
-// is ahead; once overrun by x, x more — the longer it has outlived its
-// prediction, the less the prediction says — but no later than its
-// timeout or the user's estimate, when it has not yet reached them. Had
-// an overrun task been expected to end at once, its node would have bid
-// to start queued work now for as long as the task ran on.
-func expectedEnd(k *contract, now time.Time) time.Time {
-	e := k.started.Add(k.runtime)
-	if e.After(now) {
-		return e
-	}
-	elapsed := now.Sub(k.started)
-	e = now.Add(now.Sub(e))
-	for _, limit := range []time.Duration{k.spec.Timeout, k.spec.Estimate} {
-		if limit > elapsed {
-			if at := k.started.Add(limit); at.Before(e) {
-				e = at
-			}
-		}
-	}
 	if !e.After(now) {
 		e = now.Add(time.Millisecond)
 	}
@@ -209,7 +178,7 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 			return now
 		}
 	}
-	evs := c.runningEnds(now, expectedEnd)
+	evs := c.runningEnds(now)
 	for _, h := range c.holds { // a hold either starts its replica or expires
 		evs = append(evs, release{now.Add(max(h.k.runtime, time.Millisecond)), h.k.spec.Request, h.k.alloc})
 	}

@@ -570,7 +570,7 @@ func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (tim
 	for _, k := range c.running {
 		ks = append(ks, k)
 	}
-	sortByEnd(ks, now, endOf)
+	sortByEnd(ks, now)
 	for _, k := range ks {
 		free.Give(k.spec.Request, k.alloc)
 		if ok(free.Clone()) {
@@ -580,11 +580,10 @@ func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (tim
 	return now.Add(farFuture), free
 }
 
-// sortByEnd orders contracts by their ends as end predicts them, then
-// acceptance.
-func sortByEnd(ks []*contract, now time.Time, end func(*contract, time.Time) time.Time) {
+// sortByEnd orders contracts by predicted end, then acceptance.
+func sortByEnd(ks []*contract, now time.Time) {
 	sort.Slice(ks, func(i, j int) bool {
-		a, b := end(ks[i], now), end(ks[j], now)
+		a, b := endOf(ks[i], now), endOf(ks[j], now)
 		if !a.Equal(b) {
 			return a.Before(b)
 		}
