@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +13,23 @@ import (
 
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/runtime"
 	ma "github.com/multiformats/go-multiaddr"
 )
+
+// TaskRunner runs the tasks awarded to a node, as runtime.Runner does
+// with local processes: Start runs spec under id and calls done once with
+// its result; Stop asks a running task to stop (reason is reported),
+// Kill ends it at once; Running lists the running ids; StopAll stops every
+// task; Wait returns once none runs or ctx ends.
+type TaskRunner interface {
+	Start(id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result)) error
+	Stop(id string, reason string) bool
+	Kill(id string) bool
+	Running() []string
+	StopAll(reason string)
+	Wait(ctx context.Context) error
+}
 
 // Defaults for a node started with no flags: everything on loopback.
 const (
@@ -69,6 +85,10 @@ type Config struct {
 	// on the node's event loop, so it must return quickly and must not
 	// call back into the node.
 	OnRoundClosed func(market.RoundClosed)
+	// Runner, when set, runs the node's awarded tasks instead of the
+	// process runtime (runtime.Runner): another executor, or a benchmark's
+	// stand-in that keeps task execution off this machine.
+	Runner TaskRunner
 	// PubSubOptions are extra GossipSub options (tests and tracing, e.g.
 	// pubsub.WithRawTracer); nil for the defaults.
 	PubSubOptions []pubsub.Option

@@ -63,7 +63,7 @@ type Node struct {
 	mkt            *market.Market
 	events         chan func()
 	tr             *transport
-	runner         *runtime.Runner
+	runner         TaskRunner
 	jobs           *store.Bucket[market.JobRecord]
 	replicas       *store.Bucket[replicaRecord]
 	fo             *failover
@@ -414,7 +414,10 @@ func (n *Node) startMarket() error {
 	n.preemptGrace = m.Config().PreemptGrace
 	n.events = make(chan func(), loopQueue)
 	n.tasksQ = make(chan func(), taskQueue)
-	n.runner = runtime.NewRunner(runtime.Options{})
+	n.runner = n.cfg.Runner
+	if n.runner == nil {
+		n.runner = runtime.NewRunner(runtime.Options{})
+	}
 	n.ck = newCheckpoints(n)
 	if h := n.loadHistory(); len(h) > 0 {
 		m.RestoreHistory(h)

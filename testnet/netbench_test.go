@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -406,20 +407,45 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 func BenchmarkNetPlacements(b *testing.B) {
 	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
 	m0 := sampleMachine()
-	total := benchPlacements(b, cfg, 3, 4)
+	net := newPlacementNet(b, 4, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var total placementResult
+	iters := 0
+	for b.Loop() {
+		total.add(measurePlacement(b, net, cfg, rng))
+		iters++
+	}
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
 	ceiling := spawnCeiling(b, cfg.Jobs*cfg.Tasks, 4)
+	// The second cluster, after the first has stopped: the same jobs,
+	// drawn the same way, with the starts kept off the machine.
+	for i := range net.N() {
+		net.Stop(i)
+	}
+	elsewhere := newPlacementNet(b, 4, func() node.TaskRunner { return &startsElsewhere{} })
+	rng = rand.New(rand.NewPCG(3, 4))
+	var sched placementResult
+	for range iters {
+		sched.add(measurePlacement(b, elsewhere, cfg, rng))
+	}
+	if sched.Placed < sched.Tasks || sched.Missing > 0 || sched.Awarded < sched.Tasks {
+		b.Fatalf("starts elsewhere: placed %d of %d tasks (%d without a start time, %d with an accepted award)", sched.Placed, sched.Tasks, sched.Missing, sched.Awarded)
+	}
 	b.ReportMetric(total.PlacementsPerSec(), "placements_per_s")
 	b.ReportMetric(total.AwardsPerSec(), "awards_per_s")
 	b.ReportMetric(ceiling, "spawn_ceiling_per_s")
 	b.ReportMetric(total.PlacementsPerSec()/ceiling, "placements_vs_spawn_ceiling")
 	b.ReportMetric(quantile(total.Latency, 0.50), "start_p50_ms")
 	b.ReportMetric(quantile(total.Latency, 0.99), "start_p99_ms")
+	b.ReportMetric(sched.AwardsPerSec(), "awards_per_s_starts_elsewhere")
+	b.ReportMetric(sched.AwardsPerSec()/total.AwardsPerSec(), "awards_starts_elsewhere_vs_here")
 	reportMachine(b, m0)
 	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start, %d with an accepted award; span %v, to the last award %v",
 		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Awarded, total.Span.Round(time.Millisecond), total.AwardSpan.Round(time.Millisecond))
+	b.Logf("starts elsewhere: %d tasks, %d placed, %d succeeded, %d with an accepted award; to the last award %v",
+		sched.Tasks, sched.Placed, sched.Succeeded, sched.Awarded, sched.AwardSpan.Round(time.Millisecond))
 }
 
 // advertTracer counts one node's traffic on the adverts topic.
