@@ -405,7 +405,7 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // with no scheduler at all — what this machine allows a start rate to
 // reach. placements_vs_spawn_ceiling is their ratio.
 func BenchmarkNetPlacements(b *testing.B) {
-	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute}
+	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute, Poll: 250 * time.Millisecond}
 	m0 := sampleMachine()
 	net := newPlacementNet(b, 4, nil)
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -284,15 +284,23 @@ func (net *Net) WaitConverged(d time.Duration) {
 	})
 }
 
-// WaitFor polls cond until it holds or d passes, then fails the test
-// naming what it waited for.
+// WaitFor polls cond every 25 ms until it holds or d passes, then fails
+// the test naming what it waited for.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	WaitForEvery(t, d, 25*time.Millisecond, what, cond)
+}
+
+// WaitForEvery is WaitFor polling every interval: a benchmark whose
+// condition asks the nodes (API calls that run on their event loops)
+// polls less often, so that waiting takes less of the machine it times.
+func WaitForEvery(t testing.TB, d, interval time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
