@@ -40,7 +40,7 @@ type placementConfig struct {
 	APISamples int           // GET /v1/id round trips for the baseline
 	Timeout    time.Duration // patience for every job to finish
 	// Poll is how often the jobs' status is asked for while waiting
-	// (0: WaitFor's 25 ms). Each ask is an API call per unfinished job
+	// (0: WaitFor's pollEvery). Each ask is an API call per unfinished job
 	// that runs on its manager's event loop and encodes the job's status:
 	// the harness's own load on the machine it measures.
 	Poll time.Duration
@@ -249,7 +249,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	final := make([]node.JobStatus, len(subs))
 	poll := cfg.Poll
 	if poll <= 0 {
-		poll = 25 * time.Millisecond
+		poll = pollEvery
 	}
 	WaitForEvery(tb, cfg.Timeout, poll, fmt.Sprintf("%d jobs of %d tasks to finish", cfg.Jobs, cfg.Tasks), func() bool {
 		for i, s := range subs {
@@ -406,7 +406,7 @@ func spawnCeiling(tb testing.TB, n, workers int) float64 {
 // tasks at once to random nodes and reports submit-to-start percentiles,
 // placements per second and the ratio to the API's bare round trip.
 func BenchmarkPlacement(b *testing.B) {
-	total := benchPlacements(b, placementConfig{Jobs: 5, Tasks: 20, APISamples: 200, Timeout: 2 * time.Minute}, 1, 2)
+	total, _ := benchPlacements(b, newPlacementNet(b, 4, nil), placementConfig{Jobs: 5, Tasks: 20, APISamples: 200, Timeout: 2 * time.Minute}, 1, 2)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Errorf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
@@ -423,16 +423,18 @@ func BenchmarkPlacement(b *testing.B) {
 	b.Logf("%d tasks, %d placed, %d succeeded; span %v", total.Tasks, total.Placed, total.Succeeded, total.Span.Round(time.Millisecond))
 }
 
-// benchPlacements starts 4 nodes and sums measurePlacement over the
-// benchmark's iterations, with job placement drawn from seed (s1, s2).
-func benchPlacements(b *testing.B, cfg placementConfig, s1, s2 uint64) placementResult {
-	net := newPlacementNet(b, 4, nil)
+// benchPlacements sums measurePlacement on net over the benchmark's
+// iterations, with job placement drawn from seed (s1, s2), and returns
+// the sum and the number of iterations.
+func benchPlacements(b *testing.B, net *Net, cfg placementConfig, s1, s2 uint64) (placementResult, int) {
 	rng := rand.New(rand.NewPCG(s1, s2))
 	var total placementResult
+	iters := 0
 	for b.Loop() {
 		total.add(measurePlacement(b, net, cfg, rng))
+		iters++
 	}
-	return total
+	return total, iters
 }
 
 // TestPlacementBenchSmoke runs the benchmark's measurement once, small,

@@ -408,13 +408,7 @@ func BenchmarkNetPlacements(b *testing.B) {
 	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute, Poll: 250 * time.Millisecond}
 	m0 := sampleMachine()
 	net := newPlacementNet(b, 4, nil)
-	rng := rand.New(rand.NewPCG(3, 4))
-	var total placementResult
-	iters := 0
-	for b.Loop() {
-		total.add(measurePlacement(b, net, cfg, rng))
-		iters++
-	}
+	total, iters := benchPlacements(b, net, cfg, 3, 4)
 	if total.Placed < total.Tasks || total.Missing > 0 {
 		b.Fatalf("placed %d of %d tasks (%d without a start time)", total.Placed, total.Tasks, total.Missing)
 	}
@@ -425,7 +419,7 @@ func BenchmarkNetPlacements(b *testing.B) {
 		net.Stop(i)
 	}
 	elsewhere := newPlacementNet(b, 4, func() node.TaskRunner { return &startsElsewhere{} })
-	rng = rand.New(rand.NewPCG(3, 4))
+	rng := rand.New(rand.NewPCG(3, 4))
 	var sched placementResult
 	for range iters {
 		sched.add(measurePlacement(b, elsewhere, cfg, rng))

@@ -284,11 +284,14 @@ func (net *Net) WaitConverged(d time.Duration) {
 	})
 }
 
-// WaitFor polls cond every 25 ms until it holds or d passes, then fails
-// the test naming what it waited for.
+// pollEvery is how often WaitFor polls.
+const pollEvery = 25 * time.Millisecond
+
+// WaitFor polls cond every pollEvery until it holds or d passes, then
+// fails the test naming what it waited for.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	WaitForEvery(t, d, 25*time.Millisecond, what, cond)
+	WaitForEvery(t, d, pollEvery, what, cond)
 }
 
 // WaitForEvery is WaitFor polling every interval: a benchmark whose
