@@ -85,7 +85,7 @@ func BatchPut[T any](b *Batch, bk *Bucket[T], key string, v T) error {
 		if err := checkKey(op, key); err != nil {
 			return passErr{err}
 		}
-		data, err := encode(op, v)
+		data, err := bk.encode(op, v)
 		if err != nil {
 			return passErr{err}
 		}

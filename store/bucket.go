@@ -12,7 +12,8 @@ import (
 )
 
 // Bucket is a typed key/value namespace inside a Store. Values are stored
-// JSON-encoded; keys are ordered byte-wise. A Bucket is safe for
+// JSON-encoded, or in the bucket's own encoding (WithCodec); keys are
+// ordered byte-wise. A Bucket is safe for
 // concurrent use and cheap to create; buckets with the same name on the
 // same Store share their data.
 type Bucket[T any] struct {
@@ -20,6 +21,8 @@ type Bucket[T any] struct {
 	name   string
 	prefix string // bucketNS + name + "/"
 	large  int    // AllowLarge's limit; 0: MaxValueSize applies
+	enc    func(T) ([]byte, error)
+	dec    func([]byte, *T) error
 }
 
 // Entry is one key/value pair returned by Bucket.List.
@@ -57,9 +60,41 @@ func (b *Bucket[T]) op(verb, key string) string {
 	return verb + " " + b.name + "/" + key
 }
 
+// WithCodec makes the bucket store its values as enc encodes them and read
+// them with dec, instead of as JSON: for a type written often enough that
+// JSON's size and time matter. dec must read whatever the bucket holds,
+// values stored as JSON before the codec was set included, and must copy
+// what it keeps of its input. enc's output must not start with a NUL
+// byte, which marks a large value's stub (AllowLarge); such a value is
+// refused. It returns b.
+func (b *Bucket[T]) WithCodec(enc func(T) ([]byte, error), dec func([]byte, *T) error) *Bucket[T] {
+	b.enc, b.dec = enc, dec
+	return b
+}
+
+// marshal encodes v in the bucket's encoding.
+func (b *Bucket[T]) marshal(v T) ([]byte, error) {
+	if b.enc == nil {
+		return json.Marshal(v)
+	}
+	data, err := b.enc(v)
+	if err == nil && len(data) > 0 && data[0] == stubMark {
+		err = errors.New("codec output starts with a NUL byte")
+	}
+	return data, err
+}
+
+// unmarshal decodes data, in the bucket's encoding, into v.
+func (b *Bucket[T]) unmarshal(data []byte, v *T) error {
+	if b.dec == nil {
+		return json.Unmarshal(data, v)
+	}
+	return b.dec(data, v)
+}
+
 // encode marshals v and enforces MaxValueSize.
-func encode[T any](op string, v T) ([]byte, error) {
-	data, err := json.Marshal(v)
+func (b *Bucket[T]) encode(op string, v T) ([]byte, error) {
+	data, err := b.marshal(v)
 	if err != nil {
 		return nil, wrapErr(op+": encode", err)
 	}
@@ -78,7 +113,7 @@ func (b *Bucket[T]) Put(key string, v T) error {
 	if b.large > 0 {
 		return b.PutAll([]Entry[T]{{Key: key, Value: v}}) // parts, locks and all
 	}
-	data, err := encode(op, v)
+	data, err := b.encode(op, v)
 	if err != nil {
 		return err
 	}
@@ -303,7 +338,7 @@ func (b *Bucket[T]) updateTxn(txn *badger.Txn, op string, k []byte,
 		}
 		return txn.Delete(k)
 	}
-	data, err := encode(op, v)
+	data, err := b.encode(op, v)
 	if err != nil {
 		return passErr{err}
 	}

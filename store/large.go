@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -26,7 +25,8 @@ import (
 
 const (
 	partNS = "part/"
-	// stubMark starts a stub: no JSON value starts with a NUL byte.
+	// stubMark starts a stub: no JSON value starts with a NUL byte, and
+	// WithCodec refuses a codec output that does.
 	stubMark = 0x00
 )
 
@@ -104,12 +104,12 @@ func (b *Bucket[T]) decodeValue(txn *badger.Txn, op string, item *badger.Item) (
 		if st, isStub = decodeStub(data); isStub {
 			return nil
 		}
-		return json.Unmarshal(data, &v)
+		return b.unmarshal(data, &v)
 	})
 	if err == nil && isStub {
 		var data []byte
 		if data, err = b.readParts(txn, item.Key()[len(b.prefix):], st); err == nil {
-			err = json.Unmarshal(data, &v)
+			err = b.unmarshal(data, &v)
 		}
 	}
 	if err != nil {
@@ -141,9 +141,9 @@ func (b *Bucket[T]) readParts(txn *badger.Txn, key []byte, st stub) ([]byte, err
 // allows large values, its own limit.
 func (b *Bucket[T]) encodeFor(op string, v T) ([]byte, error) {
 	if b.large <= MaxValueSize {
-		return encode(op, v)
+		return b.encode(op, v)
 	}
-	data, err := json.Marshal(v)
+	data, err := b.marshal(v)
 	if err != nil {
 		return nil, wrapErr(op+": encode", err)
 	}

@@ -1,0 +1,360 @@
+package market
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The binary job-record encoding: what a node stores for each job it
+// manages or keeps a replica of. A job's record is rewritten whole at
+// every commit that changes it, and as JSON a 25-task record is about
+// 15 KB, four fifths of it the task records' field names, peer IDs and
+// RFC 3339 times; the store then copies each version into its log, its
+// memtable and its tables. In this encoding the task records are
+// varints, times are seconds and nanoseconds, and each peer ID is
+// written once per record. The spec stays JSON: it is a small part of the
+// record, and keeping it JSON keeps one definition of its fields.
+//
+// JSON stays the record's format on the API and on the replication wire;
+// DecodeJobRecord reads records stored as JSON by earlier versions.
+//
+// Layout, version 1 (every integer a varint, every string a uvarint length
+// and its bytes, every time a presence byte then seconds, nanoseconds and
+// the zone's offset):
+//
+//	magic 0xA7, version 1
+//	id, spec (JSON), manager, submitted, state, reason, finished
+//	node table: count, then each node ID
+//	tasks: count, then each task record: key's job (0: the record's id,
+//	  1: a string follows), task, replica, state, node (table index),
+//	  epoch, attempts, failures, exit code, reason, ready, not before,
+//	  started, finished, lease until, then its history: count, then each
+//	  attempt: attempt, epoch, node (table index), state, exit code,
+//	  reason, awarded, started, finished
+const (
+	jobRecordMagic   = 0xA7
+	jobRecordVersion = 1
+)
+
+// EncodeJobRecord encodes j in the binary job-record encoding.
+func EncodeJobRecord(j JobRecord) ([]byte, error) {
+	specJSON, err := json.Marshal(j.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("job record %s: encode spec: %w", j.ID, err)
+	}
+	nodes := map[NodeID]uint64{}
+	var table []NodeID
+	ref := func(n NodeID) {
+		if _, ok := nodes[n]; !ok {
+			nodes[n] = uint64(len(table))
+			table = append(table, n)
+		}
+	}
+	for i := range j.Tasks {
+		ref(j.Tasks[i].Node)
+		for _, a := range j.Tasks[i].History {
+			ref(a.Node)
+		}
+	}
+	var e recEncoder
+	e.b = make([]byte, 0, 128+len(specJSON)+len(j.Tasks)*48)
+	e.b = append(e.b, jobRecordMagic, jobRecordVersion)
+	e.str(j.ID)
+	e.bytes(specJSON)
+	e.str(string(j.Manager))
+	e.time(j.Submitted)
+	e.str(string(j.State))
+	e.str(j.Reason)
+	e.time(j.Finished)
+	e.uint(uint64(len(table)))
+	for _, n := range table {
+		e.str(string(n))
+	}
+	e.uint(uint64(len(j.Tasks)))
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.Key.Job == j.ID {
+			e.uint(0)
+		} else {
+			e.uint(1)
+			e.str(t.Key.Job)
+		}
+		e.str(t.Key.Task)
+		e.int(int64(t.Key.Replica))
+		e.str(string(t.State))
+		e.uint(nodes[t.Node])
+		e.uint(t.Epoch)
+		e.int(int64(t.Attempts))
+		e.int(int64(t.Failures))
+		e.int(int64(t.ExitCode))
+		e.str(t.Reason)
+		e.time(t.Ready)
+		e.time(t.NotBefore)
+		e.time(t.Started)
+		e.time(t.Finished)
+		e.time(t.LeaseUntil)
+		e.uint(uint64(len(t.History)))
+		for _, a := range t.History {
+			e.int(int64(a.Attempt))
+			e.uint(a.Epoch)
+			e.uint(nodes[a.Node])
+			e.str(string(a.State))
+			e.int(int64(a.ExitCode))
+			e.str(a.Reason)
+			e.time(a.Awarded)
+			e.time(a.Started)
+			e.time(a.Finished)
+		}
+	}
+	return e.b, nil
+}
+
+// DecodeJobRecord decodes a job record stored in the binary encoding or,
+// as earlier versions stored it, as JSON. An error names the field that
+// could not be read.
+func DecodeJobRecord(data []byte, j *JobRecord) error {
+	if len(data) == 0 {
+		return errors.New("job record: empty")
+	}
+	if data[0] != jobRecordMagic {
+		var r JobRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("job record: neither binary nor JSON: %w", err)
+		}
+		*j = r
+		return nil
+	}
+	d := recDecoder{b: data[1:]}
+	if v := d.uint("version"); d.err == nil && v != jobRecordVersion {
+		return fmt.Errorf("job record: encoding version %d, this node reads version %d", v, jobRecordVersion)
+	}
+	var r JobRecord
+	r.ID = d.str("id")
+	if spec := d.bytes("spec"); d.err == nil {
+		if err := json.Unmarshal(spec, &r.Spec); err != nil {
+			return fmt.Errorf("job record %s: spec: %w", r.ID, err)
+		}
+	}
+	r.Manager = NodeID(d.str("manager"))
+	r.Submitted = d.time("submitted")
+	r.State = JobState(d.str("state"))
+	r.Reason = d.str("reason")
+	r.Finished = d.time("finished")
+	table := make([]NodeID, d.count("node table", 1))
+	for i := range table {
+		table[i] = NodeID(d.str("node table"))
+	}
+	node := func(what string) NodeID {
+		i := d.uint(what)
+		if d.err == nil && i >= uint64(len(table)) {
+			d.fail(what, fmt.Errorf("node %d of a table of %d", i, len(table)))
+		}
+		if d.err != nil {
+			return ""
+		}
+		return table[i]
+	}
+	// A task record takes at least 16 bytes, an attempt 9 (a zero time is
+	// one byte).
+	r.Tasks = make([]TaskRecord, d.count("tasks", 16))
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		switch d.uint("task key") {
+		case 0:
+			t.Key.Job = r.ID
+		case 1:
+			t.Key.Job = d.str("task key")
+		default:
+			d.fail("task key", errors.New("bad job marker"))
+		}
+		t.Key.Task = d.str("task name")
+		t.Key.Replica = d.intv("replica")
+		t.State = TaskState(d.str("task state"))
+		t.Node = node("task node")
+		t.Epoch = d.uint("epoch")
+		t.Attempts = d.intv("attempts")
+		t.Failures = d.intv("failures")
+		t.ExitCode = d.intv("exit code")
+		t.Reason = d.str("task reason")
+		t.Ready = d.time("ready")
+		t.NotBefore = d.time("not before")
+		t.Started = d.time("started")
+		t.Finished = d.time("finished")
+		t.LeaseUntil = d.time("lease until")
+		if n := d.count("history", 9); n > 0 {
+			t.History = make([]AttemptRecord, n)
+			for k := range t.History {
+				a := &t.History[k]
+				a.Attempt = d.intv("attempt")
+				a.Epoch = d.uint("attempt epoch")
+				a.Node = node("attempt node")
+				a.State = TaskState(d.str("attempt state"))
+				a.ExitCode = d.intv("attempt exit code")
+				a.Reason = d.str("attempt reason")
+				a.Awarded = d.time("awarded")
+				a.Started = d.time("attempt started")
+				a.Finished = d.time("attempt finished")
+			}
+		}
+		if d.err != nil {
+			break
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("end", fmt.Errorf("%d bytes after the record", len(d.b)))
+	}
+	if d.err != nil {
+		return fmt.Errorf("job record %q: %w", r.ID, d.err)
+	}
+	*j = r
+	return nil
+}
+
+// recEncoder appends the binary encoding's items.
+type recEncoder struct{ b []byte }
+
+func (e *recEncoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *recEncoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+
+func (e *recEncoder) str(s string) {
+	e.uint(uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *recEncoder) bytes(p []byte) {
+	e.uint(uint64(len(p)))
+	e.b = append(e.b, p...)
+}
+
+// time writes 0 for the zero time, else 1, the Unix seconds, the
+// nanoseconds and the zone's offset in seconds: what JSON's RFC 3339
+// keeps (an instant and its offset), without the monotonic reading.
+func (e *recEncoder) time(t time.Time) {
+	if t.IsZero() {
+		e.b = append(e.b, 0)
+		return
+	}
+	_, off := t.Zone()
+	e.b = append(e.b, 1)
+	e.int(t.Unix())
+	e.uint(uint64(t.Nanosecond()))
+	e.int(int64(off))
+}
+
+// recDecoder reads the binary encoding's items; after the first error
+// every read returns a zero value and err keeps that error.
+type recDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *recDecoder) fail(what string, err error) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+var errTruncated = errors.New("truncated")
+
+func (d *recDecoder) uint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what, errTruncated)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *recDecoder) int(what string) int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail(what, errTruncated)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// intv reads a signed integer that must fit in an int.
+func (d *recDecoder) intv(what string) int {
+	v := d.int(what)
+	if int64(int(v)) != v {
+		d.fail(what, fmt.Errorf("%d out of range", v))
+		return 0
+	}
+	return int(v)
+}
+
+// count reads a length whose elements take at least min bytes each, so
+// that a corrupt count cannot make the decoder allocate more than the
+// data could hold.
+func (d *recDecoder) count(what string, min int) int {
+	v := d.uint(what)
+	if d.err == nil && v > uint64(len(d.b)/min) {
+		d.fail(what, fmt.Errorf("count %d, more than the %d bytes left could hold", v, len(d.b)))
+	}
+	if d.err != nil {
+		return 0
+	}
+	return int(v)
+}
+
+func (d *recDecoder) bytes(what string) []byte {
+	n := d.count(what, 1)
+	if d.err != nil {
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *recDecoder) str(what string) string { return string(d.bytes(what)) }
+
+func (d *recDecoder) time(what string) time.Time {
+	if d.err != nil {
+		return time.Time{}
+	}
+	if len(d.b) == 0 {
+		d.fail(what, errTruncated)
+		return time.Time{}
+	}
+	flag := d.b[0]
+	d.b = d.b[1:]
+	switch flag {
+	case 0:
+		return time.Time{}
+	case 1:
+	default:
+		d.fail(what, fmt.Errorf("bad time marker %d", flag))
+		return time.Time{}
+	}
+	sec := d.int(what)
+	nsec := d.uint(what)
+	off := d.int(what)
+	switch {
+	case d.err != nil:
+	case nsec >= 1e9:
+		d.fail(what, fmt.Errorf("%d nanoseconds", nsec))
+	case off <= -24*3600 || off >= 24*3600:
+		d.fail(what, fmt.Errorf("zone offset %d s", off))
+	}
+	if d.err != nil {
+		return time.Time{}
+	}
+	t := time.Unix(sec, int64(nsec))
+	if off == 0 {
+		return t.UTC()
+	}
+	return t.In(time.FixedZone("", int(off)))
+}

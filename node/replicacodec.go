@@ -1,0 +1,104 @@
+package node
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agora-sched/agora/market"
+)
+
+// The stored form of a replicaRecord, version 1: the magic byte 0xA8, the
+// version, the replica set (a uvarint count, then each peer ID as a
+// uvarint length and its bytes), the time it was stored (a uvarint length
+// and time.Time's binary form), then the job record in the binary
+// job-record encoding (market.EncodeJobRecord) to the end. Replicas stored
+// as JSON by earlier versions still read.
+const (
+	replicaRecordMagic   = 0xA8
+	replicaRecordVersion = 1
+)
+
+// encodeReplicaRecord encodes r for the replicas bucket.
+func encodeReplicaRecord(r replicaRecord) ([]byte, error) {
+	rec, err := market.EncodeJobRecord(r.Record)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := r.Updated.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("replica of job %s: stored time: %w", r.Record.ID, err)
+	}
+	b := make([]byte, 0, 16+len(updated)+len(rec)+len(r.Replicas)*56)
+	b = append(b, replicaRecordMagic, replicaRecordVersion)
+	b = binary.AppendUvarint(b, uint64(len(r.Replicas)))
+	for _, p := range r.Replicas {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(updated)))
+	b = append(b, updated...)
+	return append(b, rec...), nil
+}
+
+// decodeReplicaRecord decodes a stored replica, binary or JSON.
+func decodeReplicaRecord(data []byte, r *replicaRecord) error {
+	if len(data) == 0 {
+		return errors.New("job-record replica: empty")
+	}
+	if data[0] != replicaRecordMagic {
+		var v replicaRecord
+		if err := json.Unmarshal(data, &v); err != nil {
+			return fmt.Errorf("job-record replica: neither binary nor JSON: %w", err)
+		}
+		*r = v
+		return nil
+	}
+	b := data[1:]
+	next := func(what string) ([]byte, error) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, fmt.Errorf("job-record replica: %s: truncated", what)
+		}
+		p := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return p, nil
+	}
+	v, k := binary.Uvarint(b)
+	switch {
+	case k <= 0:
+		return errors.New("job-record replica: version: truncated")
+	case v != replicaRecordVersion:
+		return fmt.Errorf("job-record replica: encoding version %d, this node reads version %d", v, replicaRecordVersion)
+	}
+	b = b[k:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) { // each peer ID takes a byte at least
+		return errors.New("job-record replica: replica set: truncated")
+	}
+	b = b[k:]
+	var out replicaRecord
+	if n > 0 {
+		out.Replicas = make([]string, n)
+	}
+	for i := range out.Replicas {
+		p, err := next("replica set")
+		if err != nil {
+			return err
+		}
+		out.Replicas[i] = string(p)
+	}
+	updated, err := next("stored time")
+	if err != nil {
+		return err
+	}
+	if err := out.Updated.UnmarshalBinary(updated); err != nil {
+		return fmt.Errorf("job-record replica: stored time: %w", err)
+	}
+	if err := market.DecodeJobRecord(b, &out.Record); err != nil {
+		return fmt.Errorf("job-record replica: %w", err)
+	}
+	*r = out
+	return nil
+}

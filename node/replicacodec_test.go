@@ -1,0 +1,101 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+func testReplica(t *testing.T) replicaRecord {
+	t.Helper()
+	now := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+	js, err := spec.Parse([]byte(`{"name": "x", "tasks": [{"name": "a", "command": ["true"], "replicas": 2}]}`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := market.JobRecord{ID: "j-0123", Spec: *js, Manager: "12D3KooWManager", Submitted: now, State: market.JobRunning,
+		Tasks: []market.TaskRecord{
+			{Key: market.TaskKey{Job: "j-0123", Task: "a"}, State: market.TaskRunning, Node: "12D3KooWExec", Epoch: 2, Attempts: 1, Started: now,
+				History: []market.AttemptRecord{{Attempt: 1, Epoch: 2, Node: "12D3KooWExec", State: market.TaskRunning, Awarded: now}}},
+			{Key: market.TaskKey{Job: "j-0123", Task: "a", Replica: 1}, State: market.TaskWaiting},
+		}}
+	return replicaRecord{Record: rec, Replicas: []string{"12D3KooWOne", "12D3KooWTwo"}, Updated: now.Add(time.Second)}
+}
+
+func replicaJSON(t *testing.T, r replicaRecord) []byte {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestReplicaRecordCodec(t *testing.T) {
+	r := testReplica(t)
+	b, err := encodeReplicaRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := replicaJSON(t, r)
+	if len(b) >= len(js) {
+		t.Fatalf("binary replica %d bytes, JSON %d", len(b), len(js))
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"binary", b}, {"JSON, as earlier versions stored it", js}} {
+		t.Run(c.name, func(t *testing.T) {
+			var got replicaRecord
+			if err := decodeReplicaRecord(c.data, &got); err != nil {
+				t.Fatal(err)
+			}
+			if have := replicaJSON(t, got); !bytes.Equal(have, js) {
+				t.Fatalf("replica changed:\nwant %s\nhave %s", js, have)
+			}
+		})
+	}
+}
+
+func TestReplicaRecordCodecBadInput(t *testing.T) {
+	good, err := encodeReplicaRecord(testReplica(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := bytes.Clone(good)
+	future[1] = 9
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "empty"},
+		{"garbage", []byte("<xml/>"), "neither binary nor JSON"},
+		{"future version", future, "encoding version 9"},
+		{"replica count past the end", []byte{replicaRecordMagic, 1, 200}, "replica set: truncated"},
+		{"bad record inside", append(bytes.Clone(good[:len(good)-3]), 0xff, 0xff, 0xff), "job-record replica: job record"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := replicaRecord{Replicas: []string{"kept"}}
+			err := decodeReplicaRecord(c.data, &r)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if len(r.Replicas) != 1 || r.Replicas[0] != "kept" {
+				t.Fatalf("a failed decode changed the replica: %+v", r)
+			}
+		})
+	}
+	for n := range len(good) {
+		var r replicaRecord
+		if decodeReplicaRecord(good[:n], &r) == nil {
+			t.Fatalf("replica cut to %d of %d bytes decoded without error", n, len(good))
+		}
+	}
+}
