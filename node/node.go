@@ -454,6 +454,7 @@ func (n *Node) startMarket() error {
 	go n.retentionLoop(m.Config().JobRetention)
 	n.host.SetStreamHandler(JobRecordProtocol, n.handleRecord)
 	n.host.SetStreamHandler(JobRecordProtocolV2, n.handleRecords)
+	n.host.SetStreamHandler(JobRecordProtocolV3, n.handleRecordsV3)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
 	}

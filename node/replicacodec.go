@@ -32,11 +32,7 @@ func encodeReplicaRecord(r replicaRecord) ([]byte, error) {
 	}
 	b := make([]byte, 0, 16+len(updated)+len(rec)+len(r.Replicas)*56)
 	b = append(b, replicaRecordMagic, replicaRecordVersion)
-	b = binary.AppendUvarint(b, uint64(len(r.Replicas)))
-	for _, p := range r.Replicas {
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
-	}
+	b = appendPeerList(b, r.Replicas)
 	b = binary.AppendUvarint(b, uint64(len(updated)))
 	b = append(b, updated...)
 	return append(b, rec...), nil
@@ -72,23 +68,11 @@ func decodeReplicaRecord(data []byte, r *replicaRecord) error {
 	case v != replicaRecordVersion:
 		return fmt.Errorf("job-record replica: encoding version %d, this node reads version %d", v, replicaRecordVersion)
 	}
-	b = b[k:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) { // each peer ID takes a byte at least
-		return errors.New("job-record replica: replica set: truncated")
+	reps, b, err := readPeerList(b[k:])
+	if err != nil {
+		return fmt.Errorf("job-record replica: %w", err)
 	}
-	b = b[k:]
-	var out replicaRecord
-	if n > 0 {
-		out.Replicas = make([]string, n)
-	}
-	for i := range out.Replicas {
-		p, err := next("replica set")
-		if err != nil {
-			return err
-		}
-		out.Replicas[i] = string(p)
-	}
+	out := replicaRecord{Replicas: reps}
 	updated, err := next("stored time")
 	if err != nil {
 		return err
@@ -101,4 +85,66 @@ func decodeReplicaRecord(data []byte, r *replicaRecord) error {
 	}
 	*r = out
 	return nil
+}
+
+// encodeReplicaMsg encodes a record and its replica set as one record of
+// a version-3 job-record frame (JobRecordProtocolV3): the replica set
+// (a uvarint count, then each peer ID as a uvarint length and its
+// bytes), then the record in the binary job-record encoding to the end.
+func encodeReplicaMsg(m jobReplicaMsg) ([]byte, error) {
+	rec, err := market.EncodeJobRecord(m.Record)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 8+len(rec)+len(m.Replicas)*56)
+	b = appendPeerList(b, m.Replicas)
+	return append(b, rec...), nil
+}
+
+// decodeReplicaMsg decodes one record of a version-3 frame.
+func decodeReplicaMsg(data []byte, m *jobReplicaMsg) error {
+	reps, rest, err := readPeerList(data)
+	if err != nil {
+		return err
+	}
+	var out jobReplicaMsg
+	out.Replicas = reps
+	if err := market.DecodeJobRecord(rest, &out.Record); err != nil {
+		return err
+	}
+	*m = out
+	return nil
+}
+
+// appendPeerList appends a uvarint count and each ID as a uvarint length
+// and its bytes.
+func appendPeerList(b []byte, ids []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, p := range ids {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	return b
+}
+
+// readPeerList reads what appendPeerList wrote and returns the rest.
+func readPeerList(b []byte) ([]string, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) { // each ID takes a byte at least
+		return nil, nil, errors.New("replica set: truncated")
+	}
+	b = b[k:]
+	var ids []string
+	if n > 0 {
+		ids = make([]string, n)
+	}
+	for i := range ids {
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return nil, nil, errors.New("replica set: truncated")
+		}
+		ids[i] = string(b[k : k+int(size)])
+		b = b[k+int(size):]
+	}
+	return ids, b, nil
 }

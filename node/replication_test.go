@@ -2,12 +2,15 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
@@ -48,13 +51,50 @@ func replicaOf(t *testing.T, n *Node, id string) (replicaRecord, bool) {
 	return r, ok
 }
 
-// TestRecordStreamV2: records reach a peer in one frame over the
-// long-lived version-2 stream, which later pushes reuse; a record whose
-// manager is not the sender is refused alone, by name, while the others of
-// its frame are stored.
-func TestRecordStreamV2(t *testing.T) {
+// withoutProtocols removes protos from b's handlers, as a node of an
+// earlier release never had them, and waits until identify has told a.
+func withoutProtocols(t *testing.T, a, b *Node, protos ...protocol.ID) {
+	t.Helper()
+	for _, p := range protos {
+		b.host.RemoveStreamHandler(p)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ps, err := a.host.Peerstore().SupportsProtocols(b.ID(), protos...)
+		if err == nil && len(ps) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a still lists %v for b: %v", ps, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRecordStream: records reach a peer in one frame over the
+// long-lived stream of the newest version both speak, which later pushes
+// reuse; a record whose manager is not the sender is refused alone, by
+// name, while the others of its frame are stored. Version 3 between
+// nodes of this release; version 2 with a peer of the release before.
+func TestRecordStream(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		without []protocol.ID
+		want    protocol.ID
+	}{
+		{"v3", nil, JobRecordProtocolV3},
+		{"v2 peer", []protocol.ID{JobRecordProtocolV3}, JobRecordProtocolV2},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRecordStream(t, tc.without, tc.want) })
+	}
+}
+
+func testRecordStream(t *testing.T, without []protocol.ID, want protocol.ID) {
 	nodes := startNodes(t, 2)
 	a, b := nodes[0], nodes[1]
+	if len(without) > 0 {
+		withoutProtocols(t, a, b, without...)
+	}
 	ctx := context.Background()
 	var msgs []jobReplicaMsg
 	for i := range 3 {
@@ -82,8 +122,8 @@ func TestRecordStreamV2(t *testing.T) {
 	link.mu.Lock()
 	s := link.s
 	link.mu.Unlock()
-	if s == nil || s.Protocol() != JobRecordProtocolV2 {
-		t.Fatalf("no version-2 stream kept: %v", s)
+	if s == nil || s.Protocol() != want {
+		t.Fatalf("no %s stream kept: %v", want, s)
 	}
 	// The next push goes over the same stream.
 	if n := a.replicate(ctx, testRecord(t, "j-v2-again", a)); n < 1 {
@@ -143,20 +183,7 @@ func TestRecordStreamV2Malformed(t *testing.T) {
 func TestRecordStreamFallsBackToV1(t *testing.T) {
 	nodes := startNodes(t, 2)
 	a, b := nodes[0], nodes[1]
-	b.host.RemoveStreamHandler(JobRecordProtocolV2)
-	// As a node of an older version would never have announced it: wait
-	// until identify has told a that b no longer speaks version 2.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ps, err := a.host.Peerstore().SupportsProtocols(b.ID(), JobRecordProtocolV2)
-		if err == nil && len(ps) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a still lists version 2 for b: %v %v", ps, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	withoutProtocols(t, a, b, JobRecordProtocolV3, JobRecordProtocolV2)
 	msgs := []jobReplicaMsg{{Record: testRecord(t, "j-v1-0", a)}, {Record: testRecord(t, "j-v1-1", a)}}
 	stored, err := a.pushRecords(context.Background(), b.ID(), encodeAll(t, msgs))
 	if err != nil || !stored["j-v1-0"] || !stored["j-v1-1"] {
@@ -228,6 +255,7 @@ func TestRecordFrame(t *testing.T) {
 func TestReplicationRetriesShortfall(t *testing.T) {
 	nodes := startNodes(t, 2)
 	a, b := nodes[0], nodes[1]
+	b.host.RemoveStreamHandler(JobRecordProtocolV3)
 	b.host.RemoveStreamHandler(JobRecordProtocolV2)
 	b.host.RemoveStreamHandler(JobRecordProtocol)
 	rec := testRecord(t, "j-retry", a)
@@ -248,6 +276,7 @@ func TestReplicationRetriesShortfall(t *testing.T) {
 	if _, ok := replicaOf(t, b, "j-retry"); ok {
 		t.Fatal("b stored the record while it refused job records")
 	}
+	b.host.SetStreamHandler(JobRecordProtocolV3, b.handleRecordsV3)
 	b.host.SetStreamHandler(JobRecordProtocolV2, b.handleRecords)
 	b.host.SetStreamHandler(JobRecordProtocol, b.handleRecord)
 	for {
@@ -264,5 +293,114 @@ func TestReplicationRetriesShortfall(t *testing.T) {
 			t.Fatalf("retry count kept after success: %d", tries())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRecordStreamV3Malformed: a version-3 frame that does not decode is
+// answered with an error naming the problem, and the stream still serves
+// the next frame.
+func TestRecordStreamV3Malformed(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := a.host.NewStream(ctx, b.ID(), JobRecordProtocolV3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, w := bufio.NewReader(s), bufio.NewWriter(s)
+	ask := func(body []byte) recordBatchReply {
+		t.Helper()
+		if err := wire.WriteFrame(w, body); err != nil || w.Flush() != nil {
+			t.Fatal(err)
+		}
+		b, err := wire.ReadFrame(r, 64<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep recordBatchReply
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	e, err := encodeRecord(testRecord(t, "j-after", a), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, good := recordFrameV3([]encodedRecord{e})
+	for _, bad := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"JSON", []byte(`{"records": []}`), "record count"},
+		{"count past the end", []byte{5, 1, 0}, "record count"},
+		{"record cut short", good[:len(good)-4], "truncated"},
+		{"bytes after the records", append(bytes.Clone(good), 0), "bytes after the 1 records"},
+		{"not a job record", []byte{1, 3, 0, 'x', 'y'}, "record 1 of 1: job record"},
+	} {
+		if rep := ask(bad.body); !strings.Contains(rep.Error, "malformed job records") || !strings.Contains(rep.Error, bad.want) || rep.Stored != 0 {
+			t.Fatalf("%s: answered %+v, want an error with %q", bad.name, rep, bad.want)
+		}
+	}
+	if rep := ask(good); rep.Error != "" || rep.Stored != 1 {
+		t.Fatalf("frame after malformed ones answered %+v", rep)
+	}
+	if _, ok := replicaOf(t, b, "j-after"); !ok {
+		t.Fatal("j-after not on b")
+	}
+}
+
+// TestRecordFrameV3: version-3 frames hold at most recordsPerFrame
+// records and maxJobRecordFrame bytes, at least one record each, and
+// decode to the records they say they hold, in order, replica sets
+// included.
+func TestRecordFrameV3(t *testing.T) {
+	rec := func(i int, reason string) encodedRecord {
+		e, err := encodeRecord(market.JobRecord{ID: fmt.Sprintf("j-%d", i), Reason: reason}, []string{"p1", fmt.Sprintf("p-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	small := func(i int) encodedRecord { return rec(i, "") }
+	big := func(i int) encodedRecord { return rec(i, strings.Repeat("x", maxJobRecordFrame/3)) }
+	for _, tc := range []struct {
+		name   string
+		recs   []encodedRecord
+		frames []int
+	}{
+		{"one", []encodedRecord{small(0)}, []int{1}},
+		{"split by count", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7), small(8), small(9)}, []int{8, 2}},
+		{"split by bytes", []encodedRecord{big(0), big(1), big(2), big(3)}, []int{2, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := tc.recs
+			var got []int
+			next := 0
+			for len(recs) > 0 {
+				k, body := recordFrameV3(recs)
+				if k < 1 || len(body) > maxJobRecordFrame {
+					t.Fatalf("frame of %d records, %d bytes", k, len(body))
+				}
+				msgs, err := decodeRecordFrameV3(body)
+				if err != nil || len(msgs) != k {
+					t.Fatalf("frame decodes to %d records (%v), says %d", len(msgs), err, k)
+				}
+				for _, m := range msgs {
+					if want := fmt.Sprintf("j-%d", next); m.Record.ID != want || fmt.Sprint(m.Replicas) != fmt.Sprintf("[p1 p-%d]", next) {
+						t.Fatalf("record %s with replicas %v, want %s", m.Record.ID, m.Replicas, want)
+					}
+					next++
+				}
+				got = append(got, k)
+				recs = recs[k:]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.frames) {
+				t.Fatalf("frames %v, want %v", got, tc.frames)
+			}
+		})
 	}
 }
