@@ -272,17 +272,14 @@ func (d *recDecoder) uint(what string) uint64 {
 	return v
 }
 
+// int reads a zig-zag varint, as binary.AppendVarint writes it.
 func (d *recDecoder) int(what string) int64 {
-	if d.err != nil {
-		return 0
+	ux := d.uint(what)
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(what, errTruncated)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return x
 }
 
 // intv reads a signed integer that must fit in an int.

@@ -11,32 +11,15 @@ import (
 	"github.com/agora-sched/agora/market/spec"
 )
 
-// codecSpec exercises every kind of spec field the record carries.
-const codecSpec = `
-name: train-resnet
-type: training
-priority: 7
-deadline: 30m
-tasks:
-  - name: prep
-    command: ["sh", "-c", "python3 prep.py"]
-    resources: {cpu: 2, memory: 4GiB, disk: 1GiB}
-  - name: train
-    after: [prep]
-    command: ["python3", "train.py"]
-    env: {EPOCHS: "10"}
-    resources: {cpu: 8, memory: 32GiB, gpu: {count: 1, memory: 40GiB, model: A100}, labels: {zone: a}, site: lab, devices: [{kind: fpga, model: u250, count: 1}]}
-    estimate: 45m
-    checkpoint: {interval: 60s}
-    retries: 5
-    timeout: 2h
-    replicas: 3
-    gang: true
-  - name: eval
-    after: [train]
-    command: python3 eval.py --fast
-    resources: {cpu: "500m", gpu: 0.25}
-`
+// codecSpec has a field of each kind the spec's JSON carries: a DAG,
+// durations, a deadline, GPU counts and shares, devices, labels, env.
+const codecSpec = `{"name": "codec", "type": "training", "priority": 7, "deadline": "30m", "tasks": [
+  {"name": "prep", "command": ["sh", "-c", "echo prep"], "resources": {"cpu": 2, "memory": "4GiB"}},
+  {"name": "train", "after": ["prep"], "command": ["python3", "train.py"], "env": {"EPOCHS": "10"},
+   "resources": {"cpu": 8, "gpu": {"count": 1, "memory": "40GiB", "model": "A100"}, "labels": {"zone": "a"},
+                 "devices": [{"kind": "fpga", "count": 1}]},
+   "estimate": "45m", "checkpoint": {"interval": "60s"}, "retries": 5, "replicas": 3, "gang": true},
+  {"name": "eval", "after": ["train"], "command": ["true"], "resources": {"cpu": "500m", "gpu": 0.25}}]}`
 
 // codecRecord is a job record in the middle of its life: finished,
 // running, failed and retried replicas, attempts on several nodes, a

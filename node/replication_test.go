@@ -140,21 +140,20 @@ func testRecordStream(t *testing.T, without []protocol.ID, want protocol.ID) {
 	}
 }
 
-// TestRecordStreamV2Malformed: a frame that is not a record batch is
-// answered with an error naming the problem, and the stream still serves
-// the next frame.
-func TestRecordStreamV2Malformed(t *testing.T) {
-	nodes := startNodes(t, 2)
-	a, b := nodes[0], nodes[1]
+// recordAsker opens a job-record stream of version proto from a to b and
+// returns a function that sends one request frame on it and reads the
+// answer.
+func recordAsker(t *testing.T, a, b *Node, proto protocol.ID) func(body []byte) recordBatchReply {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := a.host.NewStream(ctx, b.ID(), JobRecordProtocolV2)
+	s, err := a.host.NewStream(ctx, b.ID(), proto)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
 	r, w := bufio.NewReader(s), bufio.NewWriter(s)
-	ask := func(body []byte) recordBatchReply {
+	return func(body []byte) recordBatchReply {
 		t.Helper()
 		if err := wire.WriteFrame(w, body); err != nil || w.Flush() != nil {
 			t.Fatal(err)
@@ -169,6 +168,15 @@ func TestRecordStreamV2Malformed(t *testing.T) {
 		}
 		return rep
 	}
+}
+
+// TestRecordStreamV2Malformed: a frame that is not a record batch is
+// answered with an error naming the problem, and the stream still serves
+// the next frame.
+func TestRecordStreamV2Malformed(t *testing.T) {
+	nodes := startNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	ask := recordAsker(t, a, b, JobRecordProtocolV2)
 	if rep := ask([]byte(`{"records": 7}`)); !strings.Contains(rep.Error, "malformed job records") || rep.Stored != 0 {
 		t.Fatalf("malformed frame answered %+v", rep)
 	}
@@ -196,20 +204,37 @@ func TestRecordStreamFallsBackToV1(t *testing.T) {
 	}
 }
 
-// TestRecordFrame: frames hold at most recordsPerFrame records and
-// maxJobRecordFrame bytes, at least one record each, and decode to the
-// records they say they hold, in order.
+// TestRecordFrame: frames of either version hold at most
+// recordsPerFrame records and maxJobRecordFrame bytes, at least one
+// record each, and decode to the records they say they hold, in order,
+// replica sets included.
 func TestRecordFrame(t *testing.T) {
-	small := func(i int) encodedRecord {
-		raw, _ := json.Marshal(jobReplicaMsg{Record: market.JobRecord{ID: fmt.Sprintf("j-%d", i)}})
-		return encodedRecord{id: fmt.Sprintf("j-%d", i), raw: raw}
+	rec := func(i int, reason string) encodedRecord {
+		e, err := encodeRecord(market.JobRecord{ID: fmt.Sprintf("j-%d", i), Reason: reason}, []string{"p1", fmt.Sprintf("p-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		both, err := withJSON([]encodedRecord{e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return both[0]
 	}
-	big := func(i int) encodedRecord {
-		e := small(i)
-		pad, _ := json.Marshal(jobReplicaMsg{Record: market.JobRecord{ID: e.id, Reason: strings.Repeat("x", maxJobRecordFrame/3)}})
-		return encodedRecord{id: e.id, raw: pad}
+	small := func(i int) encodedRecord { return rec(i, "") }
+	big := func(i int) encodedRecord { return rec(i, strings.Repeat("x", maxJobRecordFrame/3)) }
+	versions := []struct {
+		name   string
+		build  func([]encodedRecord) (int, []byte)
+		decode func([]byte) ([]jobReplicaMsg, error)
+	}{
+		{"v2", recordFrame, func(body []byte) ([]jobReplicaMsg, error) {
+			var b recordBatch
+			err := json.Unmarshal(body, &b)
+			return b.Records, err
+		}},
+		{"v3", recordFrameV3, decodeRecordFrameV3},
 	}
-	for _, tc := range []struct {
+	cases := []struct {
 		name   string
 		recs   []encodedRecord
 		frames []int // records per frame
@@ -218,33 +243,36 @@ func TestRecordFrame(t *testing.T) {
 		{"a frame's worth", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7)}, []int{8}},
 		{"split by count", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7), small(8), small(9)}, []int{8, 2}},
 		{"split by bytes", []encodedRecord{big(0), big(1), big(2), big(3)}, []int{2, 2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			recs := tc.recs
-			var got []int
-			next := 0
-			for len(recs) > 0 {
-				k, body := recordFrame(recs)
-				if k < 1 || len(body) > maxJobRecordFrame {
-					t.Fatalf("frame of %d records, %d bytes", k, len(body))
-				}
-				var b recordBatch
-				if err := json.Unmarshal(body, &b); err != nil || len(b.Records) != k {
-					t.Fatalf("frame decodes to %d records (%v), says %d", len(b.Records), err, k)
-				}
-				for _, m := range b.Records {
-					if want := fmt.Sprintf("j-%d", next); m.Record.ID != want {
-						t.Fatalf("record %s, want %s", m.Record.ID, want)
+	}
+	for _, v := range versions {
+		for _, tc := range cases {
+			t.Run(v.name+"/"+tc.name, func(t *testing.T) {
+				recs := tc.recs
+				var got []int
+				next := 0
+				for len(recs) > 0 {
+					k, body := v.build(recs)
+					if k < 1 || len(body) > maxJobRecordFrame {
+						t.Fatalf("frame of %d records, %d bytes", k, len(body))
 					}
-					next++
+					msgs, err := v.decode(body)
+					if err != nil || len(msgs) != k {
+						t.Fatalf("frame decodes to %d records (%v), says %d", len(msgs), err, k)
+					}
+					for _, m := range msgs {
+						if want := fmt.Sprintf("j-%d", next); m.Record.ID != want || fmt.Sprint(m.Replicas) != fmt.Sprintf("[p1 p-%d]", next) {
+							t.Fatalf("record %s with replicas %v, want %s", m.Record.ID, m.Replicas, want)
+						}
+						next++
+					}
+					got = append(got, k)
+					recs = recs[k:]
 				}
-				got = append(got, k)
-				recs = recs[k:]
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.frames) {
-				t.Fatalf("frames %v, want %v", got, tc.frames)
-			}
-		})
+				if fmt.Sprint(got) != fmt.Sprint(tc.frames) {
+					t.Fatalf("frames %v, want %v", got, tc.frames)
+				}
+			})
+		}
 	}
 }
 
@@ -302,29 +330,7 @@ func TestReplicationRetriesShortfall(t *testing.T) {
 func TestRecordStreamV3Malformed(t *testing.T) {
 	nodes := startNodes(t, 2)
 	a, b := nodes[0], nodes[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s, err := a.host.NewStream(ctx, b.ID(), JobRecordProtocolV3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	r, w := bufio.NewReader(s), bufio.NewWriter(s)
-	ask := func(body []byte) recordBatchReply {
-		t.Helper()
-		if err := wire.WriteFrame(w, body); err != nil || w.Flush() != nil {
-			t.Fatal(err)
-		}
-		b, err := wire.ReadFrame(r, 64<<10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rep recordBatchReply
-		if err := json.Unmarshal(b, &rep); err != nil {
-			t.Fatal(err)
-		}
-		return rep
-	}
+	ask := recordAsker(t, a, b, JobRecordProtocolV3)
 	e, err := encodeRecord(testRecord(t, "j-after", a), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -350,57 +356,5 @@ func TestRecordStreamV3Malformed(t *testing.T) {
 	}
 	if _, ok := replicaOf(t, b, "j-after"); !ok {
 		t.Fatal("j-after not on b")
-	}
-}
-
-// TestRecordFrameV3: version-3 frames hold at most recordsPerFrame
-// records and maxJobRecordFrame bytes, at least one record each, and
-// decode to the records they say they hold, in order, replica sets
-// included.
-func TestRecordFrameV3(t *testing.T) {
-	rec := func(i int, reason string) encodedRecord {
-		e, err := encodeRecord(market.JobRecord{ID: fmt.Sprintf("j-%d", i), Reason: reason}, []string{"p1", fmt.Sprintf("p-%d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	small := func(i int) encodedRecord { return rec(i, "") }
-	big := func(i int) encodedRecord { return rec(i, strings.Repeat("x", maxJobRecordFrame/3)) }
-	for _, tc := range []struct {
-		name   string
-		recs   []encodedRecord
-		frames []int
-	}{
-		{"one", []encodedRecord{small(0)}, []int{1}},
-		{"split by count", []encodedRecord{small(0), small(1), small(2), small(3), small(4), small(5), small(6), small(7), small(8), small(9)}, []int{8, 2}},
-		{"split by bytes", []encodedRecord{big(0), big(1), big(2), big(3)}, []int{2, 2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			recs := tc.recs
-			var got []int
-			next := 0
-			for len(recs) > 0 {
-				k, body := recordFrameV3(recs)
-				if k < 1 || len(body) > maxJobRecordFrame {
-					t.Fatalf("frame of %d records, %d bytes", k, len(body))
-				}
-				msgs, err := decodeRecordFrameV3(body)
-				if err != nil || len(msgs) != k {
-					t.Fatalf("frame decodes to %d records (%v), says %d", len(msgs), err, k)
-				}
-				for _, m := range msgs {
-					if want := fmt.Sprintf("j-%d", next); m.Record.ID != want || fmt.Sprint(m.Replicas) != fmt.Sprintf("[p1 p-%d]", next) {
-						t.Fatalf("record %s with replicas %v, want %s", m.Record.ID, m.Replicas, want)
-					}
-					next++
-				}
-				got = append(got, k)
-				recs = recs[k:]
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.frames) {
-				t.Fatalf("frames %v, want %v", got, tc.frames)
-			}
-		})
 	}
 }
