@@ -33,8 +33,7 @@ func encodeReplicaRecord(r replicaRecord) ([]byte, error) {
 	b := make([]byte, 0, 16+len(updated)+len(rec)+len(r.Replicas)*56)
 	b = append(b, replicaRecordMagic, replicaRecordVersion)
 	b = appendPeerList(b, r.Replicas)
-	b = binary.AppendUvarint(b, uint64(len(updated)))
-	b = append(b, updated...)
+	b = appendBytes(b, updated)
 	return append(b, rec...), nil
 }
 
@@ -52,15 +51,6 @@ func decodeReplicaRecord(data []byte, r *replicaRecord) error {
 		return nil
 	}
 	b := data[1:]
-	next := func(what string) ([]byte, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, fmt.Errorf("job-record replica: %s: truncated", what)
-		}
-		p := b[k : k+int(n)]
-		b = b[k+int(n):]
-		return p, nil
-	}
 	v, k := binary.Uvarint(b)
 	switch {
 	case k <= 0:
@@ -73,9 +63,9 @@ func decodeReplicaRecord(data []byte, r *replicaRecord) error {
 		return fmt.Errorf("job-record replica: %w", err)
 	}
 	out := replicaRecord{Replicas: reps}
-	updated, err := next("stored time")
-	if err != nil {
-		return err
+	updated, b, ok := readBytes(b)
+	if !ok {
+		return errors.New("job-record replica: stored time: truncated")
 	}
 	if err := out.Updated.UnmarshalBinary(updated); err != nil {
 		return fmt.Errorf("job-record replica: stored time: %w", err)
@@ -121,10 +111,25 @@ func decodeReplicaMsg(data []byte, m *jobReplicaMsg) error {
 func appendPeerList(b []byte, ids []string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, p := range ids {
-		b = binary.AppendUvarint(b, uint64(len(p)))
-		b = append(b, p...)
+		b = appendBytes(b, []byte(p))
 	}
 	return b
+}
+
+// appendBytes appends p as a uvarint length and its bytes.
+func appendBytes(b, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+// readBytes reads what appendBytes wrote and returns the rest; ok is
+// false when b is too short.
+func readBytes(b []byte) (p, rest []byte, ok bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return nil, nil, false
+	}
+	return b[k : k+int(n)], b[k+int(n):], true
 }
 
 // readPeerList reads what appendPeerList wrote and returns the rest.
@@ -139,12 +144,11 @@ func readPeerList(b []byte) ([]string, []byte, error) {
 		ids = make([]string, n)
 	}
 	for i := range ids {
-		size, k := binary.Uvarint(b)
-		if k <= 0 || size > uint64(len(b)-k) {
+		p, rest, ok := readBytes(b)
+		if !ok {
 			return nil, nil, errors.New("replica set: truncated")
 		}
-		ids[i] = string(b[k : k+int(size)])
-		b = b[k+int(size):]
+		ids[i], b = string(p), rest
 	}
 	return ids, b, nil
 }

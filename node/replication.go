@@ -236,8 +236,7 @@ func recordFrameV3(recs []encodedRecord) (int, []byte) {
 	body := make([]byte, 0, size+binary.MaxVarintLen64)
 	body = binary.AppendUvarint(body, uint64(k))
 	for _, r := range recs[:k] {
-		body = binary.AppendUvarint(body, uint64(len(r.bin)))
-		body = append(body, r.bin...)
+		body = appendBytes(body, r.bin)
 	}
 	return k, body
 }
@@ -416,14 +415,14 @@ func decodeRecordFrameV3(b []byte) ([]jobReplicaMsg, error) {
 	b = b[k:]
 	msgs := make([]jobReplicaMsg, count)
 	for i := range msgs {
-		size, k := binary.Uvarint(b)
-		if k <= 0 || size > uint64(len(b)-k) {
+		msg, rest, ok := readBytes(b)
+		if !ok {
 			return nil, fmt.Errorf("record %d of %d: truncated", i+1, count)
 		}
-		if err := decodeReplicaMsg(b[k:k+int(size)], &msgs[i]); err != nil {
+		if err := decodeReplicaMsg(msg, &msgs[i]); err != nil {
 			return nil, fmt.Errorf("record %d of %d: %w", i+1, count, err)
 		}
-		b = b[k+int(size):]
+		b = rest
 	}
 	if len(b) > 0 {
 		return nil, fmt.Errorf("%d bytes after the %d records", len(b), count)
