@@ -68,7 +68,8 @@ bench-all:
 
 # Regenerate protobuf code (committed, so building never needs protoc).
 proto:
-	cd gossip/pb && protoc --go_out=. --go_opt=paths=source_relative agora.proto market.proto
+	cd gossip/pb && protoc --go_out=. --go_opt=paths=source_relative advert.proto
+	cd market/wire/pb && protoc --go_out=. --go_opt=paths=source_relative market.proto
 
 clean:
 	rm -rf bin

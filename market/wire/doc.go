@@ -2,7 +2,7 @@
 // queries peers send each other: the protobuf encoding of every
 // market.Msg (inside a versioned pb.Envelope), of Query and QueryReply,
 // and the length-delimited framing used on libp2p streams. The schema is
-// gossip/pb/market.proto; docs/protocol.md describes it for other
+// market/wire/pb/market.proto; docs/protocol.md describes it for other
 // implementations.
 //
 // Decoding is a trust boundary: Decode, DecodeQuery and DecodeQueryReply

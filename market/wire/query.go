@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market/wire/pb"
 )
 
 // Query kinds.

@@ -8,7 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market/wire/pb"
 )
 
 func TestQueryRoundTrip(t *testing.T) {

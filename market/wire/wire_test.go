@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agora-sched/agora/devices/resource"
-	"github.com/agora-sched/agora/gossip/pb"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire/pb"
 )
 
 const (

@@ -2374,7 +2374,7 @@ const file_market_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04body\x18\x04 \x01(\fR\x04bodyB(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"
+	"\x04body\x18\x04 \x01(\fR\x04bodyB-Z+github.com/agora-sched/agora/market/wire/pbb\x06proto3"
 
 var (
 	file_market_proto_rawDescOnce sync.Once

@@ -5,7 +5,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: agora.proto
+// source: advert.proto
 
 package pb
 
@@ -38,7 +38,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_agora_proto_msgTypes[0]
+	mi := &file_advert_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -50,7 +50,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_agora_proto_msgTypes[0]
+	mi := &file_advert_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -63,7 +63,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_agora_proto_rawDescGZIP(), []int{0}
+	return file_advert_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Resources) GetCpuMilli() int64 {
@@ -116,7 +116,7 @@ type GPU struct {
 
 func (x *GPU) Reset() {
 	*x = GPU{}
-	mi := &file_agora_proto_msgTypes[1]
+	mi := &file_advert_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -128,7 +128,7 @@ func (x *GPU) String() string {
 func (*GPU) ProtoMessage() {}
 
 func (x *GPU) ProtoReflect() protoreflect.Message {
-	mi := &file_agora_proto_msgTypes[1]
+	mi := &file_advert_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -141,7 +141,7 @@ func (x *GPU) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GPU.ProtoReflect.Descriptor instead.
 func (*GPU) Descriptor() ([]byte, []int) {
-	return file_agora_proto_rawDescGZIP(), []int{1}
+	return file_advert_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *GPU) GetIndex() uint32 {
@@ -199,7 +199,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_agora_proto_msgTypes[2]
+	mi := &file_advert_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +211,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_agora_proto_msgTypes[2]
+	mi := &file_advert_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +224,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_agora_proto_rawDescGZIP(), []int{2}
+	return file_advert_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Device) GetKind() string {
@@ -283,7 +283,7 @@ type Advert struct {
 
 func (x *Advert) Reset() {
 	*x = Advert{}
-	mi := &file_agora_proto_msgTypes[3]
+	mi := &file_advert_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +295,7 @@ func (x *Advert) String() string {
 func (*Advert) ProtoMessage() {}
 
 func (x *Advert) ProtoReflect() protoreflect.Message {
-	mi := &file_agora_proto_msgTypes[3]
+	mi := &file_advert_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +308,7 @@ func (x *Advert) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Advert.ProtoReflect.Descriptor instead.
 func (*Advert) Descriptor() ([]byte, []int) {
-	return file_agora_proto_rawDescGZIP(), []int{3}
+	return file_advert_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Advert) GetVersion() uint32 {
@@ -430,11 +430,11 @@ func (x *Advert) GetUnreserved() *Resources {
 	return nil
 }
 
-var File_agora_proto protoreflect.FileDescriptor
+var File_advert_proto protoreflect.FileDescriptor
 
-const file_agora_proto_rawDesc = "" +
+const file_advert_proto_rawDesc = "" +
 	"\n" +
-	"\vagora.proto\x12\bagora.v1\"\xa3\x01\n" +
+	"\fadvert.proto\x12\bagora.v1\"\xa3\x01\n" +
 	"\tResources\x12\x1b\n" +
 	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12\x16\n" +
 	"\x06memory\x18\x02 \x01(\x03R\x06memory\x12\x12\n" +
@@ -487,19 +487,19 @@ const file_agora_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"
 
 var (
-	file_agora_proto_rawDescOnce sync.Once
-	file_agora_proto_rawDescData []byte
+	file_advert_proto_rawDescOnce sync.Once
+	file_advert_proto_rawDescData []byte
 )
 
-func file_agora_proto_rawDescGZIP() []byte {
-	file_agora_proto_rawDescOnce.Do(func() {
-		file_agora_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_agora_proto_rawDesc), len(file_agora_proto_rawDesc)))
+func file_advert_proto_rawDescGZIP() []byte {
+	file_advert_proto_rawDescOnce.Do(func() {
+		file_advert_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_advert_proto_rawDesc), len(file_advert_proto_rawDesc)))
 	})
-	return file_agora_proto_rawDescData
+	return file_advert_proto_rawDescData
 }
 
-var file_agora_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
-var file_agora_proto_goTypes = []any{
+var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_advert_proto_goTypes = []any{
 	(*Resources)(nil), // 0: agora.v1.Resources
 	(*GPU)(nil),       // 1: agora.v1.GPU
 	(*Device)(nil),    // 2: agora.v1.Device
@@ -507,7 +507,7 @@ var file_agora_proto_goTypes = []any{
 	nil,               // 4: agora.v1.Device.AttributesEntry
 	nil,               // 5: agora.v1.Advert.LabelsEntry
 }
-var file_agora_proto_depIdxs = []int32{
+var file_advert_proto_depIdxs = []int32{
 	1, // 0: agora.v1.Resources.gpus:type_name -> agora.v1.GPU
 	2, // 1: agora.v1.Resources.devices:type_name -> agora.v1.Device
 	4, // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
@@ -522,26 +522,26 @@ var file_agora_proto_depIdxs = []int32{
 	0, // [0:7] is the sub-list for field type_name
 }
 
-func init() { file_agora_proto_init() }
-func file_agora_proto_init() {
-	if File_agora_proto != nil {
+func init() { file_advert_proto_init() }
+func file_advert_proto_init() {
+	if File_advert_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agora_proto_rawDesc), len(file_agora_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_advert_proto_rawDesc), len(file_advert_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_agora_proto_goTypes,
-		DependencyIndexes: file_agora_proto_depIdxs,
-		MessageInfos:      file_agora_proto_msgTypes,
+		GoTypes:           file_advert_proto_goTypes,
+		DependencyIndexes: file_advert_proto_depIdxs,
+		MessageInfos:      file_advert_proto_msgTypes,
 	}.Build()
-	File_agora_proto = out.File
-	file_agora_proto_goTypes = nil
-	file_agora_proto_depIdxs = nil
+	File_advert_proto = out.File
+	file_advert_proto_goTypes = nil
+	file_advert_proto_depIdxs = nil
 }
