@@ -17,8 +17,9 @@ func BenchmarkScore(b *testing.B) {
 	now := t0
 	in := ScoreInput{Now: now, Offer: TaskOffer{Request: resource.Request{CPU: 4000, Memory: 8 << 30, GPU: resource.GPURequest{Count: 1}}, Estimate: time.Minute},
 		Capacity: capv, Free: free, Start: now.Add(time.Second), Finish: now.Add(time.Minute), Runtime: 50 * time.Second, SuccessRate: 0.9, Weights: DefaultWeights}
-	for _, name := range ScorerNames() {
-		s := Scorers[name]
+	reg := DefaultScorers()
+	for _, name := range reg.Names() {
+		s := reg[name]
 		b.Run(name, func(b *testing.B) {
 			var sink float64
 			for i := 0; i < b.N; i++ {

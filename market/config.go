@@ -92,8 +92,10 @@ type Config struct {
 	// wait hours behind each other, as in HPC logs, where reservations
 	// would idle the machine).
 	GangForceEvery int
-	// Scorer names the bid scorer (see Scorers); "weighted".
+	// Scorer names the bid scorer, one of Scorers; "weighted".
 	Scorer string
+	// Scorers are the scorers Scorer may name; DefaultScorers().
+	Scorers Registry
 	// Weights of the weighted scorer; DefaultWeights.
 	Weights Weights
 	// Runtime configures the runtime predictor.
@@ -154,6 +156,9 @@ func (c Config) withDefaults() Config {
 	if c.Scorer == "" {
 		c.Scorer = "weighted"
 	}
+	if c.Scorers == nil {
+		c.Scorers = DefaultScorers()
+	}
 	if c.Weights == (Weights{}) {
 		c.Weights = DefaultWeights
 	}
@@ -164,8 +169,8 @@ func (c Config) validate() error {
 	if c.Self == "" {
 		return fmt.Errorf("market: Config.Self is empty")
 	}
-	if _, ok := Scorers[c.Scorer]; !ok {
-		return fmt.Errorf("market: unknown scorer %q (have %v)", c.Scorer, ScorerNames())
+	if _, ok := c.Scorers[c.Scorer]; !ok {
+		return fmt.Errorf("market: unknown scorer %q (have %v)", c.Scorer, c.Scorers.Names())
 	}
 	w := c.Weights
 	if w.Urgency < 0 || w.Match < 0 || w.Efficiency < 0 || w.Urgency+w.Match+w.Efficiency == 0 {

@@ -93,7 +93,7 @@ func New(cfg Config) (*Market, error) {
 		return nil, err
 	}
 	return &Market{
-		cfg: cfg, rng: newRand(cfg.Seed), scorer: Scorers[cfg.Scorer], dirty: map[string]bool{},
+		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
 	}, nil
@@ -190,6 +190,10 @@ func (m *Market) Step(now time.Time, from NodeID, msg Msg) {
 }
 
 func (m *Market) step(from NodeID, msg Msg) {
+	if s := msg.Sender(); s != "" && s != from {
+		m.event("", fmt.Sprintf("dropped a %s from %s that claims to come from %s", Kind(msg), from, s))
+		return
+	}
 	switch x := msg.(type) {
 	case CFP:
 		m.onCFP(from, x)
@@ -218,13 +222,9 @@ func (m *Market) step(from NodeID, msg Msg) {
 	case Reserve:
 		m.onReserve(x)
 	case StealRequest:
-		if from == x.Thief {
-			m.onStealRequest(x)
-		}
+		m.onStealRequest(x)
 	case Transfer:
-		if from == x.From {
-			m.onTransfer(x)
-		}
+		m.onTransfer(x)
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
 	}

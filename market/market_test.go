@@ -189,3 +189,36 @@ func TestGPUCandidatesTightestFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestStepDropsForgedSender: a message whose sender field names another
+// node than the one that delivered it changes nothing; the market only
+// notes the drop in its events.
+func TestStepDropsForgedSender(t *testing.T) {
+	k := TaskKey{Job: "j", Task: "t"}
+	id := AuctionID{Key: k, Epoch: 1}
+	for _, msg := range []Msg{
+		CFP{Auction: id, Manager: "n1", Task: TaskOffer{Key: k, Request: resource.Request{CPU: 1}}},
+		Bid{Auction: id, Bidder: "n1"}, NoBid{Auction: id, Bidder: "n1"},
+		Award{Auction: id, Manager: "n1", Task: TaskSpec{TaskOffer: TaskOffer{Key: k}, Epoch: 1}, Last: true},
+		AwardReply{Auction: id, Bidder: "n1", Accept: true},
+		TaskStatus{Key: k, Epoch: 1, Node: "n1", State: TaskSucceeded},
+		Hold{Auction: id, Manager: "n1", Task: TaskSpec{TaskOffer: TaskOffer{Key: k}}},
+		HoldReply{Auction: id, Bidder: "n1", OK: true},
+		Reserve{Auction: id, Manager: "n1", Until: t0.Add(time.Hour)},
+		StealRequest{Thief: "n1", Room: resource.Request{CPU: 4000}, Max: 4},
+		Transfer{Key: k, Epoch: 1, From: "n1", To: "n2"},
+	} {
+		m, err := New(Config{Self: "n0", Capacity: cpuNode(4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Step(t0, "n9", msg)
+		effs := m.Ready()
+		if len(effs) != 1 {
+			t.Fatalf("%s from a forger: effects %+v", Kind(msg), effs)
+		}
+		if ev, ok := effs[0].(Event); !ok || !strings.Contains(ev.Text, "claims to come from n1") {
+			t.Fatalf("%s from a forger: effect %+v", Kind(msg), effs[0])
+		}
+	}
+}

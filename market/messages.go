@@ -9,7 +9,14 @@ import (
 // Msg is a message between markets on different nodes. The node encodes
 // each one on the wire (docs/protocol.md); the simulator passes them as
 // values.
-type Msg interface{ msgKind() string }
+type Msg interface {
+	msgKind() string
+	// Sender is the node the message says it comes from, or "" when it
+	// names none (a manager's CancelTask, Commit, Release and ResultAck:
+	// the market checks those against the task's manager). Step drops a
+	// message whose Sender is set and is not the node that delivered it.
+	Sender() NodeID
+}
 
 // TaskOffer is what a CFP tells bidders about a task: enough to judge
 // feasibility and to bid, not the command.
@@ -195,6 +202,22 @@ type Transfer struct {
 	From  NodeID  `json:"from"`
 	To    NodeID  `json:"to"`
 }
+
+func (m StealRequest) Sender() NodeID { return m.Thief }
+func (m Transfer) Sender() NodeID     { return m.From }
+func (m Hold) Sender() NodeID         { return m.Manager }
+func (m HoldReply) Sender() NodeID    { return m.Bidder }
+func (Commit) Sender() NodeID         { return "" }
+func (Release) Sender() NodeID        { return "" }
+func (m Reserve) Sender() NodeID      { return m.Manager }
+func (m CFP) Sender() NodeID          { return m.Manager }
+func (m Bid) Sender() NodeID          { return m.Bidder }
+func (m NoBid) Sender() NodeID        { return m.Bidder }
+func (m Award) Sender() NodeID        { return m.Manager }
+func (m AwardReply) Sender() NodeID   { return m.Bidder }
+func (m TaskStatus) Sender() NodeID   { return m.Node }
+func (CancelTask) Sender() NodeID     { return "" }
+func (ResultAck) Sender() NodeID      { return "" }
 
 func (StealRequest) msgKind() string { return "steal_request" }
 func (Transfer) msgKind() string     { return "transfer" }

@@ -36,34 +36,42 @@ type Scorer interface {
 	Score(in ScoreInput) float64
 }
 
-// Scorers holds every registered scorer by name.
-var Scorers = map[string]Scorer{}
+// Registry is a set of scorers by name, from which Config.Scorer picks
+// the one a market bids with. Build one with NewRegistry; it is not
+// changed afterwards, so markets may share it.
+type Registry map[string]Scorer
 
-// Register adds a scorer; a duplicate name is an error.
-func Register(s Scorer) error {
-	if _, dup := Scorers[s.Name()]; dup {
-		return fmt.Errorf("market: scorer %q registered twice", s.Name())
+// NewRegistry builds a registry of the given scorers; a duplicate name is
+// an error.
+func NewRegistry(scorers ...Scorer) (Registry, error) {
+	r := make(Registry, len(scorers))
+	for _, s := range scorers {
+		if _, dup := r[s.Name()]; dup {
+			return nil, fmt.Errorf("market: scorer %q registered twice", s.Name())
+		}
+		r[s.Name()] = s
 	}
-	Scorers[s.Name()] = s
-	return nil
+	return r, nil
 }
 
-// ScorerNames lists the registered scorers, sorted.
-func ScorerNames() []string {
-	out := make([]string, 0, len(Scorers))
-	for n := range Scorers {
+// DefaultScorers is a registry of the built-in scorers: weighted,
+// best-fit, least-loaded and earliest-finish.
+func DefaultScorers() Registry {
+	r, err := NewRegistry(Weighted{}, BestFit{}, LeastLoaded{}, EarliestFinish{})
+	if err != nil {
+		panic(err) // the built-in names are distinct
+	}
+	return r
+}
+
+// Names lists the registry's scorers, sorted.
+func (r Registry) Names() []string {
+	out := make([]string, 0, len(r))
+	for n := range r {
 		out = append(out, n)
 	}
 	sort.Strings(out)
 	return out
-}
-
-func init() {
-	for _, s := range []Scorer{Weighted{}, BestFit{}, LeastLoaded{}, EarliestFinish{}} {
-		if err := Register(s); err != nil {
-			panic(err)
-		}
-	}
 }
 
 // Urgency is U = R / (finish − now): 1 when the task would start at once,

@@ -150,46 +150,13 @@ func (t *transport) handle(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
-		t.n.deliver(from, fromID, msg)
+		t.n.deliver(fromID, msg)
 	}
 }
 
-// sender is who a market message claims to come from.
-func sender(msg market.Msg) market.NodeID {
-	switch x := msg.(type) {
-	case market.CFP:
-		return x.Manager
-	case market.Bid:
-		return x.Bidder
-	case market.NoBid:
-		return x.Bidder
-	case market.Award:
-		return x.Manager
-	case market.AwardReply:
-		return x.Bidder
-	case market.TaskStatus:
-		return x.Node
-	case market.Hold:
-		return x.Manager
-	case market.HoldReply:
-		return x.Bidder
-	case market.Reserve:
-		return x.Manager
-	case market.StealRequest:
-		return x.Thief
-	case market.Transfer:
-		return x.From
-	}
-	return ""
-}
-
-// deliver hands an authenticated message from peer from (whose ID string
-// is fromID) to the market.
-func (n *Node) deliver(from peer.ID, fromID market.NodeID, msg market.Msg) {
-	if s := sender(msg); s != "" && s != fromID {
-		log.Warnw("dropping market message whose sender is not its peer", "from", from, "claims", s, "kind", market.Kind(msg))
-		return
-	}
+// deliver hands a message from peer fromID (authenticated by the
+// stream) to the market, which drops it if it claims another sender.
+func (n *Node) deliver(fromID market.NodeID, msg market.Msg) {
 	n.exec(func() { n.mkt.Step(time.Now(), fromID, msg) })
 }
 
@@ -202,7 +169,7 @@ func (n *Node) joinJobsTopic() error {
 			return pubsub.ValidationReject
 		}
 		cfp, ok := msg.(market.CFP)
-		if !ok || cfp.Manager != market.NodeID(m.GetFrom().String()) {
+		if !ok || cfp.Sender() != market.NodeID(m.GetFrom().String()) {
 			return pubsub.ValidationReject
 		}
 		m.ValidatorData = cfp

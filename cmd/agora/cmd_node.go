@@ -83,7 +83,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
 	fs.DurationVar(&cfg.AdvertRelayDelay, "advert-relay-delay", gossip.DefaultRelayDelay, "hold a peer's advert this long before relaying it, so duplicates are suppressed (0s: relay at once)")
 	fs.BoolVar(&cfg.DisableNVML, "no-nvml", false, "skip NVIDIA GPU discovery")
-	fs.StringVar(&cfg.Market.Scorer, "scorer", "weighted", "bid scorer: "+strings.Join(market.ScorerNames(), ", "))
+	fs.StringVar(&cfg.Market.Scorer, "scorer", "weighted", "bid scorer: "+strings.Join(market.DefaultScorers().Names(), ", "))
 	weights := fs.String("weights", "0.4,0.3,0.3", "weights of the weighted scorer: urgency,match,efficiency")
 	fs.IntVar(&cfg.Market.D, "d", 3, "CFP fan-out: candidates invited per auction round (power of d choices)")
 	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", 50*time.Millisecond, "how long a manager waits for bids")
@@ -126,8 +126,8 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora node: --d %d out of range 1..64\n", cfg.Market.D)
 		return exitBadUsage
 	}
-	if _, ok := market.Scorers[cfg.Market.Scorer]; !ok {
-		fmt.Fprintf(stderr, "agora node: --scorer %q unknown (have %s)\n", cfg.Market.Scorer, strings.Join(market.ScorerNames(), ", "))
+	if _, ok := market.DefaultScorers()[cfg.Market.Scorer]; !ok {
+		fmt.Fprintf(stderr, "agora node: --scorer %q unknown (have %s)\n", cfg.Market.Scorer, strings.Join(market.DefaultScorers().Names(), ", "))
 		return exitBadUsage
 	}
 	if cfg.AdvertInterval < 50*time.Millisecond {

@@ -28,7 +28,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	weights := fs.String("weights", "", "auction: bid score weights urgency,match,efficiency (default 0.4,0.3,0.3)")
 	d := fs.Int("d", 0, "auction: candidates invited per call for bids (default 3)")
-	scorer := fs.String("scorer", "", "auction: bid scorer, one of "+strings.Join(market.ScorerNames(), ", ")+" (default weighted)")
+	scorer := fs.String("scorer", "", "auction: bid scorer, one of "+strings.Join(market.DefaultScorers().Names(), ", ")+" (default weighted)")
 	view := fs.Int("view", 0, "auction: peers each node sees (default: all up to 1,024 nodes, else 128)")
 	inflate := fs.Float64("inflate", 0, "sample the workload's tasks with replacement, one a second and never departing, until their GPU requests reach this multiple of the cluster's GPUs (the fragmentation experiment; stops just after)")
 	horizon := fs.Duration("horizon", 0, "stop the simulation at this virtual time (0: when every job has ended)")
@@ -54,8 +54,8 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 		return fail("--scheduler: unknown scheduler %q (have %s)", *scheduler, strings.Join(sim.Schedulers, ", "))
 	}
 	cfg := sim.Config{Scheduler: *scheduler, Seed: *seed, D: *d, ViewSize: *view, Horizon: *horizon, Scorer: *scorer}
-	if _, ok := market.Scorers[*scorer]; *scorer != "" && !ok {
-		return fail("--scorer: unknown scorer %q (have %s)", *scorer, strings.Join(market.ScorerNames(), ", "))
+	if _, ok := market.DefaultScorers()[*scorer]; *scorer != "" && !ok {
+		return fail("--scorer: unknown scorer %q (have %s)", *scorer, strings.Join(market.DefaultScorers().Names(), ", "))
 	}
 	if *d < 0 {
 		return fail("--d: %d is negative", *d)
