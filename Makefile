@@ -30,7 +30,7 @@ fmt:
 # simulator experiments (synthetic mix, wall time against node count, the
 # SWF and Alibaba traces in $(TRACES)), written to docs/performance.md with
 # its plots in docs/perf/. REPORTFLAGS sizes the experiments (see
-# `go run ./testnet/sim/report -h`); expect about half an hour on 2 cores.
+# `go run ./cmd/agora-report -h`); expect about half an hour on 2 cores.
 # NETCOUNT repeats each real-network benchmark: their figures move with the
 # machine's noise, and the report shows every repetition.
 # BENCHTMP holds the real-network benchmarks' temporary directories (the
@@ -48,7 +48,7 @@ bench:
 	echo "tmpdir: $$d ($$(stat -f -c %T $$d))" > docs/perf/netbench.txt && \
 	TMPDIR=$$d $(GO) test -run '^$$' -bench 'Net' -benchtime 1x -count $(NETCOUNT) ./testnet/ | tee -a docs/perf/netbench.txt; \
 	rm -rf $$d
-	$(GO) run ./testnet/sim/report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
+	$(GO) run ./cmd/agora-report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
 
 # Every SWF log in $(TRACES), whole, under easy and auction (seed 1), as
 # `agora sim --json` prints them, to docs/perf/swf-full.txt. The report
