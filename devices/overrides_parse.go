@@ -1,15 +1,14 @@
 package devices
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 // Limits on a resources file, matching what peers accept in an advert.
@@ -43,36 +42,20 @@ func ParseOverrides(data []byte, name string) (Overrides, error) {
 	fail := func(field string, format string, args ...any) (Overrides, error) {
 		return Overrides{}, &FileError{File: name, Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return o, nil
-		}
+	root, err := yamlnode.Decode(data)
+	var extra *yamlnode.ExtraDocumentError
+	switch {
+	case errors.As(err, &extra):
+		return fail("", "%v", err)
+	case err != nil:
 		return Overrides{}, &FileError{File: name, Err: err}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return Overrides{}, &FileError{File: name, Err: err}
-		}
-		return fail("", "more than one YAML document (line %d)", extra.Line)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return o, nil
-		}
-		root = root.Content[0]
-	}
-	root = deref(root)
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+	case root == nil:
 		return o, nil
 	}
 	if root.Kind != yaml.MappingNode {
 		return fail("", "want a mapping of cpu, memory, disk, gpus and devices, got %s", kindOf(root))
 	}
-	err := eachKey(root, "", func(key string, field string, v *yaml.Node) error {
+	err = eachKey(root, "", func(key string, field string, v *yaml.Node) error {
 		switch key {
 		case "cpu":
 			m, err := cpuValue(v)
@@ -146,18 +129,16 @@ func (u unknownKey) Error() string { return "unknown key (want " + string(u) + "
 // key's field path. It rejects keys that are not strings and repeated
 // keys. An error f returns is reported against the key's field.
 func eachKey(m *yaml.Node, prefix string, f func(key, field string, v *yaml.Node) error) error {
-	seen := map[string]int{}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := deref(m.Content[i]), deref(m.Content[i+1])
-		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
-			return fieldErr(strings.TrimSuffix(prefix, "."), fmt.Errorf("line %d: key is %s, want a name", k.Line, kindOf(k)))
+	for _, kv := range yamlnode.Fields(m) {
+		if kv.Problem != "" {
+			field := prefix + kv.Key
+			if kv.K.Kind != yaml.ScalarNode || kv.K.ShortTag() == "!!null" {
+				field = strings.TrimSuffix(prefix, ".")
+			}
+			return fieldErr(field, fmt.Errorf("line %d: %s", kv.K.Line, kv.Problem))
 		}
-		field := prefix + k.Value
-		if line, dup := seen[k.Value]; dup {
-			return fieldErr(field, fmt.Errorf("repeated key (lines %d and %d)", line, k.Line))
-		}
-		seen[k.Value] = k.Line
-		if err := f(k.Value, field, v); err != nil {
+		field := prefix + kv.Key
+		if err := f(kv.Key, field, kv.V); err != nil {
 			return fieldErr(field, err)
 		}
 	}

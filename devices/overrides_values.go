@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 // computeRE is the form of a CUDA compute capability, "major.minor".
@@ -101,33 +101,9 @@ func computeValue(n *yaml.Node) (string, error) {
 	return "", fmt.Errorf("want major.minor, such as \"8.0\", got %s", kindOf(n))
 }
 
-// deref follows YAML aliases to the node they name.
-func deref(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// kindOf names a node's type for messages.
-func kindOf(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return "nothing"
-		case "!!bool":
-			return "a boolean (" + n.Value + ")"
-		case "!!int", "!!float":
-			return "a number (" + n.Value + ")"
-		case "!!str":
-			return strconv.Quote(n.Value)
-		}
-		return n.ShortTag() + " " + strconv.Quote(n.Value)
-	}
-	return "an unexpected YAML node"
-}
+// deref follows YAML aliases to the node they name; kindOf names a node's
+// type for messages.
+var (
+	deref  = yamlnode.Resolve
+	kindOf = yamlnode.Describe
+)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
-	yaml "gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 // decoder walks a spec's YAML node tree, converting values to the model
@@ -35,48 +37,13 @@ func (d *decoder) spend(n int, path string, line int) bool {
 	return true
 }
 
-// resolve follows an alias to the node it names.
-func resolve(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
-		n = n.Alias
-	}
-	if n == nil || n.Kind == yaml.AliasNode {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
-	}
-	return n
-}
-
-// isNull reports whether n is YAML null (~, null or nothing).
-func isNull(n *yaml.Node) bool {
-	n = resolve(n)
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describe names the kind of value n holds, for error messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.DocumentNode:
-		return "a document"
-	}
-	switch tag := n.ShortTag(); tag {
-	case "!!null":
-		return "null"
-	case "!!str":
-		return "the string " + quote(n.Value)
-	case "!!bool":
-		return "the boolean " + short(n.Value)
-	case "!!int", "!!float":
-		return "the number " + short(n.Value)
-	case "!!timestamp":
-		return "the timestamp " + quote(n.Value)
-	default:
-		return quote(tag) + " value " + quote(n.Value)
-	}
-}
+// resolve, isNull and describe are yamlnode's, under the names the
+// decoder has always used.
+var (
+	resolve  = yamlnode.Resolve
+	isNull   = yamlnode.IsNull
+	describe = yamlnode.Describe
+)
 
 // mapping walks the fields of mapping n at path, calling fn for each. With
 // known set, keys outside it are unknown fields and null values are skipped
@@ -88,40 +55,31 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string, fn func(key
 		d.errs.fail(path, n.Line, "must be a mapping, got %s", describe(n))
 		return
 	}
-	seen := make(map[string]int, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for _, f := range yamlnode.Fields(n) {
 		if d.errs.full() {
 			return
 		}
-		k, v := resolve(n.Content[i]), n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.errs.fail(path, k.Line, "keys must be strings, got %s", describe(k))
+		p := keyPath(path, f.Key)
+		if f.Problem != "" {
+			if f.K.Kind != yaml.ScalarNode {
+				p = path // a key that is no string has no path of its own
+			}
+			d.errs.fail(p, f.K.Line, "%s", f.Problem)
 			continue
 		}
-		key := k.Value
-		p := keyPath(path, key)
-		if k.ShortTag() == "!!merge" {
-			d.errs.fail(p, k.Line, "merge keys (<<) are not supported; use an alias (*name) for the whole value")
-			continue
-		}
-		if first, dup := seen[key]; dup {
-			d.errs.fail(p, k.Line, "duplicate key (first at line %d)", first)
-			continue
-		}
-		seen[key] = k.Line
-		if !d.spend(len(key), p, k.Line) {
+		if !d.spend(len(f.Key), p, f.K.Line) {
 			return
 		}
 		if known != nil {
-			if !slices.Contains(known, key) {
-				d.errs.fail(p, k.Line, "unknown field%s", suggest(key, known))
+			if !slices.Contains(known, f.Key) {
+				d.errs.fail(p, f.K.Line, "unknown field%s", suggest(f.Key, known))
 				continue
 			}
-			if isNull(v) {
+			if isNull(f.V) {
 				continue
 			}
 		}
-		fn(key, v, p)
+		fn(f.Key, f.V, p)
 	}
 }
 

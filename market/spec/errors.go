@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	yaml "gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 // FieldError is one problem with a spec or a Job, located by field path.
@@ -103,7 +105,7 @@ func (l *errorList) line(path string) int {
 	if l.root == nil {
 		return 0
 	}
-	return lineOf(l.root, path)
+	return yamlnode.LineOf(l.root, path)
 }
 
 // err returns the collected problems as a *ValidationError, or nil.

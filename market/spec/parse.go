@@ -1,14 +1,14 @@
 package spec
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
-	yaml "gopkg.in/yaml.v3"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 var jobFields = []string{"name", "type", "priority", "deadline", "tasks"}
@@ -47,35 +47,18 @@ func single(format string, args ...any) error {
 }
 
 // decodeDocument parses data into the node tree of its one document.
-func decodeDocument(data []byte) (root *yaml.Node, err error) {
-	defer func() {
-		// yaml.v3 reports errors by panicking internally; a panic that
-		// escapes it is a bug there, and must not take a peer down.
-		if r := recover(); r != nil {
-			root, err = nil, single("invalid YAML or JSON: %s", oneLine(fmt.Sprint(r)))
-		}
-	}()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, single("spec is empty")
-		}
-		return nil, single("invalid YAML or JSON: %s", oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+func decodeDocument(data []byte) (*yaml.Node, error) {
+	root, err := yamlnode.Decode(data)
+	var syn *yamlnode.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		return nil, single("invalid YAML or JSON: %s", syn.Msg)
+	case err != nil:
 		return nil, single("spec must hold exactly one YAML document")
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(doc.Content[0]) {
+	case root == nil:
 		return nil, single("spec is empty")
 	}
-	return doc.Content[0], nil
-}
-
-// oneLine joins a multi-line message from the YAML library into one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return root, nil
 }
 
 // job decodes the top-level mapping.

@@ -4,8 +4,9 @@ import (
 	"math"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/agora-sched/agora/devices/resource"
-	yaml "gopkg.in/yaml.v3"
 )
 
 var (

@@ -3,8 +3,9 @@ package spec
 import (
 	"time"
 
+	yaml "go.yaml.in/yaml/v3"
+
 	"github.com/agora-sched/agora/devices/resource"
-	yaml "gopkg.in/yaml.v3"
 )
 
 var taskFields = []string{

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
 // DefaultRepair is a failed node's repair time when its class gives none.
@@ -221,18 +222,15 @@ func (p *clusterParser) eachKey(m *yaml.Node, prefix string, f func(key, field s
 	if m.Kind != yaml.MappingNode {
 		return p.fail(strings.TrimSuffix(prefix, "."), m, "want a mapping, got %s", describe(m))
 	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := deref(m.Content[i]), deref(m.Content[i+1])
-		if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
-			return p.fail(strings.TrimSuffix(prefix, "."), k, "key is %s, want a name", describe(k))
+	for _, kv := range yamlnode.Fields(m) {
+		field := prefix + kv.Key
+		if kv.Problem != "" {
+			if kv.K.Kind != yaml.ScalarNode || kv.K.ShortTag() == "!!null" {
+				field = strings.TrimSuffix(prefix, ".")
+			}
+			return p.fail(field, kv.K, "%s", kv.Problem)
 		}
-		field := prefix + k.Value
-		if line, dup := seen[k.Value]; dup {
-			return p.fail(field, k, "repeated key (first on line %d)", line)
-		}
-		seen[k.Value] = k.Line
-		if err := f(k.Value, field, v); err != nil {
+		if err := f(kv.Key, field, kv.V); err != nil {
 			return err
 		}
 	}

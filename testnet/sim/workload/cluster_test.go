@@ -78,7 +78,7 @@ func TestReadClusterErrors(t *testing.T) {
 		{"nodes not a list", "nodes: {}", "nodes", "want a non-empty list"},
 		{"empty nodes", "nodes: []", "nodes", "want a non-empty list"},
 		{"unknown node key", "nodes:\n  - " + res + "\n  - lattency: 1ms\n    " + res, "nodes[1].lattency", "unknown key"},
-		{"repeated key", "nodes:\n  - count: 1\n    count: 2\n    " + res, "nodes[0].count", "repeated key"},
+		{"repeated key", "nodes:\n  - count: 1\n    count: 2\n    " + res, "nodes[0].count", "duplicate key (first at line 2)"},
 		{"no resources", "nodes: [{count: 2}]", "nodes[0].resources", "required"},
 		{"zero count", "nodes: [{count: 0, " + res + "}]", "nodes[0].count", "out of range"},
 		{"count not a number", "nodes: [{count: many, " + res + "}]", "nodes[0].count", "want a whole number"},

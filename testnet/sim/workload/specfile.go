@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/agora-sched/agora/devices/yamlnode"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -101,7 +102,7 @@ func specEntry(n *yaml.Node, src string, i int) (Job, error) {
 	var job Job
 	var runtime *yaml.Node
 	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	seen := map[string]bool{}
+	seen := map[string]int{} // key → its line
 	for k := 0; k+1 < len(n.Content); k += 2 {
 		key, v := deref(n.Content[k]), deref(n.Content[k+1])
 		if !specKeys[key.Value] {
@@ -109,10 +110,10 @@ func specEntry(n *yaml.Node, src string, i int) (Job, error) {
 			continue
 		}
 		field := at + "." + key.Value
-		if seen[key.Value] {
-			return Job{}, parseErr(src, key.Line, field, "repeated key")
+		if line, dup := seen[key.Value]; dup {
+			return Job{}, parseErr(src, key.Line, field, "duplicate key (first at line %d)", line)
 		}
-		seen[key.Value] = true
+		seen[key.Value] = key.Line
 		switch key.Value {
 		case "submit":
 			d, err := submitValue(v)
@@ -250,49 +251,10 @@ func relocate(err error, entry *yaml.Node) error {
 }
 
 // lineAt finds the line of the field path ("tasks[1].resources.gpu") in
-// n, or of the deepest part of it that exists.
+// n, or of the deepest part of it that exists; n's own for no path.
 func lineAt(n *yaml.Node, path string) int {
-	line := n.Line
-	for path != "" && n != nil {
-		var seg string
-		if path[0] == '[' {
-			end := strings.IndexByte(path, ']')
-			if end < 0 {
-				break
-			}
-			seg, path = path[:end+1], strings.TrimPrefix(path[end+1:], ".")
-		} else {
-			end := strings.IndexAny(path, ".[")
-			if end < 0 {
-				end = len(path)
-			}
-			seg, path = path[:end], strings.TrimPrefix(path[end:], ".")
-		}
-		n = child(deref(n), seg)
-		if n != nil {
-			line = n.Line
-		}
+	if path == "" {
+		return n.Line
 	}
-	return line
-}
-
-// child is the value of key seg of a mapping, or element seg ("[i]") of
-// a list, or nil.
-func child(n *yaml.Node, seg string) *yaml.Node {
-	if strings.HasPrefix(seg, "[") {
-		i, err := strconv.Atoi(strings.Trim(seg, "[]"))
-		if n.Kind != yaml.SequenceNode || err != nil || i < 0 || i >= len(n.Content) {
-			return nil
-		}
-		return deref(n.Content[i])
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for k := 0; k+1 < len(n.Content); k += 2 {
-		if deref(n.Content[k]).Value == seg {
-			return deref(n.Content[k+1])
-		}
-	}
-	return nil
+	return yamlnode.LineOf(n, path)
 }

@@ -67,7 +67,7 @@ func TestReadSpecsErrors(t *testing.T) {
 		{"entry not a mapping", "- 3", 1, "[0]", "want a job spec mapping"},
 		{"bad submit", "- name: x\n  submit: soon\n  tasks: [{name: a, command: x, estimate: 1m}]", 2, "[0].submit", "invalid duration"},
 		{"negative submit", "- name: x\n  submit: -1s\n  tasks: [{name: a, command: x, estimate: 1m}]", 2, "[0].submit", "negative"},
-		{"repeated submit", "- name: x\n  submit: 1s\n  submit: 2s\n  tasks: [{name: a, command: x, estimate: 1m}]", 3, "[0].submit", "repeated"},
+		{"repeated submit", "- name: x\n  submit: 1s\n  submit: 2s\n  tasks: [{name: a, command: x, estimate: 1m}]", 3, "[0].submit", "duplicate key (first at line 2)"},
 		{"spec error with its file line", "- name: ok\n  tasks: [{name: a, command: x, estimate: 1m}]\n- name: bad\n  tasks:\n    - name: a\n      resources: {cpu: -1}\n      command: x\n      estimate: 1m",
 			3, "[1]", "tasks[0].resources.cpu"},
 		{"no runtime", "- name: x\n  tasks: [{name: a, command: x}]", 1, "[0].runtime", "neither a runtime nor an estimate"},
