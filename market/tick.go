@@ -1,6 +1,10 @@
 package market
 
-import "time"
+import (
+	"fmt"
+	"sort"
+	"time"
+)
 
 // NextTick reports the earliest time at which Tick has work to do: a bid
 // window closing, an award or hold timing out, a back-off ending, a lease
@@ -128,4 +132,47 @@ func (m *Market) nextSteal() (time.Time, bool) {
 		gap = m.cfg.StealEvery
 	}
 	return m.lastSteal.Add(gap), true
+}
+
+// Tick advances time: closes bid windows, times out awards, opens new
+// rounds and retries whose back-off ended, and fails tasks nobody can run.
+func (m *Market) Tick(now time.Time) {
+	m.enter(now)
+	defer m.leave()
+	// Visit the auctions in the order of their keys' text (deterministic;
+	// each key's text is built once, not per comparison).
+	type named struct {
+		k TaskKey
+		s string
+	}
+	keys := make([]named, 0, len(m.auctions))
+	for k := range m.auctions {
+		keys = append(keys, named{k, k.String()})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].s < keys[j].s })
+	for _, kn := range keys {
+		k := kn.k
+		a, ok := m.auctions[k]
+		if !ok {
+			continue
+		}
+		switch {
+		case !a.closed && !m.now.Before(a.closeAt):
+			m.windowEnd(a)
+		case a.awardee != nil && !m.now.Before(a.awardBy):
+			m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s", k, a.awardee.Bidder))
+			a.awardee = nil
+			m.awardNext(a)
+		case a.closed && a.awardee == nil && !a.nextAt.IsZero() && !m.now.Before(a.nextAt):
+			m.newRound(a)
+		}
+	}
+	m.gangTick()
+	m.expireHolds()
+	m.checkLeases()
+	m.heartbeat()
+	m.forgetFinished()
+	m.repeatResults()
+	m.maybeSteal()
+	m.placeReady()
 }

@@ -1,0 +1,127 @@
+package market
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// onCFP answers a call for proposals: a NoBid when the node could never
+// run the task, else a Bid with its score and predicted start and finish.
+func (m *Market) onCFP(from NodeID, cfp CFP) {
+	c := &m.c
+	o := cfp.Task
+	if m.draining {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "node draining"})
+		return
+	}
+	if why := resource.Constraints(m.cfg.Site, m.cfg.Labels, o.Request); why != "" {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		return
+	}
+	if _, why := resource.Fit(c.wholeCapacity(), o.Request); why != "" {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		return
+	}
+	if o.Request.GPU.Wants() {
+		m.c.mix.observe(o.Request) // see demandMix on why GPU work only
+	}
+	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
+	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
+		return
+	}
+	b := m.makeBid(cfp.Auction, o)
+	if o.GangSize > 1 {
+		b.Preempt = false
+		if b.Slots = c.gangSlots(o); b.Slots > 0 {
+			b.Start, b.Finish = m.now, m.now.Add(b.Runtime)
+		} else if !b.Start.After(m.now) {
+			b.Start = m.now.Add(time.Millisecond) // room only after reservations
+			b.Finish = b.Start.Add(b.Runtime)
+		}
+	}
+	m.send(cfp.Manager, b)
+}
+
+// dropSuperseded forgets a queued contract for key of an epoch older than
+// epoch: its manager has placed the task again (its lease lapsed, say,
+// while this node was slow to renew it), so the old contract can never
+// run — its start would be rejected as stale — and holding it would make
+// this node refuse the new placement as "already holds this task".
+func (m *Market) dropSuperseded(key TaskKey, epoch uint64) {
+	c := &m.c
+	for _, k := range c.queue {
+		if k.spec.Key == key && k.spec.Epoch < epoch {
+			c.dequeue(key)
+			m.event("", fmt.Sprintf("%s: queued epoch %d dropped, superseded by epoch %d", key, k.spec.Epoch, epoch))
+			return
+		}
+	}
+}
+
+func (c *contractor) queued(key TaskKey) bool {
+	for _, k := range c.queue {
+		if k.spec.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// makeBid computes this node's bid for an offer at the current time.
+func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
+	c := &m.c
+	now := m.now
+	rt := c.predictRuntime(o, now)
+	start := c.predictStart(o, now)
+	preempt := false
+	if start.Sub(now) > m.cfg.PreemptWait && c.victims(o.Request, o.Priority, m.cfg.PreemptMargin) != nil {
+		start, preempt = now, true
+	}
+	finish := start.Add(rt)
+	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
+		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
+	if !start.After(now) && !preempt {
+		in.FragDelta, in.FragKnown = m.c.mix.fragDelta(c.free, o.Request)
+	}
+	return Bid{Auction: id, Bidder: m.cfg.Self, Score: m.scorer.Score(in), Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
+}
+
+// onAward accepts an award if the node can still honour its bid (start no
+// later than bid start + slack, or the eviction still works), else declines.
+func (m *Market) onAward(a Award) {
+	c := &m.c
+	key := a.Task.Key
+	reply := AwardReply{Auction: a.Auction, Bidder: m.cfg.Self}
+	if m.draining {
+		reply.Reason = "node draining"
+		m.send(a.Manager, reply)
+		return
+	}
+	m.dropSuperseded(key, a.Task.Epoch)
+	if _, busy := c.running[key]; busy || c.queued(key) {
+		reply.Reason = "already holds this task"
+		m.send(a.Manager, reply)
+		return
+	}
+	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
+	slack := max(m.cfg.BidSlack, rt/10)
+	start := c.predictStart(a.Task.TaskOffer, m.now)
+	ok := !start.After(a.Bid.Start.Add(slack)) || a.Last
+	preempt := false
+	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, m.cfg.PreemptMargin) != nil {
+		ok, preempt = true, true
+	}
+	if !ok {
+		reply.Reason = fmt.Sprintf("state changed: would start %v later than bid", start.Sub(a.Bid.Start).Round(time.Millisecond))
+		m.send(a.Manager, reply)
+		return
+	}
+	reply.Accept = true
+	c.accepted++
+	m.send(a.Manager, reply)
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt})
+	m.schedule()
+}

@@ -1,0 +1,239 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// schedule starts queued contracts that fit, in queue order, and issues
+// the evictions a preempting contract needs. A contract that fits beside
+// the gang reservations starts; one that only fits in reserved room
+// starts if it is predicted to end before the reservations can be
+// honoured (backfill). Behind the first contract that cannot start, a
+// contract starts only if it does not delay that one (headGuard).
+func (m *Market) schedule() {
+	c := &m.c
+	roomAt := c.reservedRoomAt(m.now)
+	var guard *headGuard
+	for i := 0; i < len(c.queue); {
+		k := c.queue[i]
+		al, ok := c.canStart(k.spec.Request, k.runtime, m.now, roomAt)
+		if ok && guard != nil && !guard.admits(k.spec.Request, al, m.now.Add(k.runtime)) {
+			ok = false
+		} else if !ok && guard == nil {
+			guard = c.guardFor(k, m.now)
+		}
+		if ok {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			c.free.Take(k.spec.Request, al)
+			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now
+			c.running[k.spec.Key] = k
+			m.emit(StartTask{Task: k.spec, Alloc: al})
+			m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+			continue
+		}
+		if k.preempt {
+			for _, v := range c.victims(k.spec.Request, k.spec.Priority, m.cfg.PreemptMargin) {
+				v.stopReason = "preempted"
+				m.emit(StopTask{Key: v.spec.Key, Epoch: v.spec.Epoch, Reason: fmt.Sprintf("preempted by %s (priority %d > %d)", k.spec.Key, k.spec.Priority, v.spec.Priority), Grace: m.cfg.PreemptGrace})
+			}
+			k.preempt = false
+		}
+		i++
+	}
+}
+
+// onCancelTask drops a queued contract or stops a running one.
+// Only the task's manager may cancel it.
+func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
+	c := &m.c
+	if h := c.holds[ct.Key]; h != nil && h.k.spec.Epoch == ct.Epoch && from == h.k.manager {
+		delete(c.holds, ct.Key)
+		c.free.Give(h.k.spec.Request, h.k.alloc)
+		m.schedule()
+		return
+	}
+	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch && from == k.manager {
+		if k.stopReason == "" {
+			k.stopReason = "cancelled"
+			m.emit(StopTask{Key: ct.Key, Epoch: ct.Epoch, Reason: ct.Reason, Grace: m.cfg.PreemptGrace})
+		}
+		return
+	}
+	for _, k := range c.queue {
+		if k.spec.Key == ct.Key && k.spec.Epoch == ct.Epoch && from == k.manager {
+			c.dequeue(ct.Key)
+			m.send(k.manager, TaskStatus{Key: ct.Key, Epoch: ct.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskCancelled, ExitCode: -1, Reason: ct.Reason, Time: m.now})
+			return
+		}
+	}
+}
+
+// TaskExited reports that a task this market started has exited, with its
+// exit code (-1 when killed or failed to start) and reason.
+func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode int, reason string) {
+	m.enter(now)
+	defer m.leave()
+	c := &m.c
+	k, ok := c.running[key]
+	if !ok || k.spec.Epoch != epoch {
+		m.event(key.Job, fmt.Sprintf("exit of unknown task %s epoch %d ignored", key, epoch))
+		return
+	}
+	delete(c.running, key)
+	c.free.Give(k.spec.Request, k.alloc)
+	ran := now.Sub(k.started)
+	st := TaskStatus{Key: key, Epoch: epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, ExitCode: exitCode, Reason: reason, Time: now, Runtime: ran}
+	switch {
+	case k.stopReason == "preempted":
+		st.State = TaskPreempted
+	case k.stopReason == "cancelled":
+		st.State = TaskCancelled
+	case exitCode == 0:
+		st.State = TaskSucceeded
+	default:
+		st.State = TaskFailed
+	}
+	if st.State == TaskSucceeded || st.State == TaskFailed {
+		r := c.runs[k.spec.Type]
+		r[1]++
+		if st.State == TaskSucceeded {
+			r[0]++
+			c.runtime.Observe(k.spec.Type, ran)
+			m.emit(RecordRuntime{Type: k.spec.Type, Runtime: ran})
+		}
+		c.runs[k.spec.Type] = r
+	}
+	// The manager may be unreachable right now (restarting, partitioned):
+	// repeat the final report, 1 s, 2 s, 4 s … apart, until the manager
+	// acknowledges it or maxResultRepeats went out.
+	st.AckWanted = true
+	m.send(k.manager, st)
+	m.addResult(&pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+		expires: m.now.Add(m.cfg.LeaseEvery * (1<<maxResultRepeats - 1))})
+	m.schedule()
+}
+
+// pendingResult is a final report being repeated to its manager.
+type pendingResult struct {
+	to   NodeID
+	st   TaskStatus
+	next time.Time
+	gap  time.Duration
+	sent int
+	// acked: the manager has the report (ResultAck); it is kept, unsent,
+	// until expires, in case another node adopts the job (Rehome sends it
+	// there).
+	acked   bool
+	expires time.Time // when the last repeat would go out
+}
+
+// maxResultRepeats bounds how often a final report is repeated; with
+// doubling gaps from LeaseEvery (1 s) the last goes out about a minute
+// after the task ended.
+const maxResultRepeats = 6
+
+// addResult keeps a final report for repeating.
+func (m *Market) addResult(r *pendingResult) {
+	c := &m.c
+	c.results = append(c.results, r)
+	c.resultOf[r.id()] = r
+	if c.resultsDue.IsZero() || r.next.Before(c.resultsDue) {
+		c.resultsDue = r.next
+	}
+}
+
+// repeatResults sends the final reports whose repeat is due, and drops
+// those repeated maxResultRepeats times and the acknowledged ones whose
+// time is up.
+func (m *Market) repeatResults() {
+	c := &m.c
+	if len(c.results) == 0 || m.now.Before(c.resultsDue) {
+		return
+	}
+	keep := c.results[:0]
+	var due time.Time
+	for _, r := range c.results {
+		if !m.now.Before(r.next) {
+			if r.acked {
+				m.dropResult(r)
+				continue
+			}
+			m.send(r.to, r.st)
+			r.sent++
+			r.gap *= 2
+			r.next = m.now.Add(r.gap)
+		}
+		if r.sent < maxResultRepeats {
+			keep = append(keep, r)
+			if due.IsZero() || r.next.Before(due) {
+				due = r.next
+			}
+		} else {
+			m.dropResult(r)
+		}
+	}
+	clear(c.results[len(keep):])
+	c.results, c.resultsDue = keep, due
+}
+
+func (r *pendingResult) id() resultID { return resultID{r.st.Key, r.st.Epoch, r.st.Attempt} }
+
+// dropResult forgets r's index entry (repeatResults drops r itself).
+func (m *Market) dropResult(r *pendingResult) {
+	if m.c.resultOf[r.id()] == r {
+		delete(m.c.resultOf, r.id())
+	}
+}
+
+// onResultAck stops repeating the final report the manager acknowledged.
+func (m *Market) onResultAck(from NodeID, a ResultAck) {
+	if r := m.c.resultOf[resultID{a.Key, a.Epoch, a.Attempt}]; r != nil && r.to == from && !r.acked {
+		r.acked, r.next = true, r.expires
+	}
+}
+
+// heartbeat renews the lease of every task this node holds (queued or
+// running) with its manager, every LeaseEvery.
+func (m *Market) heartbeat() {
+	c := &m.c
+	if m.now.Sub(m.lastBeat) < m.cfg.LeaseEvery/4 {
+		return // renewals are due at most every LeaseEvery; look four times as often
+	}
+	m.lastBeat = m.now
+	beat := func(k *contract, st TaskState) {
+		if m.now.Sub(k.beat) < m.cfg.LeaseEvery {
+			return
+		}
+		k.beat = m.now
+		m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: st, Time: m.now})
+	}
+	keys := make([]TaskKey, 0, len(c.running))
+	for k := range c.running {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	for _, k := range keys {
+		if r := c.running[k]; r.stopReason == "" {
+			beat(r, TaskRunning)
+		}
+	}
+	for _, k := range c.queue {
+		beat(k, TaskAwarded)
+	}
+}
+
+// sortKeys orders task keys by job, task, replica without formatting them.
+func sortKeys(keys []TaskKey) {
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Job != b.Job {
+			return a.Job < b.Job
+		}
+		if a.Task != b.Task {
+			return a.Task < b.Task
+		}
+		return a.Replica < b.Replica
+	})
+}

@@ -1,0 +1,284 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// hold is resources a contractor set aside for a gang replica.
+type hold struct {
+	k       *contract
+	expires time.Time
+}
+
+// reservation keeps room for a starving gang replica.
+type reservation struct {
+	gang     string
+	req      resource.Request
+	priority int
+	since    time.Time // when the gang became ready; zero: unknown
+	until    time.Time
+}
+
+// gangSlots is how many replicas of a gang offer fit here now (at most one
+// unless the gang may pack), counting other gangs' reservations as taken.
+func (c *contractor) gangSlots(o TaskOffer) int {
+	free := c.availFor(gangID(o.Key.Job, o.Key.Task))
+	n := 0
+	for n < o.GangSize {
+		al, why := resource.Fit(free, o.Request)
+		if why != "" {
+			break
+		}
+		free.Take(o.Request, al)
+		n++
+		if !o.Pack {
+			break
+		}
+	}
+	return n
+}
+
+// availFor is what is free for a task of the given gang ("" for none):
+// free minus the reservations that come first (see minusReserves).
+func (c *contractor) availFor(gang string) resource.Vector {
+	v, _ := c.minusReserves(c.free.Clone(), gang)
+	return v
+}
+
+// minusReserves takes from free the reservations a task of the given gang
+// ("" for none) must leave alone, and returns it. Reservations are
+// honoured in one order on every node — higher priority first, then by
+// gang ID — and a gang that holds a reservation here is only charged for
+// those ahead of its own. Two starving gangs that reserved the same nodes
+// thus cannot block each other forever: the first in that order gets the
+// room on every node it reserved. When free cannot honour them all,
+// nothing is left and ok is false.
+func (c *contractor) minusReserves(free resource.Vector, gang string) (v resource.Vector, ok bool) {
+	if len(c.reserves) == 0 {
+		return free, true
+	}
+	rs := make([]*reservation, 0, len(c.reserves))
+	for _, r := range c.reserves {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return reservedBefore(rs[i], rs[j]) })
+	own := c.reserves[gang]
+	for _, r := range rs {
+		if r.gang == gang || (own != nil && !reservedBefore(r, own)) {
+			continue
+		}
+		if al, why := resource.Fit(free, r.req); why == "" {
+			free.Take(r.req, al)
+		} else {
+			return resource.Vector{GPUs: free.GPUs[:0]}, false
+		}
+	}
+	return free, true
+}
+
+// reservedRoomAt is when the running tasks, ending at their predicted
+// times, leave room for every reservation: until then a task that ends
+// in time may use the reserved room (backfilling, as EASY does). It is
+// the zero time when there are no reservations, and far in the future
+// when releases alone never make room (the reservations then block
+// nothing).
+func (c *contractor) reservedRoomAt(now time.Time) time.Time {
+	if len(c.reserves) == 0 {
+		return time.Time{}
+	}
+	at, _ := c.roomWhen(now, func(free resource.Vector) bool {
+		_, ok := c.minusReserves(free, "")
+		return ok
+	})
+	return at
+}
+
+// roomWhen walks the running tasks' predicted ends in order and returns
+// the first time at which ok holds of the free room (now if it holds
+// already), with the room then; far in the future when it never does. ok
+// may change the vector it is given.
+func (c *contractor) roomWhen(now time.Time, ok func(resource.Vector) bool) (time.Time, resource.Vector) {
+	free := c.free.Clone()
+	if ok(free.Clone()) {
+		return now, free
+	}
+	ks := make([]*contract, 0, len(c.running))
+	for _, k := range c.running {
+		ks = append(ks, k)
+	}
+	sortByEnd(ks, now)
+	for _, k := range ks {
+		free.Give(k.spec.Request, k.alloc)
+		if ok(free.Clone()) {
+			return endOf(k, now), free
+		}
+	}
+	return now.Add(farFuture), free
+}
+
+// sortByEnd orders contracts by predicted end, then acceptance.
+func sortByEnd(ks []*contract, now time.Time) {
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := endOf(ks[i], now), endOf(ks[j], now)
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ks[i].seq < ks[j].seq
+	})
+}
+
+// farFuture stands for "never" in predictions.
+const farFuture = 100 * 365 * 24 * time.Hour
+
+// canStart reports whether a plain task of predicted runtime rt may take
+// req now: it fits beside the reservations, or it fits in the free room
+// and ends before the reservations can be honoured (backfill). roomAt is
+// reservedRoomAt's answer.
+func (c *contractor) canStart(req resource.Request, rt time.Duration, now, roomAt time.Time) (resource.Allocation, bool) {
+	if al, why := c.mix.fit(c.availFor(""), req); why == "" {
+		return al, true
+	}
+	if roomAt.IsZero() || now.Add(rt).After(roomAt) {
+		return resource.Allocation{}, false
+	}
+	al, why := c.mix.fit(c.free, req)
+	return al, why == ""
+}
+
+// reservedBefore orders reservations: higher priority, then gang ID.
+func reservedBefore(a, b *reservation) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if !a.since.Equal(b.since) {
+		if a.since.IsZero() || b.since.IsZero() {
+			return b.since.IsZero()
+		}
+		return a.since.Before(b.since)
+	}
+	return a.gang < b.gang
+}
+
+func (m *Market) onHold(h Hold) {
+	c := &m.c
+	key := h.Task.Key
+	reply := HoldReply{Auction: h.Auction, Bidder: m.cfg.Self, Replica: key.Replica}
+	if m.draining {
+		reply.Reason = "node draining"
+		m.send(h.Manager, reply)
+		return
+	}
+	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
+		reply.Reason = "already holds this replica"
+		m.send(h.Manager, reply)
+		return
+	}
+	free := c.availFor(gangID(key.Job, key.Task))
+	al, why := resource.Fit(free, h.Task.Request)
+	if why != "" {
+		reply.Reason = "no room now: " + why
+		m.send(h.Manager, reply)
+		return
+	}
+	c.free.Take(h.Task.Request, al)
+	k := &contract{spec: h.Task, manager: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
+	// Never trust a manager's clock further than our own limit.
+	c.holds[key] = &hold{k: k, expires: minTime(h.Expires, m.now.Add(m.cfg.HoldExpiry))}
+	reply.OK = true
+	m.send(h.Manager, reply)
+}
+
+func (m *Market) onCommit(from NodeID, cm Commit) {
+	c := &m.c
+	h := c.holds[cm.Key]
+	if h == nil || h.k.spec.Epoch != cm.Epoch || from != h.k.manager {
+		m.event(cm.Key.Job, fmt.Sprintf("%s: commit for a hold not held (epoch %d)", cm.Key, cm.Epoch))
+		return
+	}
+	delete(c.holds, cm.Key)
+	for id, r := range c.reserves {
+		if r.gang == gangID(cm.Key.Job, cm.Key.Task) {
+			delete(c.reserves, id)
+		}
+	}
+	k := h.k
+	k.spec.Rank, k.spec.Peers = cm.Rank, cm.Peers
+	k.started, k.running, k.beat = m.now, true, m.now
+	c.running[cm.Key] = k
+	m.emit(StartTask{Task: k.spec, Alloc: k.alloc})
+	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+}
+
+func (m *Market) onRelease(from NodeID, r Release) {
+	c := &m.c
+	if h := c.holds[r.Key]; h != nil && h.k.spec.Epoch == r.Epoch && from == h.k.manager {
+		delete(c.holds, r.Key)
+		c.free.Give(h.k.spec.Request, h.k.alloc)
+		m.schedule()
+	}
+}
+
+func (m *Market) onReserve(r Reserve) {
+	c := &m.c
+	id := gangID(r.Auction.Key.Job, r.Auction.Key.Task)
+	if !r.Until.After(m.now) {
+		delete(c.reserves, id)
+		m.schedule()
+		return
+	}
+	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
+	// One reservation per node, the first in the shared order, as EASY
+	// protects only the head of its queue: with every waiting gang
+	// reserving, nodes would idle behind reservations that are hours from
+	// being honoured. A gang turned away here keeps its turn by renewing.
+	for oid, o := range c.reserves {
+		if oid == id {
+			continue
+		}
+		if reservedBefore(o, nr) {
+			return
+		}
+		delete(c.reserves, oid)
+	}
+	c.reserves[id] = nr
+}
+
+// expireHolds gives back holds and reservations past their expiry.
+func (m *Market) expireHolds() {
+	c := &m.c
+	changed := false
+	keys := make([]TaskKey, 0, len(c.holds))
+	for k := range c.holds {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		h := c.holds[k]
+		if !m.now.Before(h.expires) {
+			delete(c.holds, k)
+			c.free.Give(h.k.spec.Request, h.k.alloc)
+			m.event(k.Job, fmt.Sprintf("%s: hold expired", k))
+			changed = true
+		}
+	}
+	for id, r := range c.reserves {
+		if !m.now.Before(r.until) {
+			delete(c.reserves, id)
+			changed = true
+		}
+	}
+	if changed {
+		m.schedule()
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,313 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// onTaskStatus applies an executor's report, rejecting stale epochs.
+func (m *Market) onTaskStatus(s TaskStatus) {
+	j, t := m.find(s.Key)
+	if t == nil {
+		return // not this node's job (any more): no ack, the report may find its manager yet
+	}
+	if s.AckWanted {
+		// Whatever becomes of the report — applied, a repeat, stale — a
+		// repeat would be judged the same way. The ack leaves after this
+		// turn's records are committed, as every message does.
+		defer m.send(s.Node, ResultAck{Key: s.Key, Epoch: s.Epoch, Attempt: s.Attempt})
+	}
+	if s.Epoch == t.Epoch && s.Node == lastNode(t) && s.State == t.State && t.State.Terminal() {
+		return // a repeated final report: already applied
+	}
+	if s.Epoch == t.Epoch && j.State.Terminal() && s.State.Terminal() {
+		return // the job ended; this replica's end changes nothing
+	}
+	if m.fromPreviousManager(j, t, s) {
+		m.catchUp(j, t, s)
+	}
+	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
+		live := s.State == TaskRunning || s.State == TaskAwarded
+		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
+			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
+		}
+		if s.Epoch <= t.Epoch {
+			m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (current epoch %d)", s.Key, s.State, s.Node, s.Epoch, t.Epoch))
+		}
+		return
+	}
+	// Lease renewals: a report of the state the manager already has.
+	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
+		t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+		return
+	}
+	t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+	m.touch(j.ID)
+	switch s.State {
+	case TaskRunning:
+		t.State, t.Started = TaskRunning, s.Time
+		if h := lastAttempt(t); h != nil {
+			h.State, h.Started = TaskRunning, s.Time
+		}
+		j.State = JobRunning
+		m.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
+	case TaskSucceeded:
+		if s.Runtime > 0 {
+			m.learned.Observe(j.Spec.Type, s.Runtime)
+		}
+		m.closeAttempt(j, t, TaskSucceeded, s.ExitCode, s.Reason)
+		t.State, t.ExitCode, t.Reason, t.Finished = TaskSucceeded, s.ExitCode, "", m.now
+		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
+		m.release(j)
+	case TaskFailed, TaskPreempted, TaskCancelled:
+		if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+			m.gangReplicaEnded(j, t, s)
+			break
+		}
+		if s.State != TaskFailed {
+			m.closeAttempt(j, t, s.State, s.ExitCode, s.Reason)
+			m.requeue(j, t, m.now)
+			m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
+			break
+		}
+		m.closeAttempt(j, t, TaskFailed, s.ExitCode, s.Reason)
+		t.Failures++
+		t.ExitCode, t.Reason = s.ExitCode, s.Reason
+		ts, _ := j.Spec.Task(t.Key.Task)
+		if t.Failures > ts.Retries {
+			t.State, t.Finished = TaskFailed, m.now
+			reason := fmt.Sprintf("task %s failed after %d attempts: exit code %d: %s", t.Key.Task, t.Attempts, s.ExitCode, s.Reason)
+			if t.Key.Replica > 0 || ts.Replicas > 1 {
+				reason = fmt.Sprintf("task %s replica %d failed after %d attempts: exit code %d: %s", t.Key.Task, t.Key.Replica, t.Attempts, s.ExitCode, s.Reason)
+			}
+			m.event(j.ID, reason)
+			m.endJob(j, JobFailed, reason)
+			return
+		}
+		back := min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax)
+		m.requeue(j, t, m.now.Add(back))
+		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
+	}
+	m.placeReady()
+}
+
+// lastNode is the node of the replica's latest attempt.
+func lastNode(t *TaskRecord) NodeID {
+	if h := lastAttempt(t); h != nil {
+		return h.Node
+	}
+	return t.Node
+}
+
+func lastAttempt(t *TaskRecord) *AttemptRecord {
+	if len(t.History) == 0 {
+		return nil
+	}
+	return &t.History[len(t.History)-1]
+}
+
+func (m *Market) closeAttempt(j *JobRecord, t *TaskRecord, st TaskState, code int, reason string) {
+	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
+		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, m.now
+	}
+	m.touch(j.ID)
+}
+
+// requeue makes a replica pending again, to be placed from notBefore on.
+func (m *Market) requeue(j *JobRecord, t *TaskRecord, notBefore time.Time) {
+	t.State, t.Node, t.NotBefore, t.Ready = TaskPending, "", notBefore, notBefore
+	delete(m.auctions, t.Key)
+	m.touch(j.ID)
+}
+
+// release marks replicas whose dependencies all succeeded as pending, and
+// finishes the job when every replica succeeded.
+func (m *Market) release(j *JobRecord) {
+	// One pass without allocating first: it runs at every task's end, and
+	// a job with nothing waiting (no DAG, or every dependency released)
+	// needs no more, however many replicas it has.
+	all, waiting := true, false
+	for i := range j.Tasks {
+		switch j.Tasks[i].State {
+		case TaskSucceeded:
+		case TaskWaiting:
+			all, waiting = false, true
+		default:
+			all = false
+		}
+	}
+	if all {
+		m.endJob(j, JobSucceeded, "")
+		return
+	}
+	if !waiting {
+		return
+	}
+	done := map[string]bool{}
+	for _, ts := range j.Spec.Tasks {
+		done[ts.Name] = true
+	}
+	for _, t := range j.Tasks {
+		if t.State != TaskSucceeded {
+			done[t.Key.Task] = false
+		}
+	}
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.State != TaskWaiting {
+			continue
+		}
+		ts, _ := j.Spec.Task(t.Key.Task)
+		ok := true
+		for _, dep := range ts.After {
+			ok = ok && done[dep]
+		}
+		if ok {
+			t.State, t.Ready = TaskPending, m.now
+		}
+	}
+}
+
+// endJob moves a job to a terminal state, stopping whatever still runs.
+func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
+	j.State, j.Reason, j.Finished = st, reason, m.now
+	for _, ts := range j.Spec.Tasks {
+		if g := m.gangs[gangID(j.ID, ts.Name)]; g != nil {
+			if g.holding {
+				for r, n := range g.holders {
+					m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
+				}
+			}
+			delete(m.gangs, gangID(j.ID, ts.Name))
+		}
+	}
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.State.Terminal() {
+			continue
+		}
+		if t.State == TaskAwarded || t.State == TaskRunning {
+			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
+			m.closeAttempt(j, t, TaskCancelled, -1, "job "+string(st))
+		}
+		delete(m.auctions, t.Key)
+		delete(m.inherited, t.Key)
+		t.State, t.Finished = TaskCancelled, m.now
+	}
+	m.touch(j.ID)
+	m.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
+}
+
+func suffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
+// failUnplaceable fails a replica nobody bid for within the scheduling
+// timeout, naming the unmet requirement and the closest peer.
+func (m *Market) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
+	delete(m.auctions, t.Key)
+	reason := m.unplaceableReason(a)
+	t.State, t.Reason, t.ExitCode, t.Finished = TaskFailed, reason, -1, m.now
+	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
+	m.event(j.ID, full)
+	m.endJob(j, JobFailed, full)
+}
+
+// unplaceableReason explains why no node bid: from the refusals received
+// and the advert view, the requirement that the closest node misses.
+func (m *Market) unplaceableReason(a *auction) string {
+	type miss struct {
+		id     NodeID
+		reason string
+		stage  int
+		cpu    int64
+	}
+	var misses []miss
+	add := func(id NodeID, reason string, capv resource.Vector) {
+		misses = append(misses, miss{id, reason, stageOf(reason), capv.CPU})
+	}
+	seen := map[NodeID]bool{}
+	for _, nb := range a.nobids {
+		seen[nb.Bidder] = true
+		var capv resource.Vector
+		if p := m.view[nb.Bidder]; p != nil {
+			capv = p.Capacity
+		}
+		add(nb.Bidder, nb.Reason, capv)
+	}
+	check := func(id NodeID, site string, labels map[string]string, capv resource.Vector) {
+		if seen[id] {
+			return
+		}
+		why := couldHold(site, labels, capv, a.offer.Request)
+		if why == "" {
+			why = "did not bid"
+		}
+		add(id, why, capv)
+	}
+	check(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.c.capacity)
+	for _, p := range m.view {
+		check(p.ID, p.Site, p.Labels, p.Capacity)
+	}
+	if len(misses) == 0 {
+		return "no peer answered"
+	}
+	sort.Slice(misses, func(i, j int) bool {
+		x, y := misses[i], misses[j]
+		if x.stage != y.stage {
+			return x.stage > y.stage
+		}
+		if x.cpu != y.cpu {
+			return x.cpu > y.cpu
+		}
+		return x.id < y.id
+	})
+	best := misses[0]
+	return fmt.Sprintf("%s (closest peer %s; %d peers considered)", best.reason, best.id, len(misses))
+}
+
+// stageOf ranks a refusal by how far the node got through the checks:
+// a node that fails only on GPU memory is closer than one with too little
+// CPU.
+func stageOf(reason string) int {
+	for i, p := range []string{"site", "label", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
+		if strings.HasPrefix(reason, p) {
+			return i
+		}
+	}
+	return 0
+}
+
+// checkLeases places again, with a new epoch, every replica whose
+// executor has not reported within the lease timeout. The old executor's
+// later reports carry the old epoch and are rejected, so a replica that
+// was partitioned away cannot succeed twice.
+func (m *Market) checkLeases() {
+	for _, id := range m.activeJobs() {
+		j := m.jobs[id]
+		if j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
+				continue
+			}
+			why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
+			m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
+			if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
+				continue
+			}
+			m.closeAttempt(j, t, TaskFailed, -1, why)
+			m.requeue(j, t, m.now)
+		}
+	}
+}
