@@ -36,8 +36,7 @@ func (m *Market) Adopt(now time.Time, rec JobRecord) {
 		switch t.State {
 		case TaskAwarded, TaskRunning:
 			if t.Node == old {
-				m.closeAttempt(&j, t, TaskFailed, -1, "manager "+string(old)+" is gone")
-				m.requeue(&j, t, m.now)
+				m.move(&j, t, lost(m.now, "manager "+string(old)+" is gone"))
 				continue
 			}
 			t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
@@ -125,7 +124,7 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	if t.State.Terminal() || j.State.Terminal() {
 		return false
 	}
-	if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && max(ts.Replicas, 1) > 1 {
+	if j.isGang(t.Key.Task) {
 		return false
 	}
 	if s.Epoch > t.Epoch {
@@ -143,20 +142,11 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 // applied as usual. Without it this node would place the replica again
 // and cancel the executor's run as stale (or ignore its result).
 func (m *Market) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
-	if t.State == TaskAwarded || t.State == TaskRunning {
-		m.closeAttempt(j, t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", s.Epoch, s.Node))
-		if t.Node != s.Node {
-			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
-		}
+	if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node != s.Node {
+		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
 	}
 	delete(m.auctions, t.Key)
 	delete(m.inherited, t.Key)
-	t.State, t.Node, t.Epoch, t.LeaseUntil = TaskAwarded, s.Node, s.Epoch, m.now.Add(m.cfg.LeaseTimeout)
-	t.Attempts++
-	t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: s.Node, State: TaskAwarded, Awarded: m.now})
-	if j.State == JobPending {
-		j.State = JobRunning
-	}
-	m.touch(j.ID)
+	m.move(j, t, change{ev: evTakeOver, node: s.Node, epoch: s.Epoch})
 	m.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))
 }

@@ -10,21 +10,15 @@ import (
 
 // auction is the manager's state for one task replica being placed.
 type auction struct {
-	id         AuctionID
-	offer      TaskOffer
-	opened     time.Time
-	closeAt    time.Time
-	broadcast  bool
-	invited    map[NodeID]bool
-	answered   map[NodeID]bool
-	bids       []Bid
-	nobids     []NoBid
-	closed     bool
-	ranked     []Bid     // remaining bids in award order, after close
-	awardee    *Bid      // award sent, answer awaited
-	awardBy    time.Time // award answer deadline
-	nextAt     time.Time // when a new round may open (back-off)
-	roundStart time.Time
+	round
+	id        AuctionID
+	offer     TaskOffer
+	broadcast bool
+	closed    bool
+	ranked    []Bid     // remaining bids in award order, after close
+	awardee   *Bid      // award sent, answer awaited
+	awardBy   time.Time // award answer deadline
+	nextAt    time.Time // when a new round may open (back-off)
 }
 
 // placeReady opens an auction for every pending replica without one whose
@@ -40,9 +34,9 @@ func (m *Market) placeReady() {
 			if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
 				continue
 			}
-			if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+			if j.isGang(t.Key.Task) {
 				if t.Key.Replica == 0 {
-					m.placeGang(j, ts.Name, ts.Replicas)
+					m.placeGang(j, t.Key.Task)
 				}
 				continue
 			}
@@ -71,7 +65,7 @@ func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
 	delete(m.inherited, t.Key)
 	t.Epoch++
 	m.touch(j.ID)
-	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), opened: m.now}
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t)}
 	m.auctions[t.Key] = a
 	m.sendCFPs(a, t)
 }
@@ -89,9 +83,8 @@ type candidate struct {
 // included), and broadcasts as well when fewer than D feasible candidates
 // are known.
 func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
-	a.invited, a.answered, a.bids, a.nobids = map[NodeID]bool{}, map[NodeID]bool{}, nil, nil
+	a.open(m.now, m.cfg.BidWindow)
 	a.closed, a.ranked, a.awardee, a.nextAt = false, nil, nil, time.Time{}
-	a.closeAt, a.roundStart = m.now.Add(m.cfg.BidWindow), m.now
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
 		if h.State == TaskFailed {
@@ -103,17 +96,12 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	if !a.offer.Request.GPU.Wants() {
 		inviteOneGPUNode(cands, n)
 	}
+	cfp := CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}
 	if len(cands) < m.cfg.D {
 		a.broadcast = true
-		m.emit(Broadcast{Msg: CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}})
+		m.emit(Broadcast{Msg: cfp})
 	}
-	for i, c := range cands {
-		if i >= n {
-			break
-		}
-		a.invited[c.id] = true
-		m.send(c.id, CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer})
-	}
+	m.call(&a.round, cfp, cands, n)
 }
 
 // inviteOneGPUNode makes sure that the first n candidates for a task
@@ -207,50 +195,32 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 	return a
 }
 
-func (m *Market) onBid(b Bid) {
-	m.onAnswer(b.Auction, b.Bidder,
-		func(g *gangAuction) { g.bids = append(g.bids, b) },
-		func(a *auction) { a.bids = append(a.bids, b) })
-}
+func (m *Market) onBid(b Bid) { m.onAnswer(b.Auction, b.Bidder, &b, nil) }
 
-func (m *Market) onNoBid(nb NoBid) {
-	m.onAnswer(nb.Auction, nb.Bidder,
-		func(g *gangAuction) { g.nobids = append(g.nobids, nb) },
-		func(a *auction) { a.nobids = append(a.nobids, nb) })
-}
+func (m *Market) onNoBid(nb NoBid) { m.onAnswer(nb.Auction, nb.Bidder, nil, &nb) }
 
-// onAnswer records a bidder's first answer (a bid or a refusal) to the
-// gang or single-task auction it names, if that round is still taking
-// answers, and closes a single-task round once everyone invited answered.
-func (m *Market) onAnswer(id AuctionID, bidder NodeID, gang func(*gangAuction), single func(*auction)) {
+// onAnswer records a bidder's first answer (a bid, or with b nil the
+// refusal nb) to the gang or single-task auction it names, if that round
+// is still taking answers, and closes a single-task round once everyone
+// invited answered.
+func (m *Market) onAnswer(id AuctionID, bidder NodeID, b *Bid, nb *NoBid) {
 	if g := m.liveGang(id); g != nil {
-		if !g.holding && g.nextAt.IsZero() && !g.answered[bidder] {
-			g.answered[bidder] = true
-			gang(g)
+		if !g.holding && g.nextAt.IsZero() {
+			g.take(bidder, b, nb)
 		}
 		return
 	}
-	a := m.liveAuction(id)
-	if a == nil || a.closed || a.answered[bidder] {
-		return
+	if a := m.liveAuction(id); a != nil && !a.closed && a.take(bidder, b, nb) {
+		m.maybeClose(a)
 	}
-	a.answered[bidder] = true
-	single(a)
-	m.maybeClose(a)
 }
 
 // maybeClose closes the auction early once every invited node answered
 // (never for a broadcast, whose audience is unknown).
 func (m *Market) maybeClose(a *auction) {
-	if a.broadcast {
-		return
+	if !a.broadcast && !a.silent() {
+		m.closeAuction(a)
 	}
-	for id := range a.invited {
-		if !a.answered[id] {
-			return
-		}
-	}
-	m.closeAuction(a)
 }
 
 // rank orders bids for award. Bids from nodes the task failed on come
@@ -325,7 +295,7 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 // beats an early one from a busy peer — and this node's own bid, which
 // arrives instantly, must not win by default.
 func (m *Market) windowEnd(a *auction) {
-	if !a.broadcast && m.now.Sub(a.roundStart) < m.cfg.MaxBidWindow && len(a.answered) < len(a.invited) {
+	if !a.broadcast && a.mayWait(m.now, m.cfg.MaxBidWindow) {
 		good := false
 		for _, b := range a.bids {
 			if !b.Preempt && !b.Start.After(m.now.Add(m.cfg.BidSlack)) {
@@ -360,7 +330,7 @@ func (m *Market) closeAuction(a *auction) {
 	if len(a.ranked) > 0 {
 		b := a.ranked[0]
 		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start %s score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, startText(b.Start.Sub(m.now)), b.Score))
-		m.emit(RoundClosed{Auction: a.id, Opened: a.roundStart, Closed: m.now, Bids: len(a.bids), Invited: len(a.invited)})
+		m.emit(RoundClosed{Auction: a.id, Opened: a.start, Closed: m.now, Bids: len(a.bids), Invited: len(a.invited)})
 	}
 	m.awardNext(a)
 }
@@ -426,12 +396,6 @@ func (m *Market) onAwardReply(r AwardReply) {
 		return
 	}
 	delete(m.auctions, a.id.Key)
-	t.State, t.Node, t.LeaseUntil = TaskAwarded, r.Bidder, m.now.Add(m.cfg.LeaseTimeout)
-	t.Attempts++
-	t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: r.Bidder, State: TaskAwarded, Awarded: m.now})
-	if j.State == JobPending {
-		j.State = JobRunning
-	}
-	m.touch(j.ID)
+	m.move(j, t, change{ev: evAward, node: r.Bidder})
 	m.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))
 }

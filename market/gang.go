@@ -29,26 +29,21 @@ import (
 
 // gangAuction is the manager's state for placing one gang.
 type gangAuction struct {
-	job, task  string
-	size       int
-	pack       bool
-	epoch      uint64
-	round      int
-	offer      TaskOffer
-	roundStart time.Time
-	closeAt    time.Time
-	invited    map[NodeID]bool
-	answered   map[NodeID]bool
-	bids       []Bid
-	nobids     []NoBid
-	holding    bool
-	holders    []NodeID // per rank
-	holdOK     []bool
-	holdBy     time.Time
-	nextAt     time.Time
-	since      time.Time // first round of this placement: the starvation clock
-	ready      time.Time // when the gang's replicas became ready: its place in the reservation order
-	reserved   []NodeID
+	round
+	job, task string
+	size      int
+	pack      bool
+	epoch     uint64
+	roundNo   int // the current round's number (AuctionID.Round)
+	offer     TaskOffer
+	holding   bool
+	holders   []NodeID // per rank
+	holdOK    []bool
+	holdBy    time.Time
+	nextAt    time.Time
+	since     time.Time // first round of this placement: the starvation clock
+	ready     time.Time // when the gang's replicas became ready: its place in the reservation order
+	reserved  []NodeID
 	// reservedUntil is when the reservations lapse unless renewed.
 	reservedUntil time.Time
 	idle          int // rounds skipped in a row because the view showed no room
@@ -75,7 +70,7 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 		return false
 	}
 	g.idle++
-	back := min(m.cfg.RoundBackoff<<min(g.idle+g.round, 16), m.cfg.ReserveTTL/3)
+	back := min(m.cfg.RoundBackoff<<min(g.idle+g.roundNo, 16), m.cfg.ReserveTTL/3)
 	back += time.Duration(m.rng.Int63n(int64(back)/2 + 1))
 	g.nextAt = m.now.Add(back)
 	if len(g.reserved) > 0 && g.nextAt.After(g.reservedUntil.Add(-m.cfg.ReserveTTL/3)) {
@@ -122,16 +117,18 @@ func (m *Market) renewReserve(g *gangAuction) {
 func gangID(job, task string) string { return job + "/" + task }
 
 func (g *gangAuction) id() AuctionID {
-	return AuctionID{Key: TaskKey{Job: g.job, Task: g.task}, Epoch: g.epoch, Round: g.round}
+	return AuctionID{Key: TaskKey{Job: g.job, Task: g.task}, Epoch: g.epoch, Round: g.roundNo}
 }
 
 // placeGang opens a gang auction when every replica of the task is
 // pending and past its back-off.
-func (m *Market) placeGang(j *JobRecord, task string, replicas int) {
+func (m *Market) placeGang(j *JobRecord, task string) {
 	id := gangID(j.ID, task)
 	if m.gangs[id] != nil {
 		return
 	}
+	ts, _ := j.Spec.Task(task)
+	replicas := ts.Replicas
 	var recs []*TaskRecord
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
@@ -155,7 +152,6 @@ func (m *Market) placeGang(j *JobRecord, task string, replicas int) {
 		t.Epoch = epoch
 	}
 	m.touch(j.ID)
-	ts, _ := j.Spec.Task(task)
 	offer := m.offer(j, recs[0])
 	offer.GangSize, offer.Pack = replicas, ts.Pack
 	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now, ready: m.readyTime(j, task)}
@@ -166,22 +162,15 @@ func (m *Market) placeGang(j *JobRecord, task string, replicas int) {
 // gangCFPs invites candidates for a gang round: enough for the gang and
 // then some (max(d, 2·size)·2^round), broadcasting when the view is thin.
 func (m *Market) gangCFPs(g *gangAuction) {
-	g.invited, g.answered, g.bids, g.nobids = map[NodeID]bool{}, map[NodeID]bool{}, nil, nil
+	g.open(m.now, m.cfg.BidWindow)
 	g.holding, g.holders, g.holdOK, g.nextAt = false, nil, nil, time.Time{}
-	g.roundStart, g.closeAt = m.now, m.now.Add(m.cfg.BidWindow)
 	cands := m.candidates(g.offer.Request, nil)
-	n := max(m.cfg.D, 2*g.size) << min(g.round, 10)
-	id := g.id()
+	n := max(m.cfg.D, 2*g.size) << min(g.roundNo, 10)
+	cfp := CFP{Auction: g.id(), Manager: m.cfg.Self, Task: g.offer}
 	if len(cands) < max(m.cfg.D, g.size) {
-		m.emit(Broadcast{Msg: CFP{Auction: id, Manager: m.cfg.Self, Task: g.offer}})
+		m.emit(Broadcast{Msg: cfp})
 	}
-	for i, c := range cands {
-		if i >= n {
-			break
-		}
-		g.invited[c.id] = true
-		m.send(c.id, CFP{Auction: id, Manager: m.cfg.Self, Task: g.offer})
-	}
+	m.call(&g.round, cfp, cands, n)
 	if len(g.invited) == 0 {
 		g.closeAt = m.now.Add(m.cfg.MaxBidWindow)
 	}
@@ -211,7 +200,7 @@ func (m *Market) gangTick() {
 			m.event(g.job, fmt.Sprintf("%s: gang holds unanswered; releasing", id))
 			m.abortHolds(g)
 		case !g.holding && g.nextAt.IsZero() && !m.now.Before(g.closeAt):
-			if m.now.Sub(g.roundStart) < m.cfg.MaxBidWindow && len(g.answered) < len(g.invited) {
+			if g.mayWait(m.now, m.cfg.MaxBidWindow) {
 				g.closeAt = m.now.Add(m.cfg.BidWindow / 2)
 				continue
 			}
@@ -221,7 +210,7 @@ func (m *Market) gangTick() {
 				continue
 			}
 			g.idle = 0
-			g.round++
+			g.roundNo++
 			m.gangCFPs(g)
 		}
 	}
@@ -274,7 +263,7 @@ func (m *Market) closeGang(g *gangAuction) {
 			return
 		}
 	}
-	back := m.cfg.RoundBackoff << min(g.round, 4)
+	back := m.cfg.RoundBackoff << min(g.roundNo, 4)
 	back = min(back, 2*time.Second)
 	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
 		m.reserveFor(g)
@@ -288,7 +277,7 @@ func (m *Market) closeGang(g *gangAuction) {
 		if wait := m.gangRoomIn(g); wait > 2*back {
 			back = wait / 2
 		} else if g.slotsBid() < g.size {
-			back = m.cfg.RoundBackoff << min(g.round, 16)
+			back = m.cfg.RoundBackoff << min(g.roundNo, 16)
 		}
 		back = min(back, m.cfg.ReserveTTL/3) // with the jitter below, renewed before it lapses
 	}
@@ -381,9 +370,7 @@ func (m *Market) commitGang(g *gangAuction) {
 	delete(m.gangs, gangID(g.job, g.task))
 	for r, n := range g.holders {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
-		t.State, t.Node, t.LeaseUntil = TaskAwarded, n, m.now.Add(m.cfg.LeaseTimeout)
-		t.Attempts++
-		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: n, State: TaskAwarded, Awarded: m.now})
+		m.move(j, t, change{ev: evAward, node: n})
 		m.send(n, Commit{Key: t.Key, Epoch: g.epoch, Rank: r, Peers: g.holders})
 	}
 	if len(g.reserved) > 0 {
@@ -391,10 +378,6 @@ func (m *Market) commitGang(g *gangAuction) {
 			m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
 		}
 	}
-	if j.State == JobPending {
-		j.State = JobRunning
-	}
-	m.touch(j.ID)
 	m.event(j.ID, fmt.Sprintf("%s/%s: gang of %d committed on %v (epoch %d) after %v", g.job, g.task, g.size, g.holders, g.epoch, m.now.Sub(g.since).Round(time.Millisecond)))
 }
 
@@ -403,13 +386,13 @@ func (m *Market) failGang(j *JobRecord, g *gangAuction, capable int) {
 	delete(m.gangs, gangID(g.job, g.task))
 	why := fmt.Sprintf("gang of %d replicas needs %d distinct nodes that can each hold one, only %d can", g.size, g.size, capable)
 	if capable == 0 {
-		why = m.unplaceableReason(&auction{offer: g.offer, nobids: g.nobids})
+		why = m.unplaceableReason(&auction{offer: g.offer, round: round{nobids: g.nobids}})
 	}
 	full := fmt.Sprintf("task %s cannot be scheduled: %s", g.task, why)
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		if t.Key.Task == g.task {
-			t.State, t.Reason, t.ExitCode, t.Finished = TaskFailed, why, -1, m.now
+			m.move(j, t, change{ev: evFail, exit: -1, reason: why})
 		}
 	}
 	m.event(j.ID, full)
@@ -422,46 +405,40 @@ func (m *Market) failGang(j *JobRecord, g *gangAuction, capable int) {
 func (m *Market) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	failed := s.State == TaskFailed
+	if failed {
+		for i := range j.Tasks {
+			if o := &j.Tasks[i]; o.Key.Task == t.Key.Task {
+				o.Failures++
+			}
+		}
+	}
+	final := failed && t.Failures > ts.Retries
+	c := change{ev: evGangRequeue, at: m.now, exit: s.ExitCode, reason: s.Reason}
+	if final {
+		c.ev = evGangFail
+	} else if failed {
+		c.at = m.now.Add(min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax))
+	}
+	why := fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State)
 	for i := range j.Tasks {
 		o := &j.Tasks[i]
 		if o.Key.Task != t.Key.Task {
 			continue
 		}
-		if o.Key != t.Key && (o.State == TaskAwarded || o.State == TaskRunning) {
-			m.send(o.Node, CancelTask{Key: o.Key, Epoch: o.Epoch, Reason: fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State)})
-			m.closeAttempt(j, o, TaskCancelled, -1, fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State))
-		} else if o.Key == t.Key {
-			m.closeAttempt(j, o, s.State, s.ExitCode, s.Reason)
-		} else if o.State == TaskSucceeded {
-			// A replica that already succeeded runs again with the gang.
-			if h := lastAttempt(o); h != nil {
-				h.State = TaskCancelled
+		c.ended = attemptEnd{s.State, s.ExitCode, s.Reason}
+		if o.Key != t.Key {
+			c.ended = attemptEnd{TaskCancelled, -1, why}
+			if o.State == TaskAwarded || o.State == TaskRunning {
+				m.send(o.Node, CancelTask{Key: o.Key, Epoch: o.Epoch, Reason: why})
 			}
 		}
-		if failed {
-			o.Failures++
-		}
-		o.ExitCode, o.Reason = s.ExitCode, s.Reason
+		m.move(j, o, c)
 	}
-	if failed && t.Failures > ts.Retries {
+	if final {
 		reason := fmt.Sprintf("task %s failed after %d attempts: rank %d exited with code %d: %s", t.Key.Task, t.Attempts, t.Key.Replica, s.ExitCode, s.Reason)
-		for i := range j.Tasks {
-			if o := &j.Tasks[i]; o.Key.Task == t.Key.Task {
-				o.State, o.Finished = TaskFailed, m.now
-			}
-		}
 		m.event(j.ID, reason)
 		m.endJob(j, JobFailed, reason)
 		return
-	}
-	notBefore := m.now
-	if failed {
-		notBefore = m.now.Add(min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax))
-	}
-	for i := range j.Tasks {
-		if o := &j.Tasks[i]; o.Key.Task == t.Key.Task {
-			m.requeue(j, o, notBefore)
-		}
 	}
 	m.event(j.ID, fmt.Sprintf("%s: rank %d %s on %s (exit %d: %s); gang placed again", t.Key.Task, t.Key.Replica, s.State, s.Node, s.ExitCode, s.Reason))
 }

@@ -103,6 +103,13 @@ func (j *JobRecord) Clone() JobRecord {
 	return c
 }
 
+// isGang reports whether the job's task of that name is a gang: replicas
+// that start together, all or none.
+func (j *JobRecord) isGang(task string) bool {
+	ts, ok := j.Spec.Task(task)
+	return ok && ts.Gang && ts.Replicas > 1
+}
+
 // task returns the record of a replica.
 func (j *JobRecord) task(k TaskKey) *TaskRecord {
 	for i := range j.Tasks {

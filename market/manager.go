@@ -54,14 +54,13 @@ func (m *Market) Restore(now time.Time, jobs []JobRecord) {
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
 			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
-				if ts, ok := j.Spec.Task(t.Key.Task); ok && ts.Gang && max(ts.Replicas, 1) > 1 {
+				if j.isGang(t.Key.Task) {
 					// A gang runs whole or not at all: its other replicas
 					// are stopped and the gang is placed again.
 					m.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: m.cfg.Self, State: TaskPreempted, ExitCode: -1, Reason: "node restarted"})
 					continue
 				}
-				m.closeAttempt(&j, t, TaskFailed, -1, "node restarted")
-				m.requeue(&j, t, m.now)
+				m.move(&j, t, lost(m.now, "node restarted"))
 			} else if t.State == TaskAwarded || t.State == TaskRunning {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
 			}

@@ -267,25 +267,20 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
 			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
-				if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+				if j.isGang(t.Key.Task) {
 					m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: "executor " + string(id) + " is gone"})
 					continue
 				}
-				m.closeAttempt(j, t, TaskFailed, -1, "executor "+string(id)+" is gone")
-				m.requeue(j, t, m.now)
+				m.move(j, t, lost(m.now, "executor "+string(id)+" is gone"))
 				m.event(j.ID, fmt.Sprintf("%s: executor %s gone; placing again", t.Key, id))
 			}
 		}
 	}
 	for _, a := range m.auctions {
-		if a.invited[id] && !a.answered[id] {
-			a.answered[id] = true
-		}
+		a.gone(id)
 	}
 	for _, g := range m.gangs {
-		if g.invited[id] && !g.answered[id] {
-			g.answered[id] = true
-		}
+		g.gone(id)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
 )
@@ -49,37 +48,29 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	m.touch(j.ID)
 	switch s.State {
 	case TaskRunning:
-		t.State, t.Started = TaskRunning, s.Time
-		if h := lastAttempt(t); h != nil {
-			h.State, h.Started = TaskRunning, s.Time
-		}
-		j.State = JobRunning
+		m.move(j, t, change{ev: evStart, at: s.Time})
 		m.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
 	case TaskSucceeded:
 		if s.Runtime > 0 {
 			m.learned.Observe(j.Spec.Type, s.Runtime)
 		}
-		m.closeAttempt(j, t, TaskSucceeded, s.ExitCode, s.Reason)
-		t.State, t.ExitCode, t.Reason, t.Finished = TaskSucceeded, s.ExitCode, "", m.now
+		m.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
 		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
 		m.release(j)
 	case TaskFailed, TaskPreempted, TaskCancelled:
-		if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+		if j.isGang(t.Key.Task) {
 			m.gangReplicaEnded(j, t, s)
 			break
 		}
 		if s.State != TaskFailed {
-			m.closeAttempt(j, t, s.State, s.ExitCode, s.Reason)
-			m.requeue(j, t, m.now)
+			m.move(j, t, change{ev: evRequeue, at: m.now, ended: attemptEnd{s.State, s.ExitCode, s.Reason}})
 			m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
 			break
 		}
-		m.closeAttempt(j, t, TaskFailed, s.ExitCode, s.Reason)
 		t.Failures++
-		t.ExitCode, t.Reason = s.ExitCode, s.Reason
 		ts, _ := j.Spec.Task(t.Key.Task)
 		if t.Failures > ts.Retries {
-			t.State, t.Finished = TaskFailed, m.now
+			m.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: s.Reason})
 			reason := fmt.Sprintf("task %s failed after %d attempts: exit code %d: %s", t.Key.Task, t.Attempts, s.ExitCode, s.Reason)
 			if t.Key.Replica > 0 || ts.Replicas > 1 {
 				reason = fmt.Sprintf("task %s replica %d failed after %d attempts: exit code %d: %s", t.Key.Task, t.Key.Replica, t.Attempts, s.ExitCode, s.Reason)
@@ -89,7 +80,7 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 			return
 		}
 		back := min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax)
-		m.requeue(j, t, m.now.Add(back))
+		m.move(j, t, change{ev: evRetry, at: m.now.Add(back), exit: s.ExitCode, reason: s.Reason})
 		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
 	}
 	m.placeReady()
@@ -108,20 +99,6 @@ func lastAttempt(t *TaskRecord) *AttemptRecord {
 		return nil
 	}
 	return &t.History[len(t.History)-1]
-}
-
-func (m *Market) closeAttempt(j *JobRecord, t *TaskRecord, st TaskState, code int, reason string) {
-	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
-		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, m.now
-	}
-	m.touch(j.ID)
-}
-
-// requeue makes a replica pending again, to be placed from notBefore on.
-func (m *Market) requeue(j *JobRecord, t *TaskRecord, notBefore time.Time) {
-	t.State, t.Node, t.NotBefore, t.Ready = TaskPending, "", notBefore, notBefore
-	delete(m.auctions, t.Key)
-	m.touch(j.ID)
 }
 
 // release marks replicas whose dependencies all succeeded as pending, and
@@ -167,14 +144,14 @@ func (m *Market) release(j *JobRecord) {
 			ok = ok && done[dep]
 		}
 		if ok {
-			t.State, t.Ready = TaskPending, m.now
+			m.move(j, t, change{ev: evReady})
 		}
 	}
 }
 
 // endJob moves a job to a terminal state, stopping whatever still runs.
 func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
-	j.State, j.Reason, j.Finished = st, reason, m.now
+	m.endJobState(j, st, reason)
 	for _, ts := range j.Spec.Tasks {
 		if g := m.gangs[gangID(j.ID, ts.Name)]; g != nil {
 			if g.holding {
@@ -192,11 +169,10 @@ func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
 		}
 		if t.State == TaskAwarded || t.State == TaskRunning {
 			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
-			m.closeAttempt(j, t, TaskCancelled, -1, "job "+string(st))
 		}
 		delete(m.auctions, t.Key)
 		delete(m.inherited, t.Key)
-		t.State, t.Finished = TaskCancelled, m.now
+		m.move(j, t, change{ev: evCancel, reason: "job " + string(st)})
 	}
 	m.touch(j.ID)
 	m.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
@@ -214,7 +190,7 @@ func suffix(r string) string {
 func (m *Market) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
 	delete(m.auctions, t.Key)
 	reason := m.unplaceableReason(a)
-	t.State, t.Reason, t.ExitCode, t.Finished = TaskFailed, reason, -1, m.now
+	m.move(j, t, change{ev: evFail, exit: -1, reason: reason})
 	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
 	m.event(j.ID, full)
 	m.endJob(j, JobFailed, full)
@@ -302,12 +278,11 @@ func (m *Market) checkLeases() {
 			}
 			why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
 			m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
-			if ts, _ := j.Spec.Task(t.Key.Task); ts.Gang && ts.Replicas > 1 {
+			if j.isGang(t.Key.Task) {
 				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
 				continue
 			}
-			m.closeAttempt(j, t, TaskFailed, -1, why)
-			m.requeue(j, t, m.now)
+			m.move(j, t, lost(m.now, why))
 		}
 	}
 }

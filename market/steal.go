@@ -116,15 +116,10 @@ func (m *Market) onTransfer(x Transfer) {
 		m.event(j.ID, fmt.Sprintf("%s: stale transfer from %s epoch %d rejected", x.Key, x.From, x.Epoch))
 		return
 	}
-	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
-		h.State, h.Reason, h.Finished = TaskCancelled, "stolen by "+string(x.To), m.now
-	}
-	t.Attempts-- // it never ran there
-	t.State, t.Node, t.Ready = TaskPending, "", m.now
+	m.move(j, t, change{ev: evStolen, reason: "stolen by " + string(x.To)})
 	t.Epoch++
-	m.touch(j.ID)
-	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), opened: m.now, closed: true,
-		invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), closed: true,
+		round: round{invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}}
 	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
 	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: m.now, Finish: m.now.Add(rt), Runtime: rt}}
 	m.auctions[t.Key] = a
