@@ -1,23 +1,20 @@
 package market
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
-// Adopt makes this node the manager of a job whose manager is gone, from
-// the replica of its record. Replicas awarded or running elsewhere keep
-// their state and get a fresh lease, so their executors — once they learn
-// the new manager (Rehome) — carry on; replicas that were pending are
-// placed after Config.AdoptGrace. The record may be a little behind (its
-// replicas are pushed in batches): a replica it shows pending may have
-// been awarded since, and its executor's report, with an epoch above the
-// record's, is then taken as the replica's current state (catchUp) if it
-// comes within the grace. Adopting a job this node already manages is a
-// no-op.
-func (m *Market) Adopt(now time.Time, rec JobRecord) {
-	m.enter(now)
-	defer m.leave()
+// adopt makes this node the manager of a job whose manager is gone, from
+// the copy of its record it holds (failover.go). Replicas awarded or
+// running elsewhere keep their state and get a fresh lease, so their
+// executors — once they find the new manager (rehome.go) — carry on;
+// those that ran on the old manager are placed again (a gang whole);
+// replicas that were pending are placed after Config.AdoptGrace. The
+// record may be a little behind (copies go in batches): a replica it
+// shows pending may have been awarded since, and its executor's report,
+// with an epoch above the record's, is then taken as the replica's
+// current state (catchUp) if it comes within the grace. This node's own
+// tasks of the job report here at once. Adopting a job this node already
+// manages does nothing.
+func (m *Market) adopt(rec JobRecord) {
 	if _, ok := m.jobs[rec.ID]; ok {
 		return
 	}
@@ -27,19 +24,26 @@ func (m *Market) Adopt(now time.Time, rec JobRecord) {
 	m.jobs[j.ID] = &j
 	m.jobOrder = append(m.jobOrder, j.ID)
 	m.touch(j.ID)
+	delete(m.rehome, j.ID)
+	m.rehomeTo(j.ID, m.cfg.Self)
 	if j.State.Terminal() {
 		return
 	}
 	m.active = append(m.active, j.ID)
+	why := "manager " + string(old) + " is gone"
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		switch t.State {
 		case TaskAwarded, TaskRunning:
-			if t.Node == old {
-				m.move(&j, t, lost(m.now, "manager "+string(old)+" is gone"))
+			if t.Node != old {
+				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
 				continue
 			}
-			t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+			if j.isGang(t.Key.Task) {
+				m.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: old, State: TaskPreempted, ExitCode: -1, Reason: why})
+				continue
+			}
+			m.move(&j, t, lost(m.now, why))
 		case TaskPending:
 			t.NotBefore = m.now.Add(m.cfg.AdoptGrace)
 			m.inherited[t.Key] = t.Epoch
@@ -47,64 +51,6 @@ func (m *Market) Adopt(now time.Time, rec JobRecord) {
 	}
 	m.event(j.ID, fmt.Sprintf("took over as manager from %s", old))
 	m.placeReady()
-}
-
-// Rehome tells this node's contractor that the tasks of a job now report
-// to a new manager (after a failover). Their leases are renewed at once.
-func (m *Market) Rehome(now time.Time, job string, manager NodeID) {
-	m.enter(now)
-	defer m.leave()
-	c := &m.c
-	moved := 0
-	re := func(k *contract) {
-		if k.spec.Key.Job == job && k.manager != manager {
-			k.manager, k.beat = manager, time.Time{}
-			moved++
-		}
-	}
-	for _, k := range c.running {
-		re(k)
-	}
-	for _, k := range c.queue {
-		re(k)
-	}
-	for _, h := range c.holds {
-		re(h.k)
-	}
-	for _, r := range c.results {
-		if r.st.Key.Job == job {
-			r.to, r.next, r.acked = manager, m.now, false // the new manager has not seen it
-			c.resultsDue = m.now
-			moved++
-		}
-	}
-	if moved > 0 {
-		m.lastBeat = time.Time{}
-		m.heartbeat()
-		m.repeatResults()
-		m.event(job, fmt.Sprintf("now reporting %d task(s) to manager %s", moved, manager))
-	}
-}
-
-// ManagersOf lists the distinct managers of the tasks this node holds
-// (queued, running, held, or with a final report still being repeated),
-// by job.
-func (m *Market) ManagersOf() map[string]NodeID {
-	c := &m.c
-	out := map[string]NodeID{}
-	for _, k := range c.running {
-		out[k.spec.Key.Job] = k.manager
-	}
-	for _, k := range c.queue {
-		out[k.spec.Key.Job] = k.manager
-	}
-	for _, h := range c.holds {
-		out[h.k.spec.Key.Job] = h.k.manager
-	}
-	for _, r := range c.results {
-		out[r.st.Key.Job] = r.to
-	}
-	return out
 }
 
 // fromPreviousManager says whether an executor's report is of an award

@@ -16,8 +16,8 @@ func TestManagerFailover(t *testing.T) {
 	rec := c.job(0, "j")
 	c.cut["n0"] = true // the manager is gone for good
 	c.until(5*time.Second, "a moment", func() bool { return c.now.Sub(t0) > 4*time.Second })
-	c.nodes[2].Adopt(c.now, rec)
-	c.nodes[1].Rehome(c.now, "j", "n2")
+	c.nodes[2].adoptAt(c.now, rec)
+	c.nodes[1].rehomeAt(c.now, "j", "n2")
 	c.drain()
 	c.until(30*time.Second, "job to succeed under n2", func() bool { return c.job(2, "j").State == JobSucceeded })
 	if len(c.starts) != 1 {
@@ -50,10 +50,10 @@ func TestAdoptCatchesUpUnreplicatedAward(t *testing.T) {
 			tc.stale(&stale)
 			c.until(5*time.Second, "task to run on n1", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
 			c.cut["n0"] = true
-			c.nodes[2].Adopt(c.now, stale)
+			c.nodes[2].adoptAt(c.now, stale)
 			c.drain()
 			c.step()
-			c.nodes[1].Rehome(c.now, "j", "n2")
+			c.nodes[1].rehomeAt(c.now, "j", "n2")
 			c.drain()
 			c.until(30*time.Second, "job to succeed under n2", func() bool { return c.job(2, "j").State == JobSucceeded })
 			if len(c.starts) != 1 {
@@ -77,7 +77,7 @@ func TestAdoptWaitsBeforePlacingPending(t *testing.T) {
 	c.submit(0, "j", job("f", task("t", 1000)))
 	rec := c.job(0, "j")
 	adopted := c.now
-	c.nodes[2].Adopt(c.now, rec)
+	c.nodes[2].adoptAt(c.now, rec)
 	c.until(30*time.Second, "job to succeed under n2", func() bool { return c.job(2, "j").State == JobSucceeded })
 	if len(c.starts) != 1 {
 		t.Fatalf("%d runs, want 1", len(c.starts))

@@ -69,6 +69,39 @@ type Config struct {
 	// their executors, once they find the new manager, report them (see
 	// Market.Adopt); placing them at once would run them twice.
 	AdoptGrace time.Duration
+	// JobReplicas is how many peers keep a copy of each job record this
+	// node manages (r), so that the job survives it: the closest live
+	// member of the copy's replica set takes the job over when the
+	// manager is gone; 2. Negative: none (a simulation without
+	// failures, where no manager is ever lost).
+	JobReplicas int
+	// ReplicateEvery batches the copies of records that changed; 200ms.
+	ReplicateEvery time.Duration
+	// ReplicateTries bounds how many batches in a row send again a record
+	// that fewer replica peers stored than were asked; 25.
+	ReplicateTries int
+	// CopyRefresh is how often the copies of an unfinished job's record
+	// are sent again though it did not change, so that a holder that
+	// restarted holds a copy it may take over again (see ReplicaLoaded);
+	// 1m. Negative: never.
+	CopyRefresh time.Duration
+	// QueryTimeout is how long a question to a peer waits for its answer
+	// (who manages a job; how a Replicate batch went); 3s.
+	QueryTimeout time.Duration
+	// RehomeEvery and RehomeFor pace an executor's search for the new
+	// manager of a job whose manager is gone: a round of questions every
+	// RehomeEvery, for RehomeFor; 1s and 30s.
+	RehomeEvery, RehomeFor time.Duration
+	// AdvertInterval is the peers' advert period. After a start (Reclaim)
+	// the node waits until its view is worth acting on — an interval and
+	// a half, and an interval after the first advert — before it asks
+	// about the jobs it holds back or takes over any job; 2s.
+	AdvertInterval time.Duration
+	// Solo says the node had no peer to join when it started (no
+	// bootstrap address, none remembered): after a restart it restores
+	// its unfinished jobs once its view would have settled, without
+	// waiting for a first advert that cannot come.
+	Solo bool
 	// NoSteal turns work stealing off (it is on by default).
 	NoSteal bool
 	// StealEvery is how often an idle node may ask a loaded peer for
@@ -146,6 +179,20 @@ func (c Config) withDefaults() Config {
 	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.AdoptGrace, 3*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
+	if c.JobReplicas == 0 {
+		c.JobReplicas = 2
+	}
+	def(&c.ReplicateEvery, 200*time.Millisecond)
+	if c.CopyRefresh == 0 {
+		c.CopyRefresh = time.Minute
+	}
+	if c.ReplicateTries <= 0 {
+		c.ReplicateTries = 25
+	}
+	def(&c.QueryTimeout, 3*time.Second)
+	def(&c.RehomeEvery, time.Second)
+	def(&c.RehomeFor, 30*time.Second)
+	def(&c.AdvertInterval, 2*time.Second)
 	def(&c.ReserveTTL, 10*time.Second)
 	if c.GangForceEvery == 0 {
 		c.GangForceEvery = 3

@@ -36,10 +36,45 @@ type StopTask struct {
 // SaveJob persists a manager's job record (it changed).
 type SaveJob struct{ Job JobRecord }
 
-// ForgetJob says a finished job's retention has passed: the market has
-// dropped its record, and the caller deletes what it keeps of the job (the
-// stored record, its event log). It follows the job's last SaveJob.
-type ForgetJob struct{ Job string }
+// ForgetJob says the market dropped a job's record, and the caller
+// deletes what it keeps of the job: the stored record and, unless
+// KeepEvents, its event log. A finished job is forgotten when its
+// retention has passed (after its last SaveJob); an unfinished one held
+// back after a restart when a peer took it over meanwhile (KeepEvents:
+// its event log says so).
+type ForgetJob struct {
+	Job        string
+	KeepEvents bool
+}
+
+// Replicate asks the caller to store copies of job records this node
+// manages on other nodes, each record on its Peers, through the
+// job-record protocol, and to report with Replicated(Batch) how many
+// peers stored each. It follows the SaveJob of every record it holds.
+type Replicate struct {
+	Batch   uint64
+	Records []ReplicaCopy
+}
+
+// ReplicaCopy is one record to copy and the peers to copy it to, its
+// replica set, which travels with it: the closest live member of it takes
+// the job over if this node is gone. The record also goes to Drop, the
+// members of the job's earlier replica sets not in this one (the view
+// changed): a holder outside a copy's replica set drops its copy, so
+// that a stale copy never outlives its job and is taken over.
+type ReplicaCopy struct {
+	Record JobRecord
+	Peers  []NodeID
+	Drop   []NodeID
+}
+
+// DropReplica tells the caller to delete the copy of a job record it
+// holds for another manager: this node took the job over, or (Expired)
+// the job finished a retention ago.
+type DropReplica struct {
+	Job     string
+	Expired bool
+}
 
 // RecordRuntime persists one observed runtime for the prediction history.
 type RecordRuntime struct {
@@ -73,6 +108,8 @@ func (StartTask) effect()     {}
 func (StopTask) effect()      {}
 func (SaveJob) effect()       {}
 func (ForgetJob) effect()     {}
+func (Replicate) effect()     {}
+func (DropReplica) effect()   {}
 func (RecordRuntime) effect() {}
 func (Event) effect()         {}
 func (RoundClosed) effect()   {}

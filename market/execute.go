@@ -2,7 +2,7 @@ package market
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -225,15 +225,4 @@ func (m *Market) heartbeat() {
 }
 
 // sortKeys orders task keys by job, task, replica without formatting them.
-func sortKeys(keys []TaskKey) {
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.Job != b.Job {
-			return a.Job < b.Job
-		}
-		if a.Task != b.Task {
-			return a.Task < b.Task
-		}
-		return a.Replica < b.Replica
-	})
-}
+func sortKeys(keys []TaskKey) { slices.SortFunc(keys, TaskKey.Compare) }

@@ -324,7 +324,7 @@ func TestRestartedManagerReplacesWholeGang(t *testing.T) {
 	}
 	c.nodes[0] = fresh
 	c.running["n0"] = map[TaskKey]runningTask{} // its replica died with it
-	fresh.Restore(c.now, jobs)
+	fresh.restoreAt(c.now, jobs)
 	c.adverts()
 	c.until(2*time.Minute, "the gang to succeed", func() bool { return c.job(0, "g").State == JobSucceeded })
 	succeededOnce(t, c.job(0, "g"))

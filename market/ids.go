@@ -1,6 +1,10 @@
 package market
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"strings"
+)
 
 // NodeID names a node (its libp2p peer ID in string form).
 type NodeID string
@@ -24,3 +28,14 @@ type AuctionID struct {
 
 // String renders the auction ID as job/task/replica@epoch#round.
 func (a AuctionID) String() string { return fmt.Sprintf("%s@%d#%d", a.Key, a.Epoch, a.Round) }
+
+// Compare orders task keys by job, task, then replica: -1, 0 or +1.
+func (k TaskKey) Compare(o TaskKey) int {
+	if c := strings.Compare(k.Job, o.Job); c != 0 {
+		return c
+	}
+	if c := strings.Compare(k.Task, o.Task); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.Replica, o.Replica)
+}

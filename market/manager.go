@@ -24,17 +24,16 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	m.jobOrder = append(m.jobOrder, id)
 	m.active = append(m.active, id)
 	m.touch(id)
+	m.rep.urgent = append(m.rep.urgent, id)
 	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
 	m.placeReady()
 	return nil
 }
 
-// Restore reloads job records after a restart. Tasks this node was
-// running died with it and are placed again; tasks elsewhere keep their
-// state until their executor reports or is seen gone.
-func (m *Market) Restore(now time.Time, jobs []JobRecord) {
-	m.enter(now)
-	defer m.leave()
+// restore reloads job records after a restart (Reclaim). Tasks this node
+// was running died with it and are placed again; tasks elsewhere keep
+// their state until their executor reports or is seen gone.
+func (m *Market) restore(jobs []JobRecord) {
 	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].Submitted.Before(jobs[j].Submitted) })
 	var finished []*JobRecord
 	defer func() { m.retireRestored(finished) }()
@@ -77,6 +76,9 @@ func (m *Market) Cancel(now time.Time, id, reason string) error {
 	defer m.leave()
 	j, ok := m.jobs[id]
 	if !ok {
+		if _, held := m.reclaim.held[id]; held {
+			return fmt.Errorf("market: job %s is being restored after this node restarted (its peers are asked whether one of them took it over); try again in a few seconds", id)
+		}
 		return fmt.Errorf("market: no job %s", id)
 	}
 	if j.State.Terminal() {

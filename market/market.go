@@ -21,7 +21,11 @@ type Peer struct {
 	PredictedWait time.Duration
 	// Reserved is the gang reservation the peer keeps room for, if any.
 	Reserved ReservedRoom
-	Seen     time.Time
+	// Boot is the peer's boot counter (0: unknown): an advert with
+	// another one than the view holds comes from a restarted peer.
+	Boot uint64
+	Seen time.Time
+	hash [32]byte // SHA-256 of ID, for closeness (Closest)
 }
 
 // ReservedRoom is what a node's adverts say of the gang reservation it
@@ -72,6 +76,14 @@ type Market struct {
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
 
+	// failover: this node's records' copies on peers, the copies it holds
+	// for other managers, its executors' searches for new managers, and
+	// a restart's reclaim
+	rep     replication
+	copies  copies
+	rehome  map[string]*rehoming
+	reclaim reclaim
+
 	// contractor role
 	c         contractor
 	lastSteal time.Time
@@ -95,7 +107,7 @@ func New(cfg Config) (*Market, error) {
 	return &Market{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
-		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime),
+		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
 	}, nil
 }
 
@@ -160,7 +172,9 @@ func (m *Market) flushSaves() {
 	for _, id := range ids {
 		if m.dirty[id] {
 			if j, ok := m.jobs[id]; ok {
-				m.saves = append(m.saves, SaveJob{Job: j.Clone()})
+				c := j.Clone()
+				m.saves = append(m.saves, SaveJob{Job: c})
+				m.noteSaved(c)
 				if j.State.Terminal() {
 					m.retire(j)
 				}
@@ -174,6 +188,9 @@ func (m *Market) flushSaves() {
 // then everything else in the order it arose.
 func (m *Market) Ready() []Effect {
 	m.flushSaves()
+	if e := m.urgentCopies(); e != nil {
+		m.out = append(m.out, e)
+	}
 	if len(m.out) == 0 && len(m.saves) == 0 {
 		return nil
 	}
@@ -225,62 +242,12 @@ func (m *Market) step(from NodeID, msg Msg) {
 		m.onStealRequest(x)
 	case Transfer:
 		m.onTransfer(x)
+	case ManagerQuery:
+		m.onManagerQuery(x)
+	case ManagerAnswer:
+		m.onManagerAnswer(x)
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
-	}
-}
-
-// Advert updates the manager's view of a peer.
-func (m *Market) Advert(now time.Time, p Peer) {
-	m.enter(now)
-	defer m.leave()
-	if p.ID == m.cfg.Self {
-		return
-	}
-	p.Seen = now
-	if p.Queue >= StealableQueue {
-		m.loaded++
-	}
-	if old := m.view[p.ID]; old != nil {
-		if old.Queue >= StealableQueue {
-			m.loaded--
-		}
-		*old = p // in place: a thousand-node view is refreshed often
-		return
-	}
-	m.view[p.ID] = &p
-}
-
-// PeerGone removes a peer from the view and re-places the tasks it held.
-func (m *Market) PeerGone(now time.Time, id NodeID) {
-	m.enter(now)
-	defer m.leave()
-	if old := m.view[id]; old != nil && old.Queue >= StealableQueue {
-		m.loaded--
-	}
-	delete(m.view, id)
-	for _, jid := range m.activeJobs() {
-		j := m.jobs[jid]
-		if j.State.Terminal() {
-			continue
-		}
-		for i := range j.Tasks {
-			t := &j.Tasks[i]
-			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
-				if j.isGang(t.Key.Task) {
-					m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: "executor " + string(id) + " is gone"})
-					continue
-				}
-				m.move(j, t, lost(m.now, "executor "+string(id)+" is gone"))
-				m.event(j.ID, fmt.Sprintf("%s: executor %s gone; placing again", t.Key, id))
-			}
-		}
-	}
-	for _, a := range m.auctions {
-		a.gone(id)
-	}
-	for _, g := range m.gangs {
-		g.gone(id)
 	}
 }
 

@@ -203,6 +203,28 @@ type Transfer struct {
 	To    NodeID  `json:"to"`
 }
 
+// ManagerQuery asks a peer whether it manages a job now: an executor
+// looking for the new manager of a job whose manager is gone or
+// restarted, or a restarted manager asking whether a peer took its job
+// over while it was down.
+type ManagerQuery struct {
+	Job  string `json:"job"`
+	From NodeID `json:"from"`
+}
+
+// ManagerAnswer answers a ManagerQuery: whether From manages Job.
+type ManagerAnswer struct {
+	Job     string `json:"job"`
+	From    NodeID `json:"from"`
+	Manages bool   `json:"manages,omitempty"`
+}
+
+func (ManagerQuery) msgKind() string  { return "manager_query" }
+func (ManagerAnswer) msgKind() string { return "manager_answer" }
+
+func (m ManagerQuery) Sender() NodeID  { return m.From }
+func (m ManagerAnswer) Sender() NodeID { return m.From }
+
 func (m StealRequest) Sender() NodeID { return m.Thief }
 func (m Transfer) Sender() NodeID     { return m.From }
 func (m Hold) Sender() NodeID         { return m.Manager }

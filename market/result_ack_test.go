@@ -37,8 +37,8 @@ func TestResultAcked(t *testing.T) {
 			if tc.rehome {
 				rec := c.job(0, "j")
 				c.cut["n0"] = true
-				c.nodes[2].Adopt(c.now, rec)
-				ex.Rehome(c.now, "j", "n2")
+				c.nodes[2].adoptAt(c.now, rec)
+				ex.rehomeAt(c.now, "j", "n2")
 				c.drain()
 			}
 			c.until(2*time.Minute, "a minute and more", func() bool { return c.now.Sub(t0) > 90*time.Second })

@@ -44,6 +44,7 @@ func (m *Market) forgetFinished() {
 		delete(m.dirty, r.id)
 		delete(m.firstRecord, r.id)
 		m.stale++
+		m.forgetCopies(r.id)
 		m.emit(ForgetJob{Job: r.id})
 	}
 	clear(m.retired[:due])

@@ -98,7 +98,7 @@ func TestJobRetentionRestore(t *testing.T) {
 		}
 		return r
 	}
-	m.Restore(t0.Add(2*time.Hour), []JobRecord{
+	m.restoreAt(t0.Add(2*time.Hour), []JobRecord{
 		rec("a", 0, 90*time.Minute, JobSucceeded),        // due at 2h30
 		rec("b", time.Minute, 30*time.Minute, JobFailed), // due at 1h30: at once
 		rec("c", 2*time.Minute, 0, JobCancelled),         // no finish time: 3h

@@ -76,6 +76,19 @@ func (m *Market) NextTick() time.Time {
 	if len(m.retired) > 0 && m.cfg.JobRetention >= 0 {
 		at(m.retired[0].at.Add(m.cfg.JobRetention)) // forgetFinished
 	}
+	// failover: copies to send, copies to drop, searches, a reclaim
+	if t, ok := m.nextCopies(); ok {
+		at(t)
+	}
+	if t, ok := m.nextExpiry(); ok {
+		at(t)
+	}
+	if t, ok := m.nextRehome(); ok {
+		at(t)
+	}
+	if t, ok := m.nextReclaim(); ok {
+		at(t)
+	}
 	// contractor: lease renewals, repeated results, holds, reservations
 	c := &m.c
 	var beat time.Time
@@ -168,6 +181,12 @@ func (m *Market) Tick(now time.Time) {
 		}
 	}
 	m.gangTick()
+	m.reclaimDue()
+	m.refreshCopies()
+	m.replicateDue()
+	m.expireBatches()
+	m.rehomeDue()
+	m.expireCopies()
 	m.expireHolds()
 	m.checkLeases()
 	m.heartbeat()

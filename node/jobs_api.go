@@ -110,22 +110,30 @@ func (n *Node) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newJobID()
+	copied := n.copied.wait(id)
 	var serr error
 	if err := n.call(func() { serr = n.mkt.Submit(time.Now(), id, *js) }); err != nil {
+		n.copied.forget(id)
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	if serr != nil {
+		n.copied.forget(id)
 		writeError(w, http.StatusBadRequest, serr.Error())
 		return
 	}
-	// Replicate the record before answering, so the job survives even if
-	// this node dies right after the submit returns.
-	if j, ok := n.localJob(id); ok {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		n.replicate(ctx, j)
-		cancel()
+	// The market copies a new job's record to its replica peers at once:
+	// answer once they have it, so that the job survives this node from
+	// the moment its submitter hears it was accepted.
+	var copying bool
+	if n.call(func() { copying = n.mkt.Copying(id) }) == nil && copying {
+		select {
+		case <-copied:
+		case <-time.After(2 * n.mkt.Config().QueryTimeout):
+		case <-r.Context().Done():
+		}
 	}
+	n.copied.forget(id)
 	n.met.submitted.Inc()
 	log.Infow("job submitted", "job", id, "name", js.Name, "tasks", len(js.Tasks))
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
@@ -133,9 +141,7 @@ func (n *Node) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (n *Node) handleJobs(w http.ResponseWriter, _ *http.Request) {
 	var jobs, held []market.JobRecord
-	// The hold is released on the loop, so one loop turn sees each job in
-	// the market or held.
-	if err := n.call(func() { jobs, held = n.mkt.Jobs(), n.held.list() }); err != nil {
+	if err := n.call(func() { jobs, held = n.mkt.Jobs(), n.mkt.Held() }); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
@@ -282,7 +288,7 @@ func (n *Node) JobRecord(id string) (market.JobRecord, bool) { return n.localJob
 // ReplicaRecord returns the copy of a job record this node holds for the
 // job's manager, if it holds one.
 func (n *Node) ReplicaRecord(id string) (market.JobRecord, bool) {
-	r, ok, err := n.replicas.Get(id)
+	r, ok, err := n.copies.Get(id)
 	if err != nil || !ok {
 		return market.JobRecord{}, false
 	}

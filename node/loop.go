@@ -302,7 +302,11 @@ func (n *Node) carryOut(effects []market.Effect) {
 		case market.StopTask:
 			n.onTasks(func() { n.stopTask(x) })
 		case market.ForgetJob:
-			n.forgetJob(x.Job)
+			n.forgetJob(x.Job, x.KeepEvents)
+		case market.Replicate:
+			n.pushCopies(x)
+		case market.DropReplica:
+			n.dropCopy(x.Job, x.Expired)
 		}
 	}
 }
@@ -443,9 +447,6 @@ func (n *Node) commit(recs []store.Entry[market.JobRecord]) {
 	}
 	if err := n.jobs.PutAll(recs); err != nil {
 		log.Errorw("save jobs", "jobs", len(recs), "err", err)
-	}
-	for _, r := range recs {
-		n.replicateLater(r.Value)
 	}
 }
 
@@ -604,6 +605,7 @@ func (n *Node) marketConfig() market.Config {
 	mc := n.cfg.Market
 	mc.Self = market.NodeID(n.host.ID().String())
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
+	mc.AdvertInterval = n.cfg.AdvertInterval
 	return mc
 }
 
@@ -611,7 +613,8 @@ func (n *Node) marketConfig() market.Config {
 // of it.
 func peerFromAdvert(a gossip.Advert) market.Peer {
 	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
-		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved}}
+		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
+		Boot: a.Boot}
 }
 
 // PeakCPU reports, from this node's runtime records of a job's attempts,

@@ -27,6 +27,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
@@ -65,10 +66,9 @@ type Node struct {
 	tr             *transport
 	runner         TaskRunner
 	jobs           *store.Bucket[market.JobRecord]
-	replicas       *store.Bucket[replicaRecord]
-	fo             *failover
-	recLinks       recordLinks // version-2 job-record streams to replica peers
-	held           heldJobs    // unfinished jobs loaded at start, until reclaimJobs
+	copies         *store.Bucket[replication.Copy] // job-record copies held for other managers
+	repl           *replication.Service
+	copied         copyWaiters // submits waiting for their job's first copies
 	execs          *store.Bucket[execution]
 	jobsTopic      *pubsub.Topic
 	historyDirty   bool                            // loop goroutine only
@@ -164,14 +164,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// Both are rewritten whole at every change (docs/architecture.md,
 	// "Job records"), so they are stored in a binary encoding, a third of
 	// JSON's size; JSON ones from earlier versions still read.
-	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs").AllowLarge(maxJobRecordFrame).
+	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs").AllowLarge(replication.MaxFrame).
 		WithCodec(market.EncodeJobRecord, market.DecodeJobRecord)
-	n.replicas = store.NewBucket[replicaRecord](n.store, "replicas").AllowLarge(maxJobRecordFrame+4<<10).
-		WithCodec(encodeReplicaRecord, decodeReplicaRecord)
-	n.fo = &failover{pending: map[string]market.JobRecord{}, rehome: map[string]bool{}, boots: map[string]uint64{}, open: map[string]openReplica{}}
-	if err = n.loadReplicaIndex(); err != nil {
-		return nil, fmt.Errorf("node: read job-record replicas: %w", err)
-	}
+	n.copies = store.NewBucket[replication.Copy](n.store, "replicas").AllowLarge(replication.MaxFrame+4<<10).
+		WithCodec(replication.EncodeCopy, replication.DecodeCopy)
 	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {
@@ -219,7 +215,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host, psOpts...); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
 	}
-	if err := n.startMarket(); err != nil {
+	if err := n.startMarket(len(boot) == 0); err != nil {
 		return nil, err
 	}
 	metrics := gossip.NewMetrics(n.reg)
@@ -249,14 +245,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	if held := n.held.list(); len(held) > 0 {
-		n.wg.Add(1)
-		go n.reclaimJobs(held)
-	}
-	n.wg.Add(5)
+	n.wg.Add(4)
 	go n.loop()
 	go n.taskLoop()
-	go n.failoverLoop()
 	go n.joinLoop(boot)
 	go n.sampleLoop()
 	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
@@ -383,9 +374,9 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 		return
 	}
 	if ch == gossip.Rebooted {
-		// A restarted peer runs none of what it ran before.
+		// Its new boot counter tells the market: what it ran died with it.
 		log.Infow("peer restarted", "peer", a.Peer)
-		n.onGone(a.Peer)
+		n.repl.Forget(a.Peer)
 	}
 	p := peerFromAdvert(a)
 	n.exec(func() { n.mkt.Advert(time.Now(), p) })
@@ -404,14 +395,17 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 
 // onGone tells the market a peer left or stopped advertising.
 func (n *Node) onGone(id peer.ID) {
-	n.recLinks.forget(id)
+	n.repl.Forget(id)
 	n.exec(func() { n.mkt.PeerGone(time.Now(), market.NodeID(id.String())) })
 }
 
-// startMarket creates the market core, restores persisted jobs and
-// prediction history, and opens the market's protocols.
-func (n *Node) startMarket() error {
-	m, err := market.New(n.marketConfig())
+// startMarket creates the market core, hands it the persisted jobs, the
+// job-record copies held for others and the prediction history, and opens
+// the market's protocols. noBootstrap says no bootstrap peer was given.
+func (n *Node) startMarket(noBootstrap bool) error {
+	mc := n.marketConfig()
+	mc.Solo = noBootstrap && len(n.rememberedPeers()) == 0
+	m, err := market.New(mc)
 	if err != nil {
 		return &ConfigError{Err: err}
 	}
@@ -442,9 +436,14 @@ func (n *Node) startMarket() error {
 	if err := n.joinJobsTopic(); err != nil {
 		return fmt.Errorf("node: join jobs topic: %w", err)
 	}
-	restored, held := splitRestored(jobs)
-	m.Restore(time.Now(), restored)
-	n.held.set(held) // reclaimJobs restores them once peers are asked
+	n.repl = replication.New(n.host, replication.Options{Copies: n.copies, Check: market.CheckReplica,
+		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
+	// Reclaim first: the market takes nothing over before its view has
+	// settled, and the copies below would otherwise look orphaned.
+	m.Reclaim(time.Now(), jobs)
+	if err := n.loadCopies(); err != nil {
+		return fmt.Errorf("node: read job-record copies: %w", err)
+	}
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
 	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
@@ -452,9 +451,6 @@ func (n *Node) startMarket() error {
 	n.wg.Add(2)
 	go n.checkpointSweep()
 	go n.retentionLoop(m.Config().JobRetention)
-	n.host.SetStreamHandler(JobRecordProtocol, n.handleRecord)
-	n.host.SetStreamHandler(JobRecordProtocolV2, n.handleRecords)
-	n.host.SetStreamHandler(JobRecordProtocolV3, n.handleRecordsV3)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
 	}

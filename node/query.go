@@ -70,9 +70,13 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 	case "status":
 		j, ok := n.localJob(q.Job)
 		if !ok {
-			// A replica answers only while the job's manager is gone.
-			r, found, _ := n.replicas.Get(q.Job)
-			if !found || n.live()[string(r.Record.Manager)] {
+			// A copy answers only while the job's manager is gone.
+			r, found, _ := n.copies.Get(q.Job)
+			if !found {
+				return wire.QueryReply{}
+			}
+			var live bool
+			if n.call(func() { live = n.mkt.Live(r.Record.Manager) }) != nil || live {
 				return wire.QueryReply{}
 			}
 			j = r.Record
@@ -207,11 +211,8 @@ func (n *Node) localJob(id string) (market.JobRecord, bool) {
 func (n *Node) cancelLocal(id string) (bool, error) {
 	var found bool
 	var err error
-	if n.held.has(id) {
-		return true, fmt.Errorf("job %s is being restored after this node restarted (its peers are asked whether one of them took it over); try again in a few seconds", id)
-	}
 	cerr := n.call(func() {
-		if _, ok := n.mkt.Job(id); !ok {
+		if _, ok := n.mkt.Job(id); !ok && !n.mkt.Holds(id) {
 			return
 		}
 		found = true

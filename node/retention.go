@@ -1,7 +1,6 @@
 package node
 
 import (
-	"container/heap"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,77 +23,19 @@ func sweepEvery(retention time.Duration) time.Duration {
 }
 
 // forgetJob deletes what this node keeps of a job it managed: the stored
-// record and the event log (market.ForgetJob).
-func (n *Node) forgetJob(id string) {
+// record and, unless keepEvents, the event log (market.ForgetJob).
+func (n *Node) forgetJob(id string, keepEvents bool) {
 	if err := n.jobs.Delete(id); err != nil {
 		log.Warnw("forget job record", "job", id, "err", err)
+	}
+	if keepEvents {
+		return
 	}
 	if err := n.store.DeleteLog(eventsStream(id)); err != nil {
 		log.Warnw("forget job events", "job", id, "err", err)
 	}
 	n.met.forgotten.Inc()
 	log.Debugw("job forgotten", "job", id)
-}
-
-// doneReplica is a finished replica waiting out the retention.
-type doneReplica struct {
-	at time.Time // the job's Finished
-	id string
-}
-
-// doneHeap orders finished replicas by finish time, earliest first.
-type doneHeap []doneReplica
-
-func (h doneHeap) Len() int           { return len(h) }
-func (h doneHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h doneHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *doneHeap) Push(x any)        { *h = append(*h, x.(doneReplica)) }
-func (h *doneHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = doneReplica{}
-	*h = old[:len(old)-1]
-	return x
-}
-
-// noteDone queues a finished replica for expireReplicas; f.mu is held.
-func (f *failover) noteDone(r replicaRecord) {
-	at := r.Record.Finished
-	if at.IsZero() {
-		at = r.Updated
-	}
-	heap.Push(&f.done, doneReplica{at: at, id: r.Record.ID})
-}
-
-// dueReplicas pops the finished replicas whose retention ended by now.
-func (f *failover) dueReplicas(now time.Time, retention time.Duration) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var ids []string
-	for len(f.done) > 0 && !f.done[0].at.Add(retention).After(now) {
-		ids = append(ids, heap.Pop(&f.done).(doneReplica).id)
-	}
-	return ids
-}
-
-// expireReplicas deletes the finished replicas whose retention ended. A
-// replica stored again after it was queued (its manager re-sent the
-// finished record) is queued again, and deleting it once more is
-// harmless.
-func (n *Node) expireReplicas(now time.Time, retention time.Duration) int {
-	deleted := 0
-	for _, id := range n.fo.dueReplicas(now, retention) {
-		r, ok, err := n.replicas.Get(id)
-		if err != nil || !ok || !r.Record.State.Terminal() {
-			continue // gone already, or unfinished again: not ours to drop
-		}
-		if err := n.replicas.Delete(id); err != nil {
-			log.Warnw("expire replica", "job", id, "err", err)
-			continue
-		}
-		deleted++
-	}
-	return deleted
 }
 
 // expireExecutions deletes the execution records and task logs of
@@ -160,15 +101,13 @@ func (n *Node) retentionLoop(retention time.Duration) {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
-			reps := n.expireReplicas(now, retention)
 			execs, err := n.expireExecutions(now, retention)
 			if err != nil {
 				log.Warnw("expire executions", "err", err)
 			}
-			n.met.expired.WithLabelValues("replica").Add(float64(reps))
 			n.met.expired.WithLabelValues("execution").Add(float64(execs))
-			if reps > 0 || execs > 0 {
-				log.Infow("finished work expired", "replicas", reps, "executions", execs, "retention", retention)
+			if execs > 0 {
+				log.Infow("finished work expired", "executions", execs, "retention", retention)
 			}
 		}
 	}

@@ -156,6 +156,16 @@ func checkMsg(m market.Msg) error {
 			checkNodeID("transfer.from", x.From),
 			checkNodeID("transfer.to", x.To),
 		)
+	case market.ManagerQuery:
+		return firstErr(
+			checkJobID("manager_query.job", x.Job),
+			checkNodeID("manager_query.from", x.From),
+		)
+	case market.ManagerAnswer:
+		return firstErr(
+			checkJobID("manager_answer.job", x.Job),
+			checkNodeID("manager_answer.from", x.From),
+		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)
 }

@@ -71,6 +71,10 @@ func Encode(m market.Msg) ([]byte, error) {
 		env.Body = &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{Thief: string(x.Thief), Room: requestToPB(x.Room), Max: int32(x.Max)}}
 	case market.Transfer:
 		env.Body = &pb.Envelope_Transfer{Transfer: &pb.Transfer{Key: keyToPB(x.Key), Epoch: x.Epoch, From: string(x.From), To: string(x.To)}}
+	case market.ManagerQuery:
+		env.Body = &pb.Envelope_ManagerQuery{ManagerQuery: &pb.ManagerQuery{Job: x.Job, From: string(x.From)}}
+	case market.ManagerAnswer:
+		env.Body = &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: x.Job, From: string(x.From), Manages: x.Manages}}
 	}
 	b, err := marshal.Marshal(env)
 	if err != nil {
@@ -300,6 +304,17 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 			return nil, err
 		}
 		return market.Transfer{Key: k, Epoch: x.Epoch, From: market.NodeID(x.From), To: market.NodeID(x.To)}, nil
+	case *pb.Envelope_ManagerQuery:
+		if body.ManagerQuery == nil {
+			return nil, bad("manager_query", "empty message")
+		}
+		return market.ManagerQuery{Job: body.ManagerQuery.Job, From: market.NodeID(body.ManagerQuery.From)}, nil
+	case *pb.Envelope_ManagerAnswer:
+		x := body.ManagerAnswer
+		if x == nil {
+			return nil, bad("manager_answer", "empty message")
+		}
+		return market.ManagerAnswer{Job: x.Job, From: market.NodeID(x.From), Manages: x.Manages}, nil
 	case nil:
 		return nil, bad("body", "required: the envelope holds no message")
 	}

@@ -151,11 +151,14 @@ func roundTrips() []struct {
 		{"steal request gpu share, most tasks", market.StealRequest{Thief: bidder, Room: shareOffer().Request, Max: MaxStealTasks}},
 		{"transfer full", fullTransfer()},
 		{"transfer epoch 0", market.Transfer{Key: key, From: bidder, To: manager}},
+		{"manager query", market.ManagerQuery{Job: key.Job, From: bidder}},
+		{"manager answer yes", market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}},
+		{"manager answer no", market.ManagerAnswer{Job: key.Job, From: manager}},
 	}
 }
 
 // numKinds is how many market message kinds the wire carries.
-const numKinds = 15
+const numKinds = 17
 
 func TestRoundTrip(t *testing.T) {
 	kinds := map[string]bool{}
@@ -202,7 +205,7 @@ func TestDecodeStepTypes(t *testing.T) {
 		switch m.(type) {
 		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask,
 			market.ResultAck, market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve,
-			market.StealRequest, market.Transfer:
+			market.StealRequest, market.Transfer, market.ManagerQuery, market.ManagerAnswer:
 		default:
 			t.Errorf("%s: Decode returned %T", tc.name, m)
 		}
@@ -493,6 +496,12 @@ func TestDecodeRejects(t *testing.T) {
 		{"transfer without key", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key = nil }), "transfer.key: required"},
 		{"transfer bad job", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key.Job = "a/b" }), "transfer.key.job"},
 		{"transfer bad replica", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().Key.Replica = MaxReplica + 1 }), "transfer.key.replica: 256 out of range"},
+
+		// ManagerQuery and ManagerAnswer.
+		{"manager query empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerQuery{}}), "manager_query.job: required"},
+		{"manager query no job", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerQuery{ManagerQuery: &pb.ManagerQuery{From: string(bidder)}}}), "manager_query.job: required"},
+		{"manager answer empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerAnswer{}}), "manager_answer.job: required"},
+		{"manager answer long job", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: strings.Repeat("j", 200), From: string(bidder)}}}), "manager_answer.job"},
 		{"transfer no from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "" }), "transfer.from: required"},
 		{"transfer bad from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "12D3/Koo" }), "transfer.from: invalid node ID"},
 		{"transfer long from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = long(MaxNodeIDLen + 1) }), "transfer.from: 129 bytes"},
@@ -609,6 +618,10 @@ func TestEncodeRejects(t *testing.T) {
 		{"transfer no from", market.Transfer{Key: key, To: manager}, "wire: transfer.from: required"},
 		{"transfer no to", market.Transfer{Key: key, From: bidder}, "wire: transfer.to: required"},
 		{"transfer invalid to", market.Transfer{Key: key, From: bidder, To: "n 2"}, "wire: transfer.to: invalid node ID"},
+		{"manager query no job", market.ManagerQuery{From: bidder}, "wire: manager_query.job: required"},
+		{"manager query bad job", market.ManagerQuery{Job: "a/b", From: bidder}, "wire: manager_query.job"},
+		{"manager query no from", market.ManagerQuery{Job: key.Job}, "wire: manager_query.from: required"},
+		{"manager answer bad from", market.ManagerAnswer{Job: key.Job, From: "n 2"}, "wire: manager_answer.from: invalid node ID"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -661,6 +674,7 @@ func TestEncodeLimitsAreDecodeLimits(t *testing.T) {
 		market.Reserve{Auction: maxAuction, Manager: maxNode, Request: s.Request, Priority: MaxPriority, Until: maxTime, Since: maxTime},
 		market.StealRequest{Thief: maxNode, Room: s.Request, Max: MaxStealTasks},
 		market.Transfer{Key: s.Key, Epoch: math.MaxUint64, From: maxNode, To: maxNode},
+		market.ManagerAnswer{Job: s.Key.Job, From: maxNode, Manages: true},
 	}
 	for _, m := range msgs {
 		b, err := Encode(m)
@@ -753,6 +767,8 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{fullReserve(), "Request.GPU.Share"},
 		{fullSteal(), "Room.GPU.Share"},
 		{fullTransfer(), ""},
+		{market.ManagerQuery{Job: key.Job, From: bidder}, ""},
+		{market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}, ""},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range tests {

@@ -225,7 +225,7 @@ func (c *central) start(u *unit, nodes []int) {
 		if t := e.task(k); t != nil {
 			t.Start, t.Started = e.now, true
 		}
-		p := metrics_pred{estimate: u.est}
+		p := metricsPred{estimate: u.est}
 		if c.policy == "omniscient" {
 			p.predicted = u.rt
 		}
@@ -355,7 +355,7 @@ func (c *central) evict(i int) {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, cmpKeys)
+	slices.SortFunc(keys, market.TaskKey.Compare)
 	lost := map[*unit]bool{}
 	var units []*unit
 	for _, k := range keys {

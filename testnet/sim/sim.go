@@ -13,6 +13,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/cluster"
 	"github.com/agora-sched/agora/testnet/sim/metrics"
 	"github.com/agora-sched/agora/testnet/sim/workload"
 )
@@ -164,6 +165,7 @@ const (
 	evFinish
 	evTick // one node's market.Tick, when its NextTick is due
 	evAdvert
+	evCluster // one of the auction's market/cluster events
 	// failures and churn (faults.go), handled by engine.fault
 	evFail
 	evRepair
@@ -183,6 +185,7 @@ type event struct {
 	msg  market.Msg
 	key  market.TaskKey
 	gen  uint64
+	cl   cluster.Event // evCluster
 }
 
 type eventQueue []*event
@@ -431,7 +434,7 @@ func sortedInts(m map[int]bool) []int {
 	return out
 }
 
-func predOf(k market.TaskKey, p metrics_pred, actual time.Duration) metrics.Prediction {
+func predOf(k market.TaskKey, p metricsPred, actual time.Duration) metrics.Prediction {
 	return metrics.Prediction{Job: k.Job, Task: k.Task, Predicted: p.predicted, Estimate: p.estimate, Actual: actual}
 }
 

@@ -66,6 +66,8 @@ type Envelope struct {
 	//	*Envelope_StealRequest
 	//	*Envelope_Transfer
 	//	*Envelope_ResultAck
+	//	*Envelope_ManagerQuery
+	//	*Envelope_ManagerAnswer
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -250,6 +252,24 @@ func (x *Envelope) GetResultAck() *ResultAck {
 	return nil
 }
 
+func (x *Envelope) GetManagerQuery() *ManagerQuery {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_ManagerQuery); ok {
+			return x.ManagerQuery
+		}
+	}
+	return nil
+}
+
+func (x *Envelope) GetManagerAnswer() *ManagerAnswer {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_ManagerAnswer); ok {
+			return x.ManagerAnswer
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -314,6 +334,14 @@ type Envelope_ResultAck struct {
 	ResultAck *ResultAck `protobuf:"bytes,16,opt,name=result_ack,json=resultAck,proto3,oneof"` // the manager has a final report, executor stops repeating it, manager -> executor
 }
 
+type Envelope_ManagerQuery struct {
+	ManagerQuery *ManagerQuery `protobuf:"bytes,17,opt,name=manager_query,json=managerQuery,proto3,oneof"` // does the receiver manage a job now? executor or restarted manager -> peer
+}
+
+type Envelope_ManagerAnswer struct {
+	ManagerAnswer *ManagerAnswer `protobuf:"bytes,18,opt,name=manager_answer,json=managerAnswer,proto3,oneof"` // whether the sender manages the job, peer -> asker
+}
+
 func (*Envelope_Cfp) isEnvelope_Body() {}
 
 func (*Envelope_Bid) isEnvelope_Body() {}
@@ -343,6 +371,10 @@ func (*Envelope_StealRequest) isEnvelope_Body() {}
 func (*Envelope_Transfer) isEnvelope_Body() {}
 
 func (*Envelope_ResultAck) isEnvelope_Body() {}
+
+func (*Envelope_ManagerQuery) isEnvelope_Body() {}
+
+func (*Envelope_ManagerAnswer) isEnvelope_Body() {}
 
 // TaskKey names one replica of one task of one job.
 type TaskKey struct {
@@ -2016,6 +2048,123 @@ func (x *Transfer) GetTo() string {
 	return ""
 }
 
+// ManagerQuery asks a peer whether it manages a job now: an executor
+// looking for the new manager of a job whose manager is gone or
+// restarted, or a restarted manager asking whether a peer took its job
+// over meanwhile.
+type ManagerQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`   // job ID; required, as TaskKey.job
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"` // node ID of the asker; required, as Cfp.manager; must be the stream's peer
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagerQuery) Reset() {
+	*x = ManagerQuery{}
+	mi := &file_market_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagerQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagerQuery) ProtoMessage() {}
+
+func (x *ManagerQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagerQuery.ProtoReflect.Descriptor instead.
+func (*ManagerQuery) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ManagerQuery) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *ManagerQuery) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+// ManagerAnswer answers a ManagerQuery.
+type ManagerAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`          // the job asked about; required, as TaskKey.job
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`        // node ID of the answering node; required, as Cfp.manager; must be the stream's peer
+	Manages       bool                   `protobuf:"varint,3,opt,name=manages,proto3" json:"manages,omitempty"` // the sender manages the job (a job it holds back after a restart does not count)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagerAnswer) Reset() {
+	*x = ManagerAnswer{}
+	mi := &file_market_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagerAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagerAnswer) ProtoMessage() {}
+
+func (x *ManagerAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagerAnswer.ProtoReflect.Descriptor instead.
+func (*ManagerAnswer) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ManagerAnswer) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *ManagerAnswer) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ManagerAnswer) GetManages() bool {
+	if x != nil {
+		return x.Manages
+	}
+	return false
+}
+
 // Query asks a peer about a job it manages or a task it ran; one Query
 // and one QueryReply per /agora/query/1.0.0 stream.
 type Query struct {
@@ -2034,7 +2183,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2195,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2208,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{23}
+	return file_market_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2131,7 +2280,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2143,7 +2292,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2156,7 +2305,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{24}
+	return file_market_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2191,7 +2340,7 @@ var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
 	"\n" +
-	"\fmarket.proto\x12\bagora.v1\"\xfd\x05\n" +
+	"\fmarket.proto\x12\bagora.v1\"\xfe\x06\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12!\n" +
 	"\x03cfp\x18\x02 \x01(\v2\r.agora.v1.CfpH\x00R\x03cfp\x12!\n" +
@@ -2214,7 +2363,9 @@ const file_market_proto_rawDesc = "" +
 	"\rsteal_request\x18\x0e \x01(\v2\x16.agora.v1.StealRequestH\x00R\fstealRequest\x120\n" +
 	"\btransfer\x18\x0f \x01(\v2\x12.agora.v1.TransferH\x00R\btransfer\x124\n" +
 	"\n" +
-	"result_ack\x18\x10 \x01(\v2\x13.agora.v1.ResultAckH\x00R\tresultAckB\x06\n" +
+	"result_ack\x18\x10 \x01(\v2\x13.agora.v1.ResultAckH\x00R\tresultAck\x12=\n" +
+	"\rmanager_query\x18\x11 \x01(\v2\x16.agora.v1.ManagerQueryH\x00R\fmanagerQuery\x12@\n" +
+	"\x0emanager_answer\x18\x12 \x01(\v2\x17.agora.v1.ManagerAnswerH\x00R\rmanagerAnswerB\x06\n" +
 	"\x04body\"I\n" +
 	"\aTaskKey\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
@@ -2359,7 +2510,14 @@ const file_market_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
-	"\x02to\x18\x04 \x01(\tR\x02to\"\xc0\x01\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\"4\n" +
+	"\fManagerQuery\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\"O\n" +
+	"\rManagerAnswer\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
+	"\amanages\x18\x03 \x01(\bR\amanages\"\xc0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -2388,7 +2546,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2413,10 +2571,12 @@ var file_market_proto_goTypes = []any{
 	(*Reserve)(nil),       // 20: agora.v1.Reserve
 	(*StealRequest)(nil),  // 21: agora.v1.StealRequest
 	(*Transfer)(nil),      // 22: agora.v1.Transfer
-	(*Query)(nil),         // 23: agora.v1.Query
-	(*QueryReply)(nil),    // 24: agora.v1.QueryReply
-	nil,                   // 25: agora.v1.Request.LabelsEntry
-	nil,                   // 26: agora.v1.TaskSpec.EnvEntry
+	(*ManagerQuery)(nil),  // 23: agora.v1.ManagerQuery
+	(*ManagerAnswer)(nil), // 24: agora.v1.ManagerAnswer
+	(*Query)(nil),         // 25: agora.v1.Query
+	(*QueryReply)(nil),    // 26: agora.v1.QueryReply
+	nil,                   // 27: agora.v1.Request.LabelsEntry
+	nil,                   // 28: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	8,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -2434,39 +2594,41 @@ var file_market_proto_depIdxs = []int32{
 	21, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
 	22, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
 	14, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
-	1,  // 15: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
-	3,  // 16: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
-	4,  // 17: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	25, // 18: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
-	1,  // 19: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
-	5,  // 20: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	6,  // 21: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	26, // 22: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	2,  // 23: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 24: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 25: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 26: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 27: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 28: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	9,  // 29: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 30: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 31: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 32: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
-	1,  // 33: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 34: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 35: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 36: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 37: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 38: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 39: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 40: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 41: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 42: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	23, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
+	24, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
+	1,  // 17: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
+	3,  // 18: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
+	4,  // 19: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
+	27, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	1,  // 21: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
+	5,  // 22: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
+	6,  // 23: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	28, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	2,  // 25: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 26: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 27: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 28: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 29: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 30: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	9,  // 31: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 32: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 33: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	1,  // 34: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 35: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 36: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 37: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 38: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 39: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 40: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 41: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 42: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 43: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 44: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -2490,6 +2652,8 @@ func file_market_proto_init() {
 		(*Envelope_StealRequest)(nil),
 		(*Envelope_Transfer)(nil),
 		(*Envelope_ResultAck)(nil),
+		(*Envelope_ManagerQuery)(nil),
+		(*Envelope_ManagerAnswer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2497,7 +2661,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,4 +1,4 @@
-package node
+package replication
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/agora-sched/agora/market/spec"
 )
 
-func testReplica(t *testing.T) replicaRecord {
+func testCopy(t *testing.T) Copy {
 	t.Helper()
 	now := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
 	js, err := spec.Parse([]byte(`{"name": "x", "tasks": [{"name": "a", "command": ["true"], "replicas": 2}]}`), now)
@@ -24,10 +24,10 @@ func testReplica(t *testing.T) replicaRecord {
 				History: []market.AttemptRecord{{Attempt: 1, Epoch: 2, Node: "12D3KooWExec", State: market.TaskRunning, Awarded: now}}},
 			{Key: market.TaskKey{Job: "j-0123", Task: "a", Replica: 1}, State: market.TaskWaiting},
 		}}
-	return replicaRecord{Record: rec, Replicas: []string{"12D3KooWOne", "12D3KooWTwo"}, Updated: now.Add(time.Second)}
+	return Copy{Record: rec, Replicas: []market.NodeID{"12D3KooWOne", "12D3KooWTwo"}, Updated: now.Add(time.Second)}
 }
 
-func replicaJSON(t *testing.T, r replicaRecord) []byte {
+func copyJSON(t *testing.T, r Copy) []byte {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -37,12 +37,12 @@ func replicaJSON(t *testing.T, r replicaRecord) []byte {
 }
 
 func TestReplicaRecordCodec(t *testing.T) {
-	r := testReplica(t)
-	b, err := encodeReplicaRecord(r)
+	r := testCopy(t)
+	b, err := EncodeCopy(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := replicaJSON(t, r)
+	js := copyJSON(t, r)
 	if len(b) >= len(js) {
 		t.Fatalf("binary replica %d bytes, JSON %d", len(b), len(js))
 	}
@@ -51,11 +51,11 @@ func TestReplicaRecordCodec(t *testing.T) {
 		data []byte
 	}{{"binary", b}, {"JSON, as earlier versions stored it", js}} {
 		t.Run(c.name, func(t *testing.T) {
-			var got replicaRecord
-			if err := decodeReplicaRecord(c.data, &got); err != nil {
+			var got Copy
+			if err := DecodeCopy(c.data, &got); err != nil {
 				t.Fatal(err)
 			}
-			if have := replicaJSON(t, got); !bytes.Equal(have, js) {
+			if have := copyJSON(t, got); !bytes.Equal(have, js) {
 				t.Fatalf("replica changed:\nwant %s\nhave %s", js, have)
 			}
 		})
@@ -63,7 +63,7 @@ func TestReplicaRecordCodec(t *testing.T) {
 }
 
 func TestReplicaRecordCodecBadInput(t *testing.T) {
-	good, err := encodeReplicaRecord(testReplica(t))
+	good, err := EncodeCopy(testCopy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +77,13 @@ func TestReplicaRecordCodecBadInput(t *testing.T) {
 		{"empty", nil, "empty"},
 		{"garbage", []byte("<xml/>"), "neither binary nor JSON"},
 		{"future version", future, "encoding version 9"},
-		{"replica count past the end", []byte{replicaRecordMagic, 1, 200}, "replica set: truncated"},
-		{"bad record inside", append(bytes.Clone(good[:len(good)-3]), 0xff, 0xff, 0xff), "job-record replica: job record"},
+		{"replica count past the end", []byte{copyMagic, 1, 200}, "replica set: truncated"},
+		{"bad record inside", append(bytes.Clone(good[:len(good)-3]), 0xff, 0xff, 0xff), "job-record copy: job record"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := replicaRecord{Replicas: []string{"kept"}}
-			err := decodeReplicaRecord(c.data, &r)
+			r := Copy{Replicas: []market.NodeID{"kept"}}
+			err := DecodeCopy(c.data, &r)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
@@ -93,8 +93,8 @@ func TestReplicaRecordCodecBadInput(t *testing.T) {
 		})
 	}
 	for n := range len(good) {
-		var r replicaRecord
-		if decodeReplicaRecord(good[:n], &r) == nil {
+		var r Copy
+		if DecodeCopy(good[:n], &r) == nil {
 			t.Fatalf("replica cut to %d of %d bytes decoded without error", n, len(good))
 		}
 	}

@@ -1,0 +1,87 @@
+package market
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+)
+
+// Closest returns the r of ids nearest to key (all of them when r < 0),
+// nearest first: by the XOR distance between the SHA-256 digest of each
+// ID's text and that of key, Kademlia's metric, ties by ID. Every node
+// computes the same order from the same IDs, so a job's and a task's
+// replica peers are found again by whoever looks for them: job-record
+// copies, their adopter, checkpoint copies.
+func Closest(key string, ids []NodeID, r int) []NodeID {
+	k := sha256.Sum256([]byte(key))
+	type cand struct {
+		id   NodeID
+		dist [sha256.Size]byte
+	}
+	cs := make([]cand, len(ids))
+	for i, id := range ids {
+		cs[i] = cand{id: id, dist: xorDist(sha256.Sum256([]byte(id)), k)}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := bytes.Compare(a.dist[:], b.dist[:]); c != 0 {
+			return c
+		}
+		return cmpNode(a.id, b.id)
+	})
+	if r < 0 || r > len(cs) {
+		r = len(cs)
+	}
+	out := make([]NodeID, r)
+	for i := range out {
+		out[i] = cs[i].id
+	}
+	return out
+}
+
+func xorDist(h, k [sha256.Size]byte) [sha256.Size]byte {
+	for i := range h {
+		h[i] ^= k[i]
+	}
+	return h
+}
+
+func cmpNode(a, b NodeID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// closestPeers returns the r peers of the view (this node excluded, and
+// those in skip) nearest to key, as Closest orders them (every one when
+// r < 0), using each view entry's cached digest.
+func (m *Market) closestPeers(key string, r int, skip NodeID) []NodeID {
+	k := sha256.Sum256([]byte(key))
+	type cand struct {
+		id   NodeID
+		dist [sha256.Size]byte
+	}
+	cs := make([]cand, 0, len(m.view))
+	for id, p := range m.view {
+		if id != skip && id != m.cfg.Self {
+			cs = append(cs, cand{id: id, dist: xorDist(p.hash, k)})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := bytes.Compare(a.dist[:], b.dist[:]); c != 0 {
+			return c
+		}
+		return cmpNode(a.id, b.id)
+	})
+	if r < 0 || r > len(cs) {
+		r = len(cs)
+	}
+	out := make([]NodeID, r)
+	for i := range out {
+		out[i] = cs[i].id
+	}
+	return out
+}

@@ -1,0 +1,204 @@
+package market
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Failover: this node as the holder of copies of other managers' job
+// records. The caller stores each copy a manager pushes (after
+// CheckReplica) and tells the market with ReplicaStored, at start for
+// every copy it kept. When a job's manager is gone from the view, the
+// closest live member of the copy's replica set takes the job over
+// (adopt): every holder decides alone, from its own view, and all reach
+// the same answer while their views agree. A job whose copy shows it
+// finished is kept a retention (Config.JobRetention), then dropped
+// (DropReplica).
+//
+// Nothing is taken over before the view has settled after a start (see
+// Reclaim): right after a restart the view is empty, and every manager
+// would look gone.
+
+// heldCopy is an unfinished job's record this node holds for its manager.
+type heldCopy struct {
+	rec   JobRecord
+	peers []NodeID // the record's replica set
+	// loaded says the copy was found in the store at start and its
+	// manager has not sent it again since: it may be stale (the manager
+	// moved its copies elsewhere while this node was down), so it is not
+	// taken over.
+	loaded bool
+}
+
+// copies is the state of the copies this node holds.
+type copies struct {
+	open map[string]*heldCopy // unfinished jobs, by ID
+	done doneCopies           // finished jobs, by finish time
+}
+
+// CheckReplica says why a copy of a job record that node from pushed must
+// not be kept, or nil: only a job's manager copies its record, and the
+// record must describe a valid job.
+func CheckReplica(from NodeID, rec JobRecord) error {
+	if rec.Manager != from {
+		return fmt.Errorf("record's manager %s is not the sender %s", rec.Manager, from)
+	}
+	if rec.ID == "" {
+		return errors.New("invalid job record: no job ID")
+	}
+	if err := rec.Spec.Validate(); err != nil {
+		return fmt.Errorf("invalid job record: %v", err)
+	}
+	return nil
+}
+
+// ReplicaStored tells the market that this node holds a copy of rec, with
+// its replica set, for rec's manager: the caller stored it (a manager
+// pushed it, or the node found it in its store at start). A copy of an
+// unfinished job is taken over if its manager is gone; a finished one is
+// dropped a retention after the job finished. A record whose replica set
+// does not hold this node tells it to drop its copy (the caller deletes
+// it): the manager's copies moved to other peers.
+func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
+	m.enter(now)
+	defer m.leave()
+	m.storeCopy(rec, peers, false)
+}
+
+// ReplicaLoaded tells the market of a copy of rec this node found in its
+// store at start. It is kept as ReplicaStored keeps one, but not taken
+// over until its manager sends it again (every Config.CopyRefresh while
+// the job runs): while this node was down the manager may have moved its
+// copies to other peers, and this one may be stale.
+func (m *Market) ReplicaLoaded(now time.Time, rec JobRecord, peers []NodeID) {
+	m.enter(now)
+	defer m.leave()
+	m.storeCopy(rec, peers, true)
+}
+
+func (m *Market) storeCopy(rec JobRecord, peers []NodeID, loaded bool) {
+	if m.copies.open == nil {
+		m.copies.open = map[string]*heldCopy{}
+	}
+	if !slices.Contains(peers, m.cfg.Self) {
+		delete(m.copies.open, rec.ID) // the manager moved its copies elsewhere
+		return
+	}
+	if rec.State.Terminal() {
+		delete(m.copies.open, rec.ID)
+		if m.cfg.JobRetention >= 0 {
+			at := rec.Finished
+			if at.IsZero() {
+				at = m.now
+			}
+			heap.Push(&m.copies.done, doneCopy{at: at, job: rec.ID})
+		}
+		return
+	}
+	m.copies.open[rec.ID] = &heldCopy{rec: rec, peers: peers, loaded: loaded}
+	m.considerAdopt(rec.ID)
+}
+
+// replicaPeerGone checks, when peer id left the view, the copies whose
+// manager it was or whose replica set it was in: this node may now be the
+// closest live member of a set whose manager is gone.
+func (m *Market) replicaPeerGone(id NodeID) {
+	var ids []string
+	for job, c := range m.copies.open {
+		if c.rec.Manager == id || slices.Contains(c.peers, id) {
+			ids = append(ids, job)
+		}
+	}
+	sort.Strings(ids)
+	for _, job := range ids {
+		m.considerAdopt(job)
+	}
+}
+
+// considerAdopt takes job over if its manager is gone and this node is
+// the closest live member of its copy's replica set.
+func (m *Market) considerAdopt(job string) {
+	c := m.copies.open[job]
+	if c == nil || c.loaded || !m.settled() || m.Live(c.rec.Manager) {
+		return
+	}
+	if m.jobs[job] != nil { // managed here already
+		delete(m.copies.open, job)
+		m.emit(DropReplica{Job: job})
+		return
+	}
+	for _, p := range Closest(job, c.peers, -1) {
+		if !m.Live(p) {
+			continue
+		}
+		if p == m.cfg.Self {
+			delete(m.copies.open, job)
+			m.adopt(c.rec)
+			m.emit(DropReplica{Job: job})
+		}
+		return
+	}
+}
+
+// adoptSettled considers every copy held, once the view has settled.
+func (m *Market) adoptSettled() {
+	ids := make([]string, 0, len(m.copies.open))
+	for id := range m.copies.open {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		m.considerAdopt(id)
+	}
+}
+
+// expireCopies drops the copies of jobs that finished a retention ago.
+func (m *Market) expireCopies() {
+	if m.cfg.JobRetention < 0 {
+		return
+	}
+	for len(m.copies.done) > 0 && !m.copies.done[0].at.Add(m.cfg.JobRetention).After(m.now) {
+		d := heap.Pop(&m.copies.done).(doneCopy)
+		if m.copies.open[d.job] == nil { // not unfinished again
+			m.emit(DropReplica{Job: d.job, Expired: true})
+		}
+	}
+}
+
+// nextExpiry is when expireCopies next has work; ok is false for never.
+func (m *Market) nextExpiry() (time.Time, bool) {
+	if m.cfg.JobRetention < 0 || len(m.copies.done) == 0 {
+		return time.Time{}, false
+	}
+	return m.copies.done[0].at.Add(m.cfg.JobRetention), true
+}
+
+// doneCopy is a finished job's copy waiting out the retention.
+type doneCopy struct {
+	at  time.Time // the job's Finished
+	job string
+}
+
+// doneCopies orders finished copies by finish time, earliest first.
+type doneCopies []doneCopy
+
+func (h doneCopies) Len() int { return len(h) }
+func (h doneCopies) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].job < h[j].job
+}
+func (h doneCopies) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *doneCopies) Push(x any)   { *h = append(*h, x.(doneCopy)) }
+func (h *doneCopies) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = doneCopy{}
+	*h = old[:len(old)-1]
+	return x
+}

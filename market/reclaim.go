@@ -1,0 +1,225 @@
+package market
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Reclaim after a restart. A manager that is gone longer than its peers'
+// failure detection has its unfinished jobs taken over by the holders of
+// their records' copies, and their executors report to the adopters from
+// then on. Restoring such a job as well would place it twice. So a
+// restarted node restores its finished jobs at once but holds the others
+// back until its view has settled (an advert interval and a half after
+// the start, and an interval after the first advert, when every live peer
+// has advertised: at most ten intervals), then asks the peers closest to
+// each job ID whether one of them manages it now (ManagerQuery). A job a
+// peer took over is forgotten here (ForgetJob, its event log kept and
+// saying so); the others are restored once every peer asked has answered
+// or QueryTimeout passed. A peer that does not answer counts as not
+// having the job.
+//
+// While a job is held the market does not manage it: Job does not find
+// it, Held lists it, Cancel refuses it, and executors' reports for it go
+// unanswered (they repeat them). Nothing is taken over before the view
+// has settled either (failover.go).
+
+// reclaim is a restarted node's state until its view settles and its
+// held jobs are restored or given up.
+type reclaim struct {
+	pending bool                 // Reclaim was called and the view has not settled
+	start   time.Time            // when Reclaim was called
+	first   time.Time            // the first advert after it
+	held    map[string]JobRecord // unfinished jobs held back
+	asked   time.Time            // when the questions went out; zero before
+	waiting map[string]map[NodeID]bool
+	adopter map[string]NodeID
+}
+
+// reclaimSettleMax bounds, in advert intervals, the wait for a settled
+// view.
+const reclaimSettleMax = 10
+
+// Reclaim loads a restarted node's job records: finished jobs at once,
+// unfinished ones once the node has asked its peers about them (see
+// above). It also marks the view unsettled until then: nothing is taken
+// over before. A node starting afresh calls it with no records.
+func (m *Market) Reclaim(now time.Time, jobs []JobRecord) {
+	m.enter(now)
+	defer m.leave()
+	var done []JobRecord
+	r := &m.reclaim
+	r.pending, r.start, r.first, r.asked = true, m.now, time.Time{}, time.Time{}
+	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
+	for _, j := range jobs {
+		if _, dup := m.jobs[j.ID]; dup {
+			continue
+		}
+		if j.State.Terminal() {
+			done = append(done, j)
+		} else {
+			r.held[j.ID] = j
+		}
+	}
+	m.restore(done)
+}
+
+// Held lists the unfinished jobs held back after a restart, oldest first.
+func (m *Market) Held() []JobRecord {
+	out := make([]JobRecord, 0, len(m.reclaim.held))
+	for _, j := range m.reclaim.held {
+		out = append(out, j.Clone())
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].Submitted.Equal(out[b].Submitted) {
+			return out[a].Submitted.Before(out[b].Submitted)
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out
+}
+
+// settled reports whether the view is worth acting on: no restart is
+// waiting for it to settle.
+func (m *Market) settled() bool { return !m.reclaim.pending }
+
+// sawAdvert notes the first advert after a restart.
+func (m *Market) sawAdvert() {
+	if r := &m.reclaim; r.pending && r.first.IsZero() {
+		r.first = m.now
+	}
+}
+
+// settleAt is when the view counts as settled, from what is known now.
+func (m *Market) settleAt() time.Time {
+	r := &m.reclaim
+	iv := m.cfg.AdvertInterval
+	floor, limit := r.start.Add(iv+iv/2), r.start.Add(reclaimSettleMax*iv)
+	switch {
+	case !r.first.IsZero():
+		return maxTime(floor, minTime(r.first.Add(iv), limit))
+	case m.cfg.Solo:
+		return floor // alone: nobody can have taken anything over
+	}
+	return limit
+}
+
+// reclaimDue settles the view when it is time, asks about the held jobs,
+// and restores them once answered.
+func (m *Market) reclaimDue() {
+	r := &m.reclaim
+	if !r.pending && len(r.held) == 0 {
+		return
+	}
+	if r.pending {
+		if m.now.Before(m.settleAt()) {
+			return
+		}
+		r.pending = false
+		if r.first.IsZero() && !m.cfg.Solo {
+			m.event("", fmt.Sprintf("restart: no advert within %v; acting on the view as it is", reclaimSettleMax*m.cfg.AdvertInterval))
+		}
+		m.askHeld()
+		m.adoptSettled()
+		return
+	}
+	if m.now.Sub(r.asked) >= m.cfg.QueryTimeout {
+		m.finishReclaim()
+	}
+}
+
+// askHeld asks the peers closest to each held job whether they manage it.
+func (m *Market) askHeld() {
+	r := &m.reclaim
+	r.asked = m.now
+	for _, id := range heldIDs(r.held) {
+		peers := m.closestPeers(id, m.reclaimAsk(), "")
+		if len(peers) == 0 {
+			continue
+		}
+		r.waiting[id] = map[NodeID]bool{}
+		for _, p := range peers {
+			r.waiting[id][p] = true
+			m.send(p, ManagerQuery{Job: id, From: m.cfg.Self})
+		}
+	}
+	if len(r.waiting) == 0 {
+		m.finishReclaim()
+	}
+}
+
+// reclaimAnswer takes a peer's answer about a held job.
+func (m *Market) reclaimAnswer(a ManagerAnswer) {
+	r := &m.reclaim
+	w := r.waiting[a.Job]
+	if !w[a.From] {
+		return
+	}
+	delete(w, a.From)
+	if len(w) == 0 {
+		delete(r.waiting, a.Job)
+	}
+	if a.Manages {
+		r.adopter[a.Job] = a.From
+	}
+	if len(r.waiting) == 0 {
+		m.finishReclaim()
+	}
+}
+
+// finishReclaim restores the held jobs no peer took over and forgets the
+// others.
+func (m *Market) finishReclaim() {
+	r := &m.reclaim
+	var keep []JobRecord
+	for _, id := range heldIDs(r.held) {
+		p, taken := r.adopter[id]
+		if !taken {
+			keep = append(keep, r.held[id])
+			continue
+		}
+		m.event(id, fmt.Sprintf("manager restarted: %s took the job over meanwhile; not restored here", p))
+		m.emit(ForgetJob{Job: id, KeepEvents: true})
+	}
+	if len(keep) > 0 {
+		m.event("", fmt.Sprintf("restart: restored %d unfinished jobs, %d taken over meanwhile", len(keep), len(r.held)-len(keep)))
+	}
+	r.held, r.waiting, r.adopter = nil, nil, nil
+	m.restore(keep)
+}
+
+// nextReclaim is when reclaimDue next has work; ok is false for never.
+func (m *Market) nextReclaim() (time.Time, bool) {
+	r := &m.reclaim
+	switch {
+	case r.pending:
+		return m.settleAt(), true
+	case len(r.held) > 0:
+		return r.asked.Add(m.cfg.QueryTimeout), true
+	}
+	return time.Time{}, false
+}
+
+// heldIDs lists the held jobs' IDs, sorted.
+func heldIDs(held map[string]JobRecord) []string {
+	ids := make([]string, 0, len(held))
+	for id := range held {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Holds reports whether job id is held back after a restart.
+func (m *Market) Holds(id string) bool {
+	_, ok := m.reclaim.held[id]
+	return ok
+}

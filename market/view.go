@@ -1,0 +1,91 @@
+package market
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+)
+
+// The manager's view of its peers, from their adverts, and what a change
+// of it sets off: tasks on a peer that is gone or restarted are placed
+// again; jobs whose manager is gone are taken over by the closest live
+// holder of a copy of their record (failover.go); executors look for the
+// new manager of the tasks they run (rehome.go).
+
+// Advert updates the view of a peer. An advert with another boot counter
+// than the view holds comes from a peer that restarted: what it held
+// died with it and is placed again, as for a peer that is gone, but it
+// is live, so nobody takes its jobs over.
+func (m *Market) Advert(now time.Time, p Peer) {
+	m.enter(now)
+	defer m.leave()
+	if p.ID == m.cfg.Self {
+		return
+	}
+	p.Seen = now
+	if p.Queue >= StealableQueue {
+		m.loaded++
+	}
+	m.sawAdvert()
+	if old := m.view[p.ID]; old != nil {
+		if old.Queue >= StealableQueue {
+			m.loaded--
+		}
+		restarted := p.Boot != 0 && old.Boot != 0 && p.Boot != old.Boot
+		p.hash = old.hash
+		*old = p // in place: a thousand-node view is refreshed often
+		if restarted {
+			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
+			m.managerRestarted(p.ID)
+		}
+		return
+	}
+	p.hash = sha256.Sum256([]byte(p.ID))
+	m.view[p.ID] = &p
+}
+
+// PeerGone removes a peer from the view: the tasks it held are placed
+// again, the jobs it managed are taken over by the closest live holder
+// of their record's copy, and executors of those jobs look for it.
+func (m *Market) PeerGone(now time.Time, id NodeID) {
+	m.enter(now)
+	defer m.leave()
+	if old := m.view[id]; old != nil && old.Queue >= StealableQueue {
+		m.loaded--
+	}
+	delete(m.view, id)
+	m.lostPeer(id, "executor "+string(id)+" is gone")
+	m.managerGone(id)
+	m.replicaPeerGone(id)
+}
+
+// Live reports whether a node is this one or in its view.
+func (m *Market) Live(id NodeID) bool { return id == m.cfg.Self || m.view[id] != nil }
+
+// lostPeer places again the replicas peer id held for this node's jobs,
+// and counts it as having answered every open round.
+func (m *Market) lostPeer(id NodeID, why string) {
+	for _, jid := range m.activeJobs() {
+		j := m.jobs[jid]
+		if j.State.Terminal() {
+			continue
+		}
+		for i := range j.Tasks {
+			t := &j.Tasks[i]
+			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
+				if j.isGang(t.Key.Task) {
+					m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: why})
+					continue
+				}
+				m.move(j, t, lost(m.now, why))
+				m.event(j.ID, fmt.Sprintf("%s: %s; placing again", t.Key, why))
+			}
+		}
+	}
+	for _, a := range m.auctions {
+		a.gone(id)
+	}
+	for _, g := range m.gangs {
+		g.gone(id)
+	}
+}
