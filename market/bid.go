@@ -109,11 +109,14 @@ func (m *Market) onAward(a Award) {
 	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
 	slack := max(m.cfg.BidSlack, rt/10)
 	start := c.predictStart(a.Task.TaskOffer, m.now)
-	ok := !start.After(a.Bid.Start.Add(slack)) || a.Last
+	ok := !start.After(a.Bid.Start.Add(slack))
 	preempt := false
 	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, m.cfg.PreemptMargin) != nil {
 		ok, preempt = true, true
 	}
+	// The manager's only bid: run it even if later than bid, but a bid
+	// that said it would preempt still preempts (above).
+	ok = ok || a.Last
 	if !ok {
 		reply.Reason = fmt.Sprintf("state changed: would start %v later than bid", start.Sub(a.Bid.Start).Round(time.Millisecond))
 		m.send(a.Manager, reply)

@@ -143,7 +143,27 @@ func (m *Market) replicaSetMoved(job string, peers []NodeID) []NodeID {
 		drop = slices.DeleteFunc(drop, func(p NodeID) bool { return slices.Contains(peers, p) })
 		m.rep.sets[job], m.rep.drop[job] = peers, drop
 	}
-	return m.rep.drop[job]
+	// Only the live ones can be told; one that is gone is told when it
+	// is back (dropsFor).
+	var live []NodeID
+	for _, p := range m.rep.drop[job] {
+		if m.Live(p) {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// dropsFor queues again the records of the jobs whose copy peer p still
+// holds and must drop: p came back into the view.
+func (m *Market) dropsFor(p NodeID) {
+	for job, drop := range m.rep.drop {
+		if j := m.jobs[job]; j != nil && slices.Contains(drop, p) {
+			if _, queued := m.rep.pending[job]; !queued {
+				m.noteSaved(j.Clone())
+			}
+		}
+	}
 }
 
 // forgetCopies forgets what replication keeps of a job this node no
@@ -195,7 +215,9 @@ func (m *Market) Replicated(now time.Time, batch uint64, stored map[string]int) 
 		c := b.records[id]
 		if stored[id] >= len(c.Peers)+len(c.Drop) {
 			delete(m.rep.tries, id)
-			if len(c.Drop) > 0 && slices.Equal(m.rep.drop[id], c.Drop) {
+			if d := slices.DeleteFunc(m.rep.drop[id], func(p NodeID) bool { return slices.Contains(c.Drop, p) }); len(d) > 0 {
+				m.rep.drop[id] = d
+			} else {
 				delete(m.rep.drop, id)
 			}
 			continue
@@ -235,7 +257,8 @@ func (m *Market) expireBatches() {
 // (the zero time: at once), or giving up on an unanswered one; ok is
 // false when it has none.
 func (m *Market) nextCopies() (at time.Time, ok bool) {
-	if len(m.rep.pending) > 0 && m.rep.open == 0 {
+	// Records touched since the last Ready will be pending after the next.
+	if (len(m.rep.pending) > 0 || (m.replicating() && len(m.dirty) > 0)) && m.rep.open == 0 {
 		at, ok = m.rep.next, true
 	}
 	if m.replicating() && m.cfg.CopyRefresh >= 0 && len(m.active) > 0 && (!ok || m.rep.refreshAt.Before(at)) {

@@ -35,7 +35,11 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
 		}
 		if s.Epoch <= t.Epoch {
-			m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (current epoch %d)", s.Key, s.State, s.Node, s.Epoch, t.Epoch))
+			now := "on " + string(t.Node)
+			if t.Node == "" {
+				now = string(t.State)
+			}
+			m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (the replica is %s, epoch %d)", s.Key, s.State, s.Node, s.Epoch, now, t.Epoch))
 		}
 		return
 	}

@@ -42,6 +42,9 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	}
 	p.hash = sha256.Sum256([]byte(p.ID))
 	m.view[p.ID] = &p
+	if m.replicating() {
+		m.dropsFor(p.ID)
+	}
 }
 
 // PeerGone removes a peer from the view: the tasks it held are placed

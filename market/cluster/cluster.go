@@ -45,6 +45,10 @@ type Network interface {
 	// Send is called for every message a node sends: it returns how
 	// long after now the message arrives, or false when it is lost.
 	Send(from, to int, msg market.Msg) (after time.Duration, ok bool)
+	// Link says how long a bulk transfer from one node to another (the
+	// job-record copies, over a stream) takes to arrive, or false when
+	// the two cannot reach each other.
+	Link(from, to int) (after time.Duration, ok bool)
 }
 
 // Observer is told what the nodes do; every method may be left a no-op.
@@ -84,9 +88,11 @@ type Config struct {
 	Clock    Clock
 	Network  Network
 	Observer Observer
-	// CopyDelay is how long job-record copies take to reach a replica
-	// peer, and its answer to come back; 1ms.
-	CopyDelay time.Duration
+	// TickEvery, when set, also ticks every node that often, as a real
+	// node ticks its market on a fixed period (10ms), and checks the
+	// market's promise that a Tick before its NextTick does nothing:
+	// Broken lists every time it did not hold.
+	TickEvery time.Duration
 	// Faults says nodes may crash, restart, join and leave: the cluster
 	// keeps what each node persists — its job records, the copies it
 	// holds, its prediction history — for its restart, and backs off a
@@ -106,6 +112,7 @@ type Cluster struct {
 	watchers  [][]int
 	dirtyList []int
 	gen       uint64
+	broken    []string
 }
 
 // Node is one simulated node.
@@ -179,9 +186,6 @@ func New(cfg Config, absent ...int) (*Cluster, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = NoObserver{}
 	}
-	if cfg.CopyDelay <= 0 {
-		cfg.CopyDelay = time.Millisecond
-	}
 	c := &Cluster{cfg: cfg, clock: cfg.Clock, index: map[market.NodeID]int{}}
 	n := len(cfg.Markets)
 	for i, mc := range cfg.Markets {
@@ -224,7 +228,14 @@ func New(cfg Config, absent ...int) (*Cluster, error) {
 func (c *Cluster) Start() {
 	c.adverts()
 	c.clock.Schedule(c.Now()+c.cfg.AdvertEvery, Event{kind: evAdvert})
+	if c.cfg.TickEvery > 0 {
+		c.clock.Schedule(c.Now()+c.cfg.TickEvery, Event{kind: evTickAll})
+	}
 }
+
+// Broken lists the times a market's Tick before its NextTick did
+// something (Config.TickEvery): each a bug in the market's NextTick.
+func (c *Cluster) Broken() []string { return c.broken }
 
 // Now is the virtual time since the start.
 func (c *Cluster) Now() time.Duration { return c.clock.Now() }

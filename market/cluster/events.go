@@ -18,6 +18,7 @@ type Event struct {
 	msg    market.Msg
 	key    market.TaskKey
 	copies *copyBatch
+	rec    int // evCopy: which of copies' records
 }
 
 type eventKind uint8
@@ -27,14 +28,19 @@ const (
 	evFinish                   // a task process on node ends
 	evTick                     // node's market has timed work
 	evAdvert                   // an advert round
-	evCopy                     // job-record copies reach their peers
-	evCopied                   // the peers' answer reaches the manager
+	evCopy                     // a job-record copy reaches a peer
+	evCopied                   // a peer's answer reaches the manager
+	evLeft                     // a leaving node's last reports have arrived: it is gone
+	evTickAll                  // every node's fixed-period tick (Config.TickEvery)
 )
 
 // copyBatch is a Replicate effect on its way, and what came of it.
 type copyBatch struct {
-	r      market.Replicate
-	stored map[string]int
+	r       market.Replicate
+	manager int
+	gen     uint64 // the manager's boot when it sent them
+	stored  map[string]int
+	waiting int // answers still to come
 }
 
 // Handle carries out an event the cluster scheduled.
@@ -73,22 +79,46 @@ func (c *Cluster) Handle(ev Event) {
 		c.adverts()
 		c.clock.Schedule(c.Now()+c.cfg.AdvertEvery, Event{kind: evAdvert})
 	case evCopy:
-		c.storeCopies(ev)
+		c.storeCopy(ev)
 	case evCopied:
-		nd := c.nodes[ev.node]
-		if !c.alive(ev.node) || ev.gen != nd.boot {
-			return
+		c.copyAnswered(ev.copies)
+	case evLeft:
+		c.Gone(ev.node)
+		c.cfg.Observer.Left(ev.node)
+	case evTickAll:
+		c.tickAll()
+		c.clock.Schedule(c.Now()+c.cfg.TickEvery, Event{kind: evTickAll})
+	}
+}
+
+// tickAll ticks every working node, and notes a Tick that did something
+// before its market's NextTick said it would.
+func (c *Cluster) tickAll() {
+	now := c.Time()
+	for i, nd := range c.nodes {
+		if nd.Market == nil || !c.alive(i) {
+			continue
 		}
-		nd.Market.Replicated(now, ev.copies.r.Batch, ev.copies.stored)
-		c.drain(ev.node)
+		c.drain(i)
+		next := nd.Market.NextTick()
+		nd.Market.Tick(now)
+		effs := nd.Market.Ready()
+		if len(effs) > 0 && (next.IsZero() || now.Before(next)) {
+			c.broken = append(c.broken, fmt.Sprintf("%s at %v: NextTick said %v, Tick emitted %d effects, first %T", nd.ID, c.Now(), next.Sub(c.cfg.Start), len(effs), effs[0]))
+		}
+		c.carryOut(i, effs)
 	}
 }
 
 // drain carries out node i's effects.
 func (c *Cluster) drain(i int) {
+	c.carryOut(i, c.nodes[i].Market.Ready())
+}
+
+// carryOut carries out effects of node i's market.
+func (c *Cluster) carryOut(i int, effs []market.Effect) {
 	c.wake(i)
 	nd := c.nodes[i]
-	effs := nd.Market.Ready()
 	if len(effs) == 0 {
 		return
 	}
@@ -126,7 +156,7 @@ func (c *Cluster) drain(i int) {
 		case market.ForgetJob:
 			delete(nd.saved, x.Job)
 		case market.Replicate:
-			c.clock.Schedule(c.Now()+c.cfg.CopyDelay, Event{kind: evCopy, node: i, gen: nd.boot, copies: &copyBatch{r: x}})
+			c.sendCopies(i, x)
 		case market.DropReplica:
 			delete(nd.copies, x.Job)
 		}
@@ -166,38 +196,65 @@ func (c *Cluster) finish(ev Event) {
 	}
 }
 
-// storeCopies stores a manager's job-record copies on its replica peers
-// that are up, tells their markets, and sends the manager the answer.
-func (c *Cluster) storeCopies(ev Event) {
-	b := ev.copies
-	b.stored = map[string]int{}
-	now := c.Time()
-	var touched []int
-	for _, rc := range b.r.Records {
+// sendCopies sends each record of a Replicate effect to its peers, as
+// the job-record protocol would, over the links that work.
+func (c *Cluster) sendCopies(i int, r market.Replicate) {
+	b := &copyBatch{r: r, manager: i, gen: c.nodes[i].boot, stored: map[string]int{}}
+	for k, rc := range r.Records {
 		for _, p := range append(slices.Clip(rc.Peers), rc.Drop...) {
 			j, ok := c.index[p]
-			if !ok || !c.alive(j) {
+			if !ok {
 				continue
 			}
-			nd := c.nodes[j]
-			if nd.copies == nil {
-				nd.copies = map[string]Copy{}
-			}
-			if slices.Contains(rc.Peers, p) {
-				nd.copies[rc.Record.ID] = Copy{Record: rc.Record, Peers: rc.Peers}
-			} else {
-				delete(nd.copies, rc.Record.ID)
-			}
-			nd.Market.ReplicaStored(now, rc.Record, rc.Peers)
-			b.stored[rc.Record.ID]++
-			if !slices.Contains(touched, j) {
-				touched = append(touched, j)
+			if after, ok := c.cfg.Network.Link(i, j); ok {
+				b.waiting++
+				c.clock.Schedule(c.Now()+after, Event{kind: evCopy, node: j, from: i, gen: c.nodes[j].boot, copies: b, rec: k})
 			}
 		}
 	}
-	slices.Sort(touched)
-	for _, j := range touched {
-		c.drain(j)
+	if b.waiting == 0 {
+		b.waiting = 1
+		c.copyAnswered(b)
 	}
-	c.clock.Schedule(c.Now()+c.cfg.CopyDelay, Event{kind: evCopied, node: ev.node, gen: ev.gen, copies: b})
+}
+
+// storeCopy stores a job-record copy on the peer it reached, if it is up,
+// or deletes the peer's copy when the record's replica set left it out,
+// tells its market, and sends the manager the answer.
+func (c *Cluster) storeCopy(ev Event) {
+	b, j := ev.copies, ev.node
+	nd := c.nodes[j]
+	rc := b.r.Records[ev.rec]
+	if c.alive(j) && ev.gen == nd.boot {
+		if nd.copies == nil {
+			nd.copies = map[string]Copy{}
+		}
+		if slices.Contains(rc.Peers, nd.ID) {
+			nd.copies[rc.Record.ID] = Copy{Record: rc.Record, Peers: rc.Peers}
+		} else {
+			delete(nd.copies, rc.Record.ID)
+		}
+		nd.Market.ReplicaStored(c.Time(), rc.Record, rc.Peers)
+		c.drain(j)
+		b.stored[rc.Record.ID]++
+	}
+	if after, ok := c.cfg.Network.Link(j, b.manager); ok {
+		c.clock.Schedule(c.Now()+after, Event{kind: evCopied, node: b.manager, copies: b})
+	} else {
+		c.copyAnswered(b) // the answer is lost: the peer counts as not storing
+	}
+}
+
+// copyAnswered counts one answer in; with the last, the manager learns
+// how its batch went, unless it crashed since it sent it.
+func (c *Cluster) copyAnswered(b *copyBatch) {
+	if b.waiting--; b.waiting > 0 {
+		return
+	}
+	if !c.alive(b.manager) || c.nodes[b.manager].boot != b.gen {
+		return
+	}
+	nd := c.nodes[b.manager]
+	nd.Market.Replicated(c.Time(), b.r.Batch, b.stored)
+	c.drain(b.manager)
 }

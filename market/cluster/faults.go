@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agora-sched/agora/market"
 )
@@ -125,28 +126,33 @@ func (c *Cluster) Leave(i int) {
 
 // Drained ends leaving node i's drain whatever it still holds.
 func (c *Cluster) Drained(i int) {
-	if c.nodes[i].state == Leaving {
+	if nd := c.nodes[i]; nd.state == Leaving {
 		c.dropNode(i)
-		c.left(i)
+		nd.state = Left
+		nd.boot++
+		c.Gone(i)
+		c.cfg.Observer.Left(i)
 	}
 }
 
-// leftIfIdle completes leaving node i's leave once it holds no task.
+// leftIfIdle completes leaving node i's leave once it holds no task. As
+// a real node flushes its last reports before its leave advert goes out,
+// its peers drop it once those have arrived.
 func (c *Cluster) leftIfIdle(i int) {
 	nd := c.nodes[i]
-	if nd.Market != nil && nd.Market.Idle() && len(nd.running) == 0 {
-		c.dropNode(i)
-		c.left(i)
+	if nd.Market == nil || !nd.Market.Idle() || len(nd.running) > 0 {
+		return
 	}
-}
-
-// left makes leaving node i gone for good and tells its peers.
-func (c *Cluster) left(i int) {
-	nd := c.nodes[i]
+	c.dropNode(i)
 	nd.state = Left
 	nd.boot++
-	c.Gone(i)
-	c.cfg.Observer.Left(i)
+	var flush time.Duration
+	for _, j := range c.watchers[i] {
+		if after, ok := c.cfg.Network.Link(i, j); ok {
+			flush = max(flush, after)
+		}
+	}
+	c.clock.Schedule(c.Now()+flush, Event{kind: evLeft, node: i})
 }
 
 // dropNode ends node i's life: its running tasks are lost, its pending

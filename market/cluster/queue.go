@@ -69,6 +69,9 @@ func (l latency) Send(_, _ int, _ market.Msg) (time.Duration, bool) {
 	return time.Duration(l), true
 }
 
+// Link implements Network.
+func (l latency) Link(_, _ int) (time.Duration, bool) { return time.Duration(l), true }
+
 // NoObserver observes nothing.
 type NoObserver struct{}
 

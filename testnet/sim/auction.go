@@ -66,7 +66,7 @@ func newAuction(e *engine) (*auctionSched, error) {
 		}
 	}
 	cl, err := cluster.New(cluster.Config{
-		Markets: mcs, Views: a.views(), Start: t0, AdvertEvery: e.cfg.AdvertInterval, CopyDelay: e.cfg.Latency,
+		Markets: mcs, Views: a.views(), Start: t0, AdvertEvery: e.cfg.AdvertInterval,
 		Runtime: func(_ int, t market.TaskSpec) (time.Duration, int) { return e.runtime(t.Key), 0 },
 		Clock:   a, Network: a, Observer: a, Faults: e.faults,
 	}, absent...)
@@ -165,6 +165,10 @@ func (a *auctionSched) Send(from, to int, msg market.Msg) (time.Duration, bool) 
 	}
 	return at - e.now + a.latency(from, to), true
 }
+
+// Link implements cluster.Network: job-record copies go over a stream,
+// after the latency, never lost.
+func (a *auctionSched) Link(from, to int) (time.Duration, bool) { return a.latency(from, to), true }
 
 func (a *auctionSched) latency(from, to int) time.Duration {
 	f, t := a.e.nodes[from], a.e.nodes[to]
