@@ -11,10 +11,11 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 
+	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/runtime"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // TaskRunner runs the tasks awarded to a node, as runtime.Runner does

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -40,14 +39,4 @@ func (n *Node) Drain(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func (n *Node) handleDrain(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), drainTimeout)
-	defer cancel()
-	if err := n.Drain(ctx); err != nil {
-		writeError(w, http.StatusGatewayTimeout, err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"state": "drained"})
 }

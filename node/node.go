@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
@@ -57,8 +57,8 @@ type Node struct {
 	members  *store.Bucket[memberRecord]
 	mdns     interface{ Close() error }
 
-	apiSrv *http.Server
-	apiLn  net.Listener
+	api   *api.Server
+	apiLn net.Listener
 
 	// market plane
 	mkt            *market.Market
@@ -492,12 +492,6 @@ func (n *Node) Addrs() []ma.Multiaddr {
 // APIAddr is the host:port the HTTP API listens on.
 func (n *Node) APIAddr() string { return n.apiLn.Addr().String() }
 
-// Capacity is the node's resource vector (discovered, then overridden).
-func (n *Node) Capacity() resource.Vector { return n.capacity }
-
-// Peers lists every other live peer from the membership view.
-func (n *Node) Peers() []gossip.Member { return n.gossip.Members() }
-
 // Done is closed when the node has stopped.
 func (n *Node) Done() <-chan struct{} { return n.closed }
 
@@ -533,9 +527,9 @@ func (n *Node) teardown(graceful bool) {
 		// write it to the mesh before the host closes its connections.
 		time.Sleep(150 * time.Millisecond)
 	}
-	if n.apiSrv != nil {
+	if n.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = n.apiSrv.Shutdown(ctx)
+		_ = n.api.Shutdown(ctx)
 		cancel()
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()

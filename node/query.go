@@ -15,6 +15,7 @@ import (
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // QueryProtocol answers questions about jobs from other peers: a job's
@@ -28,13 +29,6 @@ const (
 	maxLogReplyBytes = 1 << 20
 	queryFanoutLimit = 64 // peers asked at once when looking for a job
 )
-
-// logsReply is the JSON body of a "logs" QueryReply.
-type logsReply struct {
-	Data string `json:"data"`
-	Next uint64 `json:"next"`
-	Done bool   `json:"done"`
-}
 
 func (n *Node) handleQuery(s network.Stream) {
 	defer s.Close()
@@ -226,24 +220,24 @@ func (n *Node) cancelLocal(id string) (bool, error) {
 
 // readLocalLog reads an attempt's output from this node's store; attempt
 // 0 means the latest attempt this node ran.
-func (n *Node) readLocalLog(k market.TaskKey, attempt int, from uint64, maxBytes int) (logsReply, bool, error) {
+func (n *Node) readLocalLog(k market.TaskKey, attempt int, from uint64, maxBytes int) (api.LogPage, bool, error) {
 	if attempt <= 0 {
 		prefix := fmt.Sprintf("task/%s/%s/%d/", k.Job, k.Task, k.Replica)
 		exs, err := n.execs.List(prefix)
 		if err != nil {
-			return logsReply{}, false, err
+			return api.LogPage{}, false, err
 		}
 		for _, e := range exs {
 			attempt = max(attempt, e.Value.Attempt)
 		}
 		if attempt == 0 {
-			return logsReply{}, false, nil
+			return api.LogPage{}, false, nil
 		}
 	}
 	stream := logStream(k, attempt)
 	ex, ok, err := n.execs.Get(stream)
 	if err != nil || !ok {
-		return logsReply{}, false, err
+		return api.LogPage{}, false, err
 	}
 	if from == 0 {
 		from = 1
@@ -253,11 +247,11 @@ func (n *Node) readLocalLog(k market.TaskKey, attempt int, from uint64, maxBytes
 	}
 	chunks, next, err := n.store.ReadLog(stream, from, maxBytes)
 	if err != nil {
-		return logsReply{}, false, err
+		return api.LogPage{}, false, err
 	}
 	var data []byte
 	for _, c := range chunks {
 		data = append(data, c.Data...)
 	}
-	return logsReply{Data: string(data), Next: next, Done: !ex.Finished.IsZero()}, true, nil
+	return api.LogPage{Data: string(data), Next: next, Done: !ex.Finished.IsZero()}, true, nil
 }

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
@@ -50,8 +50,8 @@ func (nd *Node) Submit(specText string) (string, error) {
 }
 
 // Status asks the node for a job's status.
-func (nd *Node) Status(id string) (node.JobStatus, error) {
-	var s node.JobStatus
+func (nd *Node) Status(id string) (api.JobStatus, error) {
+	var s api.JobStatus
 	code, b, err := nd.API("GET", "/v1/jobs/"+id, nil)
 	if err != nil {
 		return s, err
@@ -63,8 +63,8 @@ func (nd *Node) Status(id string) (node.JobStatus, error) {
 }
 
 // Logs asks the node for a job's logs.
-func (nd *Node) Logs(id, query string) (node.LogsResponse, error) {
-	var s node.LogsResponse
+func (nd *Node) Logs(id, query string) (api.LogsResponse, error) {
+	var s api.LogsResponse
 	code, b, err := nd.API("GET", "/v1/jobs/"+id+"/logs"+query, nil)
 	if err != nil {
 		return s, err

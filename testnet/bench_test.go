@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/runtime"
 )
 
@@ -246,7 +247,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	}
 
 	// Wait for every job on its manager, the node it was submitted to.
-	final := make([]node.JobStatus, len(subs))
+	final := make([]api.JobStatus, len(subs))
 	poll := cfg.Poll
 	if poll <= 0 {
 		poll = pollEvery

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // managerCannotRun gives node 0, the manager of the failover tests, no CPU,
@@ -159,7 +159,7 @@ func TestRestartedManagerListsHeldJobs(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("list after restart: %d %s %v", code, body, err)
 	}
-	var list []node.JobStatus
+	var list []api.JobStatus
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@ package testnet
 
 import (
 	"fmt"
-	"github.com/agora-sched/agora/node"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/node/api"
 )
 
 func fourCPU(int) string { return "cpu: 4\nmemory: 8GiB\ngpus: []\n" }
@@ -120,7 +121,7 @@ func TestCompetingGangsOnRealNodes(t *testing.T) {
 }
 
 // waitJobAnywhere waits for a job through whichever node answers.
-func waitJobAnywhere(t *testing.T, net *Net, id string, d time.Duration) (s node.JobStatus) {
+func waitJobAnywhere(t *testing.T, net *Net, id string, d time.Duration) (s api.JobStatus) {
 	t.Helper()
 	WaitFor(t, d, "job "+id+" to finish", func() bool {
 		for _, nd := range net.Up() {

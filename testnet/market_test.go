@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // waitJob polls a job on nd until it is terminal.
-func waitJob(t *testing.T, nd *Node, id string, d time.Duration) node.JobStatus {
+func waitJob(t *testing.T, nd *Node, id string, d time.Duration) api.JobStatus {
 	t.Helper()
-	var s node.JobStatus
+	var s api.JobStatus
 	WaitFor(t, d, "job "+id+" to finish", func() bool {
 		var err error
 		s, err = nd.Status(id)

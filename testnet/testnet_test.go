@@ -10,6 +10,7 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 const gpuYAML = `cpu: 16
@@ -30,10 +31,10 @@ func resourcesABC(i int) string {
 	}
 }
 
-func peersOf(nd *Node) map[peer.ID]node.PeerResponse {
-	out := map[peer.ID]node.PeerResponse{}
+func peersOf(nd *Node) map[peer.ID]api.PeerResponse {
+	out := map[peer.ID]api.PeerResponse{}
 	for _, m := range nd.Peers() {
-		out[m.Advert.Peer] = node.PeerView(m)
+		out[m.Advert.Peer] = api.PeerView(m)
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agora-sched/agora/devices/resource"
-	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 func init() {
@@ -55,7 +55,7 @@ func readCmd(name string, args []string, stdout, stderr io.Writer, path string, 
 }
 
 func cmdID(args []string, stdout, stderr io.Writer) int {
-	var r node.IDResponse
+	var r api.IDResponse
 	return readCmd("id", args, stdout, stderr, "/v1/id", &r, func(w io.Writer) {
 		fmt.Fprintln(w, r.PeerID)
 		for _, a := range r.Addrs {
@@ -81,7 +81,7 @@ func gpuSummary(v resource.Vector) string {
 }
 
 func cmdPeers(args []string, stdout, stderr io.Writer) int {
-	var peers []node.PeerResponse
+	var peers []api.PeerResponse
 	return readCmd("peers", args, stdout, stderr, "/v1/peers", &peers, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tQUEUE\tLAST SEEN")

@@ -12,15 +12,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // jobStatus is the node's answer to GET /v1/jobs/{id}, and one element of
 // GET /v1/jobs: the node's own type, so client and server cannot drift.
-type jobStatus = node.JobStatus
+type jobStatus = api.JobStatus
 
 // taskStatus is one task replica of a jobStatus.
-type taskStatus = node.TaskStatus
+type taskStatus = api.TaskStatus
 
 // Polling periods and the outage a polling loop rides out; variables so
 // that tests can shorten them.

@@ -1,0 +1,260 @@
+// Package api serves a node's local HTTP API: the node's identity, its
+// peers and resources, job submission, status, logs and cancel (for jobs
+// managed anywhere in the network), drain, and the Prometheus metrics.
+// It owns the request parsing and the JSON documents; what a request does
+// is the Backend's (package node implements it), so this package holds no
+// node state and must never import package node.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// Backend is what the API needs of its node.
+type Backend interface {
+	// Identity is the node's peer ID and its full listen addresses.
+	Identity() (string, []string)
+	// Peers lists the other live peers.
+	Peers() []gossip.Member
+	// Capacity is the node's resource vector.
+	Capacity() resource.Vector
+	// Submit accepts a validated job and returns its ID. An error that
+	// wraps ErrRefused is the client's fault (400); any other, the
+	// node's (503).
+	Submit(ctx context.Context, js spec.Job) (string, error)
+	// Jobs lists the jobs this node manages, those held back after a
+	// restart included.
+	Jobs(ctx context.Context) ([]market.JobRecord, error)
+	// Job finds a job's record here or on any live peer; ErrNotFound when
+	// none knows it.
+	Job(ctx context.Context, id string) (market.JobRecord, error)
+	// Cancel cancels a job managed here or by any live peer; ErrNotFound
+	// when none knows it.
+	Cancel(ctx context.Context, id string) error
+	// TaskLog reads from byte offset from (0 or 1: the start) the output
+	// of an attempt of a task replica on the node that ran it; ok is
+	// false when that node has none.
+	TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error)
+	// Drain hands the node's work to its peers (see node.Drain).
+	Drain(ctx context.Context) error
+}
+
+// Errors a Backend returns.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrRefused  = errors.New("refused")
+)
+
+// LogPage is a page of a task attempt's output.
+type LogPage struct {
+	Data string `json:"data"`
+	Next uint64 `json:"next"`
+	Done bool   `json:"done"`
+}
+
+// Limits of the API.
+const (
+	readHeaderTimeout = 10 * time.Second
+	drainTimeout      = 15 * time.Second
+)
+
+// Server is a running API.
+type Server struct {
+	b   Backend
+	srv *http.Server
+}
+
+// New builds the API of backend b, with metrics served at /metrics.
+func New(b Backend, metrics http.Handler) *Server {
+	s := &Server{b: b}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/id", s.handleID)
+	mux.HandleFunc("GET /v1/peers", s.handlePeers)
+	mux.HandleFunc("GET /v1/devices", s.handleDevices)
+	mux.HandleFunc("POST /v1/jobs", s.handleSubmit)
+	mux.HandleFunc("GET /v1/jobs", s.handleJobs)
+	mux.HandleFunc("GET /v1/jobs/{id}", s.handleJob)
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.handleLogs)
+	mux.HandleFunc("DELETE /v1/jobs/{id}", s.handleCancel)
+	mux.HandleFunc("POST /v1/drain", s.handleDrain)
+	mux.Handle("GET /metrics", metrics)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	return s
+}
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the server, waiting for requests in flight until ctx
+// ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorResponse{Error: msg})
+}
+
+func (s *Server) handleID(w http.ResponseWriter, _ *http.Request) {
+	id, addrs := s.b.Identity()
+	if addrs == nil {
+		addrs = []string{}
+	}
+	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs})
+}
+
+func (s *Server) handlePeers(w http.ResponseWriter, _ *http.Request) {
+	out := []PeerResponse{}
+	for _, m := range s.b.Peers() {
+		out = append(out, PeerView(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDevices(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.b.Capacity())
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, spec.MaxSpecBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	js, err := spec.Parse(body, time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	id, err := s.b.Submit(r.Context(), *js)
+	switch {
+	case errors.Is(err, ErrRefused):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	}
+}
+
+func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
+	jobs, err := s.b.Jobs(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	out := []JobStatus{}
+	for _, j := range jobs {
+		out = append(out, StatusOf(j))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	j, err := s.b.Job(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no job "+id)
+		return
+	}
+	writeJSON(w, http.StatusOK, StatusOf(j))
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	switch err := s.b.Cancel(r.Context(), id); {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "no job "+id)
+	case err != nil:
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"id": id, "state": string(market.JobCancelled)})
+	}
+}
+
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	task := q.Get("task")
+	replica, from := -1, uint64(0)
+	if v := q.Get("replica"); v != "" {
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 0 {
+			writeError(w, http.StatusBadRequest, "invalid replica "+strconv.Quote(v))
+			return
+		}
+		replica = x
+	}
+	if v := q.Get("from"); v != "" {
+		x, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid from "+strconv.Quote(v))
+			return
+		}
+		from = x
+	}
+	j, err := s.b.Job(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusNotFound, "no job "+id)
+		return
+	}
+	resp := LogsResponse{ID: id, State: string(j.State), Logs: []LogEntry{}}
+	matched := false
+	for _, t := range j.Tasks {
+		if (task != "" && t.Key.Task != task) || (replica >= 0 && t.Key.Replica != replica) {
+			continue
+		}
+		matched = true
+		if len(t.History) == 0 {
+			continue
+		}
+		h := t.History[len(t.History)-1]
+		if h.Started.IsZero() && len(t.History) > 1 && h.State == market.TaskAwarded {
+			h = t.History[len(t.History)-2] // still queued: show the last attempt that ran
+		}
+		e := LogEntry{Task: t.Key.Task, Replica: t.Key.Replica, Attempt: h.Attempt, Node: string(h.Node), Next: max(from, 1)}
+		if page, ok, err := s.b.TaskLog(r.Context(), h.Node, t.Key, h.Attempt, from); err == nil && ok {
+			e.Data, e.Next = page.Data, page.Next
+		}
+		resp.Logs = append(resp.Logs, e)
+	}
+	if task != "" && !matched {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s has no task %q", id, task))
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), drainTimeout)
+	defer cancel()
+	if err := s.b.Drain(ctx); err != nil {
+		writeError(w, http.StatusGatewayTimeout, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"state": "drained"})
+}

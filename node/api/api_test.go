@@ -1,0 +1,131 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// fake is a Backend with one job, "j-1", run once on node "n2".
+type fake struct {
+	submitted []spec.Job
+	cancelled []string
+	drained   bool
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (f *fake) Identity() (string, []string) { return "12D3KooWSelf", nil }
+func (f *fake) Peers() []gossip.Member       { return nil }
+func (f *fake) Capacity() resource.Vector    { return resource.Vector{CPU: 4000} }
+
+func (f *fake) Submit(_ context.Context, js spec.Job) (string, error) {
+	if js.Name == "refused" {
+		return "", fmt.Errorf("%w: market: job exists", ErrRefused)
+	}
+	f.submitted = append(f.submitted, js)
+	return "j-2", nil
+}
+
+func (f *fake) job() market.JobRecord {
+	return market.JobRecord{ID: "j-1", State: market.JobRunning, Manager: "n1", Submitted: t0,
+		Tasks: []market.TaskRecord{{Key: market.TaskKey{Job: "j-1", Task: "a"}, State: market.TaskRunning, Node: "n2", Attempts: 1,
+			History: []market.AttemptRecord{{Attempt: 1, Epoch: 1, Node: "n2", State: market.TaskRunning, Awarded: t0, Started: t0}}}}}
+}
+
+func (f *fake) Jobs(context.Context) ([]market.JobRecord, error) {
+	return []market.JobRecord{f.job()}, nil
+}
+
+func (f *fake) Job(_ context.Context, id string) (market.JobRecord, error) {
+	if id != "j-1" {
+		return market.JobRecord{}, ErrNotFound
+	}
+	return f.job(), nil
+}
+
+func (f *fake) Cancel(_ context.Context, id string) error {
+	switch id {
+	case "j-1":
+		f.cancelled = append(f.cancelled, id)
+		return nil
+	case "j-done":
+		return errors.New("market: job j-done already succeeded")
+	}
+	return ErrNotFound
+}
+
+func (f *fake) TaskLog(_ context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error) {
+	if node != "n2" || attempt != 1 {
+		return LogPage{}, false, nil
+	}
+	return LogPage{Data: fmt.Sprintf("%s from %d\n", k, from), Next: 42}, true, nil
+}
+
+func (f *fake) Drain(context.Context) error { f.drained = true; return nil }
+
+// TestRoutes: every endpoint answers with its document and status code,
+// bad input with 400 naming the problem, an unknown job with 404.
+func TestRoutes(t *testing.T) {
+	f := &fake{}
+	srv := httptest.NewServer(New(f, http.NotFoundHandler()).srv.Handler)
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		want               string
+	}{
+		{"GET", "/v1/id", "", 200, `"peer_id": "12D3KooWSelf"`},
+		{"GET", "/v1/peers", "", 200, "[]"},
+		{"GET", "/v1/devices", "", 200, `"cpu": 4,`},
+		{"POST", "/v1/jobs", `{"name": "x", "tasks": [{"name": "a", "command": ["true"]}]}`, 201, `"id": "j-2"`},
+		{"POST", "/v1/jobs", `{"name": "x", "tasks": []}`, 400, "tasks"},
+		{"POST", "/v1/jobs", `{"name": "refused", "tasks": [{"name": "a", "command": ["true"]}]}`, 400, "job exists"},
+		{"GET", "/v1/jobs", "", 200, `"id": "j-1"`},
+		{"GET", "/v1/jobs/j-1", "", 200, `"state": "running"`},
+		{"GET", "/v1/jobs/j-9", "", 404, "no job j-9"},
+		{"GET", "/v1/jobs/j-1/logs?from=7", "", 200, `"data": "j-1/a/0 from 7\n"`},
+		{"GET", "/v1/jobs/j-1/logs?task=zz", "", 404, `has no task \"zz\"`},
+		{"GET", "/v1/jobs/j-1/logs?replica=-1", "", 400, `invalid replica \"-1\"`},
+		{"GET", "/v1/jobs/j-1/logs?from=x", "", 400, `invalid from \"x\"`},
+		{"DELETE", "/v1/jobs/j-1", "", 200, `"state": "cancelled"`},
+		{"DELETE", "/v1/jobs/j-done", "", 409, "already succeeded"},
+		{"DELETE", "/v1/jobs/j-9", "", 404, "no job j-9"},
+		{"POST", "/v1/drain", "", 200, `"state": "drained"`},
+	} {
+		req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s: %d %s, want %d with %q", tc.method, tc.path, resp.StatusCode, b, tc.code, tc.want)
+		}
+		if resp.StatusCode >= 400 {
+			var e ErrorResponse
+			if json.Unmarshal(b, &e) != nil || e.Error == "" {
+				t.Errorf("%s %s: error body %s is not an ErrorResponse", tc.method, tc.path, b)
+			}
+		}
+	}
+	if len(f.submitted) != 1 || len(f.cancelled) != 1 || !f.drained {
+		t.Fatalf("backend saw %d submits, %v cancels, drained %v", len(f.submitted), f.cancelled, f.drained)
+	}
+}

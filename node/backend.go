@@ -1,0 +1,170 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node/api"
+)
+
+// The node as the HTTP API's backend (api.Backend): each request is a
+// call on the loop, or a question to the peers.
+
+// startAPI serves the HTTP API on the node's API listener.
+func (n *Node) startAPI() {
+	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.api.Serve(n.apiLn); err != nil {
+			log.Errorw("API server stopped", "err", err)
+		}
+	}()
+}
+
+// Identity implements api.Backend.
+func (n *Node) Identity() (string, []string) {
+	var addrs []string
+	for _, a := range n.Addrs() {
+		addrs = append(addrs, a.String())
+	}
+	return n.host.ID().String(), addrs
+}
+
+// Peers lists every other live peer from the membership view.
+func (n *Node) Peers() []gossip.Member { return n.gossip.Members() }
+
+// Capacity is the node's resource vector (discovered, then overridden).
+func (n *Node) Capacity() resource.Vector { return n.capacity }
+
+func newJobID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "j-" + hex.EncodeToString(b[:])
+}
+
+// Submit implements api.Backend: the job is accepted once its record's
+// first copies are stored on its replica peers, so that it survives this
+// node from the moment its submitter hears it was accepted.
+func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
+	id := newJobID()
+	copied := n.copied.wait(id)
+	defer n.copied.forget(id)
+	var serr error
+	var copying bool
+	if err := n.call(func() {
+		if serr = n.mkt.Submit(time.Now(), id, js); serr == nil {
+			copying = n.mkt.Copying(id)
+		}
+	}); err != nil {
+		return "", err
+	}
+	if serr != nil {
+		return "", fmt.Errorf("%w: %v", api.ErrRefused, serr)
+	}
+	if copying {
+		select {
+		case <-copied:
+		case <-time.After(2 * n.mkt.Config().QueryTimeout):
+		case <-ctx.Done():
+		}
+	}
+	n.met.submitted.Inc()
+	log.Infow("job submitted", "job", id, "name", js.Name, "tasks", len(js.Tasks))
+	return id, nil
+}
+
+// Jobs implements api.Backend.
+func (n *Node) Jobs(context.Context) ([]market.JobRecord, error) {
+	var jobs []market.JobRecord
+	if err := n.call(func() { jobs = append(n.mkt.Jobs(), n.mkt.Held()...) }); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// Job implements api.Backend.
+func (n *Node) Job(ctx context.Context, id string) (market.JobRecord, error) {
+	return n.findJob(ctx, id)
+}
+
+// Cancel implements api.Backend.
+func (n *Node) Cancel(ctx context.Context, id string) error {
+	found, err := n.cancelLocal(id)
+	if found {
+		return err
+	}
+	rep, _, ferr := n.fanout(ctx, wire.Query{Kind: "cancel", Job: id})
+	if ferr != nil {
+		return api.ErrNotFound
+	}
+	if rep.Error != "" {
+		return errors.New(rep.Error)
+	}
+	return nil
+}
+
+// TaskLog implements api.Backend.
+func (n *Node) TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (api.LogPage, bool, error) {
+	if node == market.NodeID(n.host.ID().String()) {
+		return n.readLocalLog(k, attempt, from, maxLogReplyBytes)
+	}
+	p, err := peer.Decode(string(node))
+	if err != nil {
+		return api.LogPage{}, false, err
+	}
+	rep, err := n.ask(ctx, p, wire.Query{Kind: "logs", Job: k.Job, Task: k.Task, Replica: int32(k.Replica), Attempt: int32(attempt), From: from, MaxBytes: maxLogReplyBytes})
+	if err != nil || !rep.Found {
+		return api.LogPage{}, false, err
+	}
+	var lp api.LogPage
+	if err := json.Unmarshal(rep.Body, &lp); err != nil {
+		return api.LogPage{}, false, err
+	}
+	return lp, true, nil
+}
+
+// Events returns the lines of a job's event log kept on this node.
+func (n *Node) Events(job string) []string {
+	n.syncEvents()
+	var out []string
+	from := uint64(1)
+	for {
+		chunks, next, err := n.store.ReadLog(eventsStream(job), from, 0)
+		if err != nil || len(chunks) == 0 {
+			return out
+		}
+		for _, c := range chunks {
+			out = append(out, strings.TrimRight(string(c.Data), "\n"))
+		}
+		from = next
+	}
+}
+
+// JobRecord returns the full record of a job this node manages.
+func (n *Node) JobRecord(id string) (market.JobRecord, bool) { return n.localJob(id) }
+
+// ReplicaRecord returns the copy of a job record this node holds for the
+// job's manager — what it would answer status queries with while the
+// manager is gone, and take the job over from — if it holds one.
+func (n *Node) ReplicaRecord(id string) (market.JobRecord, bool) {
+	r, ok, err := n.copies.Get(id)
+	if err != nil || !ok {
+		return market.JobRecord{}, false
+	}
+	return r.Record, true
+}
