@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/runtime/checkpoint"
 )
@@ -359,7 +360,7 @@ func (n *Node) pushTo(ctx context.Context, p peer.ID, key ckKey, m checkpoint.Ma
 
 // closestPeers returns up to r live peers (not in skip) ordered by the
 // XOR distance between SHA-256 of their peer ID text and SHA-256 of key;
-// r < 0 returns them all (at most queryFanoutLimit).
+// r < 0 returns them all (at most query.FanoutLimit).
 func (n *Node) closestPeers(key string, r int, skip map[peer.ID]bool) []peer.ID {
 	target := sha256.Sum256([]byte(key))
 	type cand struct {
@@ -380,8 +381,8 @@ func (n *Node) closestPeers(key string, r int, skip map[peer.ID]bool) []peer.ID 
 		cs = append(cs, c)
 	}
 	sort.Slice(cs, func(i, j int) bool { return bytes.Compare(cs[i].dist[:], cs[j].dist[:]) < 0 })
-	if r < 0 || r > queryFanoutLimit {
-		r = queryFanoutLimit
+	if r < 0 || r > query.FanoutLimit {
+		r = query.FanoutLimit
 	}
 	var out []peer.ID
 	for _, c := range cs {

@@ -30,7 +30,7 @@ func (n *Node) Drain(ctx context.Context) error {
 			if err := n.syncEffects(ctx); err != nil {
 				return fmt.Errorf("drain: %w", err)
 			}
-			n.tr.flush(ctx, time.Second)
+			_ = n.tr.Flush(ctx, time.Second)
 			return nil
 		}
 		select {

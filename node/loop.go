@@ -294,9 +294,9 @@ func (n *Node) carryOut(effects []market.Effect) {
 	for _, e := range effects {
 		switch x := e.(type) {
 		case market.Send:
-			n.tr.send(x.To, x.Msg)
+			n.tr.Send(x.To, x.Msg)
 		case market.Broadcast:
-			n.broadcast(x.Msg)
+			n.tr.Broadcast(x.Msg)
 		case market.StartTask:
 			n.onTasks(func() { n.startTask(x, n.preemptGrace) })
 		case market.StopTask:

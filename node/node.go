@@ -27,7 +27,9 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
+	"github.com/agora-sched/agora/node/transport"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
@@ -63,14 +65,14 @@ type Node struct {
 	// market plane
 	mkt            *market.Market
 	events         chan func()
-	tr             *transport
+	tr             *transport.Transport
+	query          *query.Service
 	runner         TaskRunner
 	jobs           *store.Bucket[market.JobRecord]
 	copies         *store.Bucket[replication.Copy] // job-record copies held for other managers
 	repl           *replication.Service
 	copied         copyWaiters // submits waiting for their job's first copies
 	execs          *store.Bucket[execution]
-	jobsTopic      *pubsub.Topic
 	historyDirty   bool                            // loop goroutine only
 	recBuf         []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
 	evBuf          []store.LogAppend               // apply's scratch; loop goroutine only
@@ -432,9 +434,12 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
 	n.reapOrphans()
-	n.tr = newTransport(n)
-	if err := n.joinJobsTopic(); err != nil {
-		return fmt.Errorf("node: join jobs topic: %w", err)
+	n.tr, err = transport.New(n.host, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay,
+		Deliver: func(from market.NodeID, msg market.Msg) {
+			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
+		}})
+	if err != nil {
+		return fmt.Errorf("node: market transport: %w", err)
 	}
 	n.repl = replication.New(n.host, replication.Options{Copies: n.copies, Check: market.CheckReplica,
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
@@ -446,7 +451,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
-	n.host.SetStreamHandler(QueryProtocol, n.handleQuery)
+	n.query = query.New(n.host, n.answer)
 	n.host.SetStreamHandler(CheckpointProtocol, n.handleCheckpoint)
 	n.wg.Add(2)
 	go n.checkpointSweep()
@@ -550,6 +555,9 @@ func (n *Node) teardown(graceful bool) {
 	}
 	if n.cancel != nil {
 		n.cancel()
+	}
+	if n.tr != nil {
+		n.tr.Close()
 	}
 	if n.gossip != nil {
 		_ = n.gossip.Close()

@@ -1,62 +1,20 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/api"
 )
 
-// QueryProtocol answers questions about jobs from other peers: a job's
-// record (status), a task attempt's logs, or a cancel request. One query
-// and one reply per stream.
-const QueryProtocol = protocol.ID("/agora/query/1.0.0")
-
-// Limits of queries.
-const (
-	queryTimeout     = 3 * time.Second
-	maxLogReplyBytes = 1 << 20
-	queryFanoutLimit = 64 // peers asked at once when looking for a job
-)
-
-func (n *Node) handleQuery(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(queryTimeout))
-	r := bufio.NewReader(s)
-	b, err := wire.ReadFrame(r, wire.MaxQueryBytes)
-	if err != nil {
-		return
-	}
-	q, err := wire.DecodeQuery(b)
-	var rep wire.QueryReply
-	if err != nil {
-		rep.Error = err.Error()
-	} else {
-		rep = n.answer(q)
-	}
-	rep.Error = wire.ClipText(rep.Error, wire.MaxErrorLen)
-	out, err := wire.EncodeQueryReply(rep)
-	if err != nil {
-		log.Warnw("encode query reply", "err", err)
-		_ = s.Reset()
-		return
-	}
-	w := bufio.NewWriter(s)
-	if wire.WriteFrame(w, out) == nil {
-		_ = w.Flush()
-	}
-}
+// maxLogReplyBytes bounds a page of a task's output answering a query.
+const maxLogReplyBytes = 1 << 20
 
 // answer serves one query from local state.
 func (n *Node) answer(q wire.Query) wire.QueryReply {
@@ -101,40 +59,6 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 	return wire.QueryReply{Error: "unknown query kind " + q.Kind}
 }
 
-// ask sends one query to one peer and returns its reply.
-func (n *Node) ask(ctx context.Context, p peer.ID, q wire.Query) (wire.QueryReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	s, err := n.host.NewStream(ctx, p, QueryProtocol)
-	if err != nil {
-		return wire.QueryReply{}, err
-	}
-	defer s.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = s.SetDeadline(dl)
-	}
-	b, err := wire.EncodeQuery(q)
-	if err != nil {
-		return wire.QueryReply{}, err
-	}
-	w := bufio.NewWriter(s)
-	if err := wire.WriteFrame(w, b); err != nil {
-		return wire.QueryReply{}, err
-	}
-	if err := w.Flush(); err != nil {
-		return wire.QueryReply{}, err
-	}
-	_ = s.CloseWrite()
-	rb, err := wire.ReadFrame(bufio.NewReader(s), wire.MaxQueryReplyBytes)
-	if err != nil {
-		return wire.QueryReply{}, err
-	}
-	return wire.DecodeQueryReply(rb)
-}
-
-// errNotFound means no reachable peer knows the job.
-var errNotFound = errors.New("not found")
-
 // findJob returns a job record from this node or, failing that, from the
 // first live peer that manages it.
 func (n *Node) findJob(ctx context.Context, id string) (market.JobRecord, error) {
@@ -152,39 +76,19 @@ func (n *Node) findJob(ctx context.Context, id string) (market.JobRecord, error)
 	return j, nil
 }
 
-// fanout asks every live peer (up to a limit) and returns the first reply
-// with Found set, and who gave it.
+// fanout asks every live peer (up to query.FanoutLimit) and returns the
+// first reply with Found set, and who gave it.
 func (n *Node) fanout(ctx context.Context, q wire.Query) (wire.QueryReply, peer.ID, error) {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	type res struct {
-		rep wire.QueryReply
-		p   peer.ID
+	var peers []peer.ID
+	for _, m := range n.Peers() {
+		peers = append(peers, m.Advert.Peer)
 	}
-	found := make(chan res, 1)
-	var wg sync.WaitGroup
-	for i, m := range n.Peers() {
-		if i >= queryFanoutLimit {
-			break
-		}
-		wg.Add(1)
-		go func(p peer.ID) {
-			defer wg.Done()
-			rep, err := n.ask(ctx, p, q)
-			if err == nil && rep.Found {
-				select {
-				case found <- res{rep, p}:
-				default:
-				}
-			}
-		}(m.Advert.Peer)
-	}
-	go func() { wg.Wait(); close(found) }()
-	r, ok := <-found
-	if !ok {
-		return wire.QueryReply{}, "", errNotFound
-	}
-	return r.rep, r.p, nil
+	return n.query.Fanout(ctx, peers, q)
+}
+
+// ask sends one query to peer p.
+func (n *Node) ask(ctx context.Context, p peer.ID, q wire.Query) (wire.QueryReply, error) {
+	return n.query.Ask(ctx, p, q)
 }
 
 // localJob reads a job this node manages: from the market, else the store.

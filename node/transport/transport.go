@@ -1,0 +1,285 @@
+// Package transport carries market messages between nodes: each message
+// to one node over a long-lived stream per peer and direction
+// (/agora/market/1.0.0), a broadcast call for bids on the network's jobs
+// topic. It is I/O only: what a message means, and whether its claimed
+// sender is believed, is the market's (market.Msg.Sender is checked
+// against the stream's authenticated peer there). It must never import
+// package node.
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+)
+
+var log = logging.Logger("transport")
+
+// MarketProtocol carries market messages between two nodes: a long-lived
+// stream per direction, each message a varint-length-prefixed Envelope.
+const MarketProtocol = protocol.ID("/agora/market/1.0.0")
+
+// JobsTopic is the pubsub topic for broadcast CFPs in a network.
+func JobsTopic(network string) string { return "agora/" + network + "/jobs/1" }
+
+// Limits of the transport.
+const (
+	sendQueue   = 4096            // messages waiting per peer
+	dialTimeout = 5 * time.Second // opening a stream to a peer
+)
+
+// Options configure a Transport.
+type Options struct {
+	// Network names the Agora network (its jobs topic).
+	Network string
+	// Deliver is given every message received, with the node it came
+	// from (the stream's or the pubsub message's authenticated peer). It
+	// must not block.
+	Deliver func(from market.NodeID, msg market.Msg)
+	// SendDelay, when set, delays every message to a peer by the latency
+	// it returns (fault injection for tests).
+	SendDelay func(to string) time.Duration
+}
+
+// Transport sends and receives market messages.
+type Transport struct {
+	h     host.Host
+	opts  Options
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	topic *pubsub.Topic
+	mu    sync.Mutex
+	peers map[peer.ID]*outbox
+}
+
+type outbox struct {
+	ch chan []byte
+}
+
+// New starts serving the market protocol on h and joins the network's
+// jobs topic on ps.
+func New(h host.Host, ps *pubsub.PubSub, opts Options) (*Transport, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	t := &Transport{h: h, opts: opts, ctx: ctx, stop: stop, peers: map[peer.ID]*outbox{}}
+	h.SetStreamHandler(MarketProtocol, t.handle)
+	if err := t.joinJobs(ps); err != nil {
+		stop()
+		h.RemoveStreamHandler(MarketProtocol)
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close stops the transport: messages still queued are dropped.
+func (t *Transport) Close() {
+	t.h.RemoveStreamHandler(MarketProtocol)
+	t.mu.Lock()
+	t.stop() // under mu: Send and Broadcast start no goroutine after it
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// Send queues msg for node to; it never blocks.
+func (t *Transport) Send(to market.NodeID, msg market.Msg) {
+	id, err := peer.Decode(string(to))
+	if err != nil {
+		log.Warnw("send to invalid peer id", "to", to, "err", err)
+		return
+	}
+	b, err := wire.Encode(msg)
+	if err != nil {
+		log.Errorw("encode market message", "kind", market.Kind(msg), "err", err)
+		return
+	}
+	t.mu.Lock()
+	ob, ok := t.peers[id]
+	if !ok && t.ctx.Err() == nil {
+		ob = &outbox{ch: make(chan []byte, sendQueue)}
+		t.peers[id] = ob
+		t.wg.Add(1)
+		go t.run(id, ob)
+	}
+	t.mu.Unlock()
+	if ob == nil {
+		return // closed
+	}
+	select {
+	case ob.ch <- b:
+	default:
+		log.Warnw("send queue full; dropping market message", "to", to, "kind", market.Kind(msg))
+	}
+}
+
+// run writes one peer's queue onto a stream, reopening it after an error.
+func (t *Transport) run(id peer.ID, ob *outbox) {
+	defer t.wg.Done()
+	var s network.Stream
+	var w *bufio.Writer
+	idStr := id.String()
+	defer func() {
+		if s != nil {
+			_ = s.Close()
+		}
+	}()
+	for {
+		var b []byte
+		select {
+		case <-t.ctx.Done():
+			return
+		case b = <-ob.ch:
+		}
+		if d := t.opts.SendDelay; d != nil {
+			if lat := d(idStr); lat > 0 {
+				select {
+				case <-t.ctx.Done():
+					return
+				case <-time.After(lat):
+				}
+			}
+		}
+		for attempt := 0; attempt < 2; attempt++ {
+			if s == nil {
+				ctx, cancel := context.WithTimeout(t.ctx, dialTimeout)
+				ns, err := t.h.NewStream(network.WithAllowLimitedConn(ctx, "market"), id, MarketProtocol)
+				cancel()
+				if err != nil {
+					log.Debugw("open market stream", "peer", id, "err", err)
+					break
+				}
+				s, w = ns, bufio.NewWriter(ns)
+			}
+			err := wire.WriteFrame(w, b)
+			if err == nil && len(ob.ch) == 0 {
+				err = w.Flush() // flush now unless more is queued: batches bursts
+			}
+			if err == nil {
+				break
+			}
+			log.Debugw("write market stream", "peer", id, "err", err)
+			_ = s.Reset()
+			s = nil
+		}
+	}
+}
+
+// handle reads messages from a peer's stream and delivers them.
+func (t *Transport) handle(s network.Stream) {
+	defer s.Close()
+	from := market.NodeID(s.Conn().RemotePeer().String()) // base58 once per stream, not per message
+	r := bufio.NewReader(s)
+	for {
+		b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
+		if err != nil {
+			return
+		}
+		msg, err := wire.Decode(b)
+		if err != nil {
+			log.Debugw("bad market message", "from", from, "err", err)
+			_ = s.Reset()
+			return
+		}
+		t.opts.Deliver(from, msg)
+	}
+}
+
+// joinJobs subscribes to broadcast CFPs: a message that is not a CFP of
+// its publisher's is rejected by the topic's validator.
+func (t *Transport) joinJobs(ps *pubsub.PubSub) error {
+	name := JobsTopic(t.opts.Network)
+	err := ps.RegisterTopicValidator(name, func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		msg, err := wire.Decode(m.Data)
+		if err != nil {
+			return pubsub.ValidationReject
+		}
+		cfp, ok := msg.(market.CFP)
+		if !ok || cfp.Sender() != market.NodeID(m.GetFrom().String()) {
+			return pubsub.ValidationReject
+		}
+		m.ValidatorData = cfp
+		return pubsub.ValidationAccept
+	})
+	if err != nil {
+		return err
+	}
+	if t.topic, err = ps.Join(name); err != nil {
+		return err
+	}
+	sub, err := t.topic.Subscribe()
+	if err != nil {
+		return err
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		defer sub.Cancel()
+		for {
+			m, err := sub.Next(t.ctx)
+			if err != nil {
+				return
+			}
+			cfp, ok := m.ValidatorData.(market.CFP)
+			if !ok || m.GetFrom() == t.h.ID() {
+				continue
+			}
+			t.opts.Deliver(cfp.Manager, cfp)
+		}
+	}()
+	return nil
+}
+
+// Broadcast publishes msg (a CFP) on the jobs topic, off the caller's
+// goroutine.
+func (t *Transport) Broadcast(msg market.Msg) {
+	b, err := wire.Encode(msg)
+	if err != nil {
+		log.Errorw("encode broadcast", "err", err)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if err := t.topic.Publish(t.ctx, b); err != nil && t.ctx.Err() == nil {
+			log.Debugw("broadcast CFP", "err", err)
+		}
+	}()
+}
+
+// Flush waits, up to d or until ctx ends, until every per-peer queue is
+// empty, so that reports queued just before a shutdown leave the node.
+func (t *Transport) Flush(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		empty := true
+		t.mu.Lock()
+		for _, ob := range t.peers {
+			if len(ob.ch) > 0 {
+				empty = false
+			}
+		}
+		t.mu.Unlock()
+		if empty {
+			time.Sleep(20 * time.Millisecond) // the last write in flight
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("transport: messages still queued")
+}
