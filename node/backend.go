@@ -19,6 +19,8 @@ import (
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/node/executor"
+	"github.com/agora-sched/agora/node/query"
 )
 
 // The node as the HTTP API's backend (api.Backend): each request is a
@@ -65,10 +67,12 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 	copied := n.copied.wait(id)
 	defer n.copied.forget(id)
 	var serr error
-	var copying bool
+	// The first copies go out in the turn's Ready: whether they did is
+	// known after it.
+	copying := make(chan bool, 1)
 	if err := n.call(func() {
 		if serr = n.mkt.Submit(time.Now(), id, js); serr == nil {
-			copying = n.mkt.Copying(id)
+			n.afterTurn = append(n.afterTurn, func() { copying <- n.mkt.Copying(id) })
 		}
 	}); err != nil {
 		return "", err
@@ -76,7 +80,13 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 	if serr != nil {
 		return "", fmt.Errorf("%w: %v", api.ErrRefused, serr)
 	}
-	if copying {
+	var sent bool
+	select {
+	case sent = <-copying:
+	case <-ctx.Done():
+	case <-n.ctx.Done():
+	}
+	if sent {
 		select {
 		case <-copied:
 		case <-time.After(2 * n.mkt.Config().QueryTimeout):
@@ -121,7 +131,7 @@ func (n *Node) Cancel(ctx context.Context, id string) error {
 // TaskLog implements api.Backend.
 func (n *Node) TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (api.LogPage, bool, error) {
 	if node == market.NodeID(n.host.ID().String()) {
-		return n.readLocalLog(k, attempt, from, maxLogReplyBytes)
+		return n.ex.Log(k, attempt, from, maxLogReplyBytes)
 	}
 	p, err := peer.Decode(string(node))
 	if err != nil {
@@ -167,4 +177,30 @@ func (n *Node) ReplicaRecord(id string) (market.JobRecord, bool) {
 		return market.JobRecord{}, false
 	}
 	return r.Record, true
+}
+
+// Executions lists the attempts of a job's tasks this node ran or runs.
+func (n *Node) Executions(job string) ([]executor.Execution, error) { return n.ex.Executions(job) }
+
+// closestPeers returns up to r live peers not in skip, closest to key
+// first (market.Closest; every one, at most query.FanoutLimit, when r <
+// 0): a checkpoint's replica peers.
+func (n *Node) closestPeers(key string, r int, skip map[peer.ID]bool) []peer.ID {
+	byID := map[market.NodeID]peer.ID{}
+	var ids []market.NodeID
+	for _, m := range n.Peers() {
+		if p := m.Advert.Peer; !skip[p] && p != n.host.ID() {
+			id := market.NodeID(p.String())
+			byID[id] = p
+			ids = append(ids, id)
+		}
+	}
+	if r < 0 || r > query.FanoutLimit {
+		r = query.FanoutLimit
+	}
+	var out []peer.ID
+	for _, id := range market.Closest(key, ids, r) {
+		out = append(out, byID[id])
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,22 +14,12 @@ import (
 
 	"github.com/agora-sched/agora/devices"
 	"github.com/agora-sched/agora/market"
-	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/node/executor"
 )
 
-// TaskRunner runs the tasks awarded to a node, as runtime.Runner does
-// with local processes: Start runs spec under id and calls done once with
-// its result; Stop asks a running task to stop (reason is reported),
-// Kill ends it at once; Running lists the running ids; StopAll stops every
-// task; Wait returns once none runs or ctx ends.
-type TaskRunner interface {
-	Start(id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result)) error
-	Stop(id string, reason string) bool
-	Kill(id string) bool
-	Running() []string
-	StopAll(reason string)
-	Wait(ctx context.Context) error
-}
+// TaskRunner runs the tasks awarded to a node; runtime.Runner is the
+// real one, tests pass fakes.
+type TaskRunner = executor.TaskRunner
 
 // Defaults for a node started with no flags: everything on loopback.
 const (

@@ -4,12 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -18,8 +13,6 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/predict"
-	"github.com/agora-sched/agora/market/wire"
-	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -298,9 +291,9 @@ func (n *Node) carryOut(effects []market.Effect) {
 		case market.Broadcast:
 			n.tr.Broadcast(x.Msg)
 		case market.StartTask:
-			n.onTasks(func() { n.startTask(x, n.preemptGrace) })
+			n.ex.Start(x)
 		case market.StopTask:
-			n.onTasks(func() { n.stopTask(x) })
+			n.ex.Stop(x)
 		case market.ForgetJob:
 			n.forgetJob(x.Job, x.KeepEvents)
 		case market.Replicate:
@@ -450,130 +443,7 @@ func (n *Node) commit(recs []store.Entry[market.JobRecord]) {
 	}
 }
 
-func runID(k market.TaskKey, epoch uint64) string {
-	return k.String() + "@" + strconv.FormatUint(epoch, 10)
-}
-
 func eventsStream(job string) string { return "events/" + job }
-
-// logStream names the combined output of one attempt of a task replica.
-func logStream(k market.TaskKey, attempt int) string {
-	return fmt.Sprintf("task/%s/%s/%d/%d", k.Job, k.Task, k.Replica, attempt)
-}
-
-// execution is the executor-side record of a task attempt it ran, kept so
-// that logs can be served from this node.
-type execution struct {
-	Key      market.TaskKey `json:"key"`
-	Attempt  int            `json:"attempt"`
-	Epoch    uint64         `json:"epoch"`
-	Stream   string         `json:"stream"`
-	CPUMilli int64          `json:"cpu_milli"`
-	GPUs     []int          `json:"gpus,omitempty"`
-	Started  time.Time      `json:"started"`
-	Finished time.Time      `json:"finished,omitzero"`
-	ExitCode int            `json:"exit_code"`
-	Reason   string         `json:"reason,omitempty"`
-}
-
-// onTasks queues fn for the task goroutine, which starts and stops
-// processes in the order the loop asked for them. Creating a task's
-// directories and forking its process take milliseconds on a busy
-// machine; on the loop they held up every message behind them (the
-// next auction's CFP to the node that had just won one, say). It waits
-// only when taskQueue operations are already queued.
-func (n *Node) onTasks(fn func()) {
-	select {
-	case n.tasksQ <- fn:
-	case <-n.ctx.Done():
-	}
-}
-
-// taskLoop runs the queued task operations until the node stops.
-func (n *Node) taskLoop() {
-	defer n.wg.Done()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case fn := <-n.tasksQ:
-			fn()
-		}
-	}
-}
-
-// startTask carries out a StartTask, on the task goroutine; grace is the
-// market's PreemptGrace.
-func (n *Node) startTask(st market.StartTask, grace time.Duration) {
-	k := st.Task.Key
-	dir := filepath.Join(n.cfg.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
-	spec := runtime.Spec{
-		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
-		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
-		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: grace,
-		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
-	}
-	if len(st.Task.Peers) > 0 {
-		hosts := make([]string, len(st.Task.Peers))
-		for i, p := range st.Task.Peers {
-			hosts[i] = n.hostOf(p)
-		}
-		spec.ExtraEnv = map[string]string{
-			"AGORA_RANK":        strconv.Itoa(st.Task.Rank),
-			"AGORA_WORLD_SIZE":  strconv.Itoa(len(hosts)),
-			"AGORA_PEERS":       strings.Join(hosts, ","),
-			"AGORA_MASTER_ADDR": hosts[0],
-		}
-	}
-	var ck *ckRun
-	if st.Task.CheckpointInterval > 0 {
-		spec.CheckpointDir = filepath.Join(dir, "checkpoint")
-		_ = os.MkdirAll(spec.CheckpointDir, 0o700)
-		ck = n.newCkRun(st.Task, spec.CheckpointDir)
-	}
-	stream := logStream(k, st.Task.Attempt)
-	ex := execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
-		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs}
-	if err := n.execs.Put(stream, ex); err != nil {
-		log.Warnw("save execution", "err", err)
-	}
-	sink := runtime.LogSinkFunc(func(_ string, data []byte) {
-		if _, err := n.store.AppendLog(stream, data); err != nil {
-			log.Warnw("append log", "task", k, "err", err)
-		}
-	})
-	epoch := st.Task.Epoch
-	done := func(r runtime.Result) {
-		n.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
-		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
-		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
-		if !r.Started.IsZero() {
-			ex.Started = r.Started // when the process actually started
-		}
-		if err := n.execs.Put(stream, ex); err != nil {
-			log.Warnw("save execution", "err", err)
-		}
-		if r.ExitCode == 0 {
-			n.met.tasksEnded.WithLabelValues("succeeded").Inc()
-		} else {
-			n.met.tasksEnded.WithLabelValues("failed").Inc()
-		}
-		if n.killing.Load() {
-			return // a killed node reports nothing; its peers notice it is gone
-		}
-		for !n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, r.ExitCode, r.Reason) }) {
-			if n.ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !n.stopping.Load() {
-		n.resumeThenStart(ck, runID(k, epoch), spec, sink, done)
-		return
-	}
-	n.launch(runID(k, epoch), spec, sink, done, ck)
-}
 
 // saveHistory persists the runtime predictor's state.
 func (n *Node) saveHistory() {
@@ -615,63 +485,6 @@ func peerFromAdvert(a gossip.Advert) market.Peer {
 	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
 		Boot: a.Boot}
-}
-
-// PeakCPU reports, from this node's runtime records of a job's attempts,
-// the most CPUs (rounded up) they held at once and how many attempts ran
-// here. Tests use it to prove the node never over-committed.
-func (n *Node) PeakCPU(job string) (peak, runs int) {
-	exs, err := n.execs.List("task/" + job + "/")
-	if err != nil {
-		return 0, 0
-	}
-	type ev struct {
-		at  time.Time
-		cpu int64
-	}
-	var evs []ev
-	for _, e := range exs {
-		end := e.Value.Finished
-		if end.IsZero() {
-			end = time.Now()
-		}
-		evs = append(evs, ev{e.Value.Started, e.Value.CPUMilli}, ev{end, -e.Value.CPUMilli})
-	}
-	sort.Slice(evs, func(i, j int) bool {
-		if !evs[i].at.Equal(evs[j].at) {
-			return evs[i].at.Before(evs[j].at)
-		}
-		return evs[i].cpu < evs[j].cpu // ends before starts at the same instant
-	})
-	var cur, best int64
-	for _, e := range evs {
-		cur += e.cpu
-		best = max(best, cur)
-	}
-	return int((best + 999) / 1000), len(exs)
-}
-
-// TaskStarts reports, from this node's runtime records, when each task
-// replica of job that ran to success here started its process, keyed
-// "task/replica" (the latest such attempt). Benchmarks use it to time
-// placements by the process start rather than by the manager's record.
-func (n *Node) TaskStarts(job string) map[string]time.Time {
-	exs, err := n.execs.List("task/" + job + "/")
-	if err != nil {
-		return nil
-	}
-	out := map[string]time.Time{}
-	for _, e := range exs {
-		x := e.Value
-		if x.Finished.IsZero() || x.ExitCode != 0 {
-			continue
-		}
-		k := fmt.Sprintf("%s/%d", x.Key.Task, x.Key.Replica)
-		if x.Started.After(out[k]) {
-			out[k] = x.Started
-		}
-	}
-	return out
 }
 
 // hostOf is the IP address other replicas reach a node's host at: the

@@ -27,10 +27,11 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/node/checkpoints"
+	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/node/transport"
-	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -67,12 +68,10 @@ type Node struct {
 	events         chan func()
 	tr             *transport.Transport
 	query          *query.Service
-	runner         TaskRunner
 	jobs           *store.Bucket[market.JobRecord]
 	copies         *store.Bucket[replication.Copy] // job-record copies held for other managers
 	repl           *replication.Service
-	copied         copyWaiters // submits waiting for their job's first copies
-	execs          *store.Bucket[execution]
+	copied         copyWaiters                     // submits waiting for their job's first copies
 	historyDirty   bool                            // loop goroutine only
 	recBuf         []store.Entry[market.JobRecord] // apply's scratch; loop goroutine only
 	evBuf          []store.LogAppend               // apply's scratch; loop goroutine only
@@ -80,12 +79,8 @@ type Node struct {
 	afterTurn      []func()                        // run after the current turn's effects; loop goroutine only
 	commitCh       chan commitBatch                // to the committer; set and used by the loop goroutine only
 	commitsPending atomic.Int64                    // turns handed to the committer and not yet carried out
-	preemptGrace   time.Duration                   // the market's PreemptGrace (fixed), for task starts
-	tasksQ         chan func()                     // task starts and stops, for taskLoop
 	cpuDeclared    bool                            // CPU capacity comes from --resources, not the machine
-	stopping       atomic.Bool
-	killing        atomic.Bool  // Kill: no snapshots, no exit reports
-	ck             *checkpoints // task checkpoints and their protocol
+	ex             *executor.Executor              // runs the tasks the market starts
 
 	mu       sync.Mutex
 	free     resource.Vector
@@ -170,7 +165,6 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		WithCodec(market.EncodeJobRecord, market.DecodeJobRecord)
 	n.copies = store.NewBucket[replication.Copy](n.store, "replicas").AllowLarge(replication.MaxFrame+4<<10).
 		WithCodec(replication.EncodeCopy, replication.DecodeCopy)
-	n.execs = store.NewBucket[execution](n.store, "executions")
 	bootNo, err := n.nextBoot()
 	if err != nil {
 		return nil, err
@@ -247,9 +241,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
 	n.gossip.Start(n.ctx)
-	n.wg.Add(4)
+	n.wg.Add(3)
 	go n.loop()
-	go n.taskLoop()
 	go n.joinLoop(boot)
 	go n.sampleLoop()
 	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
@@ -412,14 +405,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return &ConfigError{Err: err}
 	}
 	n.mkt = m
-	n.preemptGrace = m.Config().PreemptGrace
 	n.events = make(chan func(), loopQueue)
-	n.tasksQ = make(chan func(), taskQueue)
-	n.runner = n.cfg.Runner
-	if n.runner == nil {
-		n.runner = runtime.NewRunner(runtime.Options{})
-	}
-	n.ck = newCheckpoints(n)
 	if h := n.loadHistory(); len(h) > 0 {
 		m.RestoreHistory(h)
 	}
@@ -433,7 +419,12 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err != nil {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
-	n.reapOrphans()
+	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
+		Checkpoints: checkpoints.New(n.host, n.store), Peers: n.closestPeers, HostOf: n.hostOf,
+		Exited: func(k market.TaskKey, epoch uint64, code int, reason string) bool {
+			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason) })
+		},
+		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.tr, err = transport.New(n.host, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay,
 		Deliver: func(from market.NodeID, msg market.Msg) {
 			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
@@ -452,9 +443,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
 	n.query = query.New(n.host, n.answer)
-	n.host.SetStreamHandler(CheckpointProtocol, n.handleCheckpoint)
-	n.wg.Add(2)
-	go n.checkpointSweep()
+	n.wg.Add(1)
 	go n.retentionLoop(m.Config().JobRetention)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
@@ -508,17 +497,23 @@ func (n *Node) Close() error {
 }
 
 // Kill stops the node abruptly, the way kill -9 would look to its peers:
-// no leave advert; the data dir is left as it is. For tests.
+// its tasks are killed at once, without a snapshot or a report, and no
+// leave advert goes out; the data dir is left as it is. Called while
+// Close runs (agora node does, on a second interrupt), it cuts the drain
+// short, kills the tasks and returns when Close is done.
 func (n *Node) Kill() {
+	if n.ex != nil {
+		n.ex.Kill()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
 	n.once.Do(func() { n.teardown(false) })
 }
 
 func (n *Node) teardown(graceful bool) {
-	if !graceful {
-		n.killing.Store(true)
-	}
 	if graceful && n.mkt != nil && n.events != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		ctx, cancel := context.WithTimeout(n.ctx, drainTimeout)
 		if err := n.Drain(ctx); err != nil {
 			log.Warnw("graceful stop: drain incomplete", "err", err)
 		}
@@ -539,22 +534,22 @@ func (n *Node) teardown(graceful bool) {
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()
 	}
-	n.setStopping()
 	if graceful && n.mkt != nil && n.events != nil {
 		_ = n.call(func() { n.saveHistory() })
 	}
-	if n.runner != nil {
+	if n.ex != nil {
 		if graceful {
-			n.runner.StopAll("node stopping")
-		} else {
-			n.killTasks()
+			n.ex.StopAll("node stopping")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = n.runner.Wait(ctx)
+		_ = n.ex.Wait(ctx)
 		cancel()
 	}
 	if n.cancel != nil {
 		n.cancel()
+	}
+	if n.ex != nil {
+		n.ex.Close()
 	}
 	if n.tr != nil {
 		n.tr.Close()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/wire"
-	"github.com/agora-sched/agora/node/api"
 )
 
 // maxLogReplyBytes bounds a page of a task's output answering a query.
@@ -40,7 +39,7 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 		return wire.QueryReply{Found: true, Body: body}
 	case "logs":
 		k := market.TaskKey{Job: q.Job, Task: q.Task, Replica: int(q.Replica)}
-		lr, ok, err := n.readLocalLog(k, int(q.Attempt), q.From, int(q.MaxBytes))
+		lr, ok, err := n.ex.Log(k, int(q.Attempt), q.From, int(q.MaxBytes))
 		if err != nil {
 			return wire.QueryReply{Error: err.Error()}
 		}
@@ -120,42 +119,4 @@ func (n *Node) cancelLocal(id string) (bool, error) {
 		return false, cerr
 	}
 	return found, err
-}
-
-// readLocalLog reads an attempt's output from this node's store; attempt
-// 0 means the latest attempt this node ran.
-func (n *Node) readLocalLog(k market.TaskKey, attempt int, from uint64, maxBytes int) (api.LogPage, bool, error) {
-	if attempt <= 0 {
-		prefix := fmt.Sprintf("task/%s/%s/%d/", k.Job, k.Task, k.Replica)
-		exs, err := n.execs.List(prefix)
-		if err != nil {
-			return api.LogPage{}, false, err
-		}
-		for _, e := range exs {
-			attempt = max(attempt, e.Value.Attempt)
-		}
-		if attempt == 0 {
-			return api.LogPage{}, false, nil
-		}
-	}
-	stream := logStream(k, attempt)
-	ex, ok, err := n.execs.Get(stream)
-	if err != nil || !ok {
-		return api.LogPage{}, false, err
-	}
-	if from == 0 {
-		from = 1
-	}
-	if maxBytes <= 0 || maxBytes > maxLogReplyBytes {
-		maxBytes = maxLogReplyBytes
-	}
-	chunks, next, err := n.store.ReadLog(stream, from, maxBytes)
-	if err != nil {
-		return api.LogPage{}, false, err
-	}
-	var data []byte
-	for _, c := range chunks {
-		data = append(data, c.Data...)
-	}
-	return api.LogPage{Data: string(data), Next: next, Done: !ex.Finished.IsZero()}, true, nil
 }

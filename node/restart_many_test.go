@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -37,20 +38,20 @@ func TestRestartWithMoreRecordsThanAList(t *testing.T) {
 	const count = store.MaxListEntries + 1
 	now := time.Now()
 	jobs := store.NewBucket[market.JobRecord](s, "jobs")
-	execs := store.NewBucket[execution](s, "executions")
+	execs := store.NewBucket[executor.Execution](s, "executions")
 	var js []store.Entry[market.JobRecord]
-	var es []store.Entry[execution]
+	var es []store.Entry[executor.Execution]
 	for i := range count {
 		id := fmt.Sprintf("j-many-%06d", i)
 		// Bare records: what is measured is that every one is read.
 		r := market.JobRecord{ID: id, Manager: self, Submitted: now, State: market.JobSucceeded, Finished: now}
 		js = append(js, store.Entry[market.JobRecord]{Key: id, Value: r})
-		stream := logStream(market.TaskKey{Job: id, Task: "t"}, 1)
-		ex := execution{Key: market.TaskKey{Job: id, Task: "t"}, Attempt: 1, Epoch: 1, Stream: stream, Started: now}
+		stream := "task/" + id + "/t/0/1" // the executor's record key
+		ex := executor.Execution{Key: market.TaskKey{Job: id, Task: "t"}, Attempt: 1, Epoch: 1, Stream: stream, Started: now}
 		if i < count-1 { // only the last left unfinished
 			ex.Finished = now
 		}
-		es = append(es, store.Entry[execution]{Key: stream, Value: ex})
+		es = append(es, store.Entry[executor.Execution]{Key: stream, Value: ex})
 		if len(js) == 20000 || i == count-1 {
 			if err := jobs.PutAll(js); err != nil {
 				t.Fatal(err)
@@ -74,8 +75,8 @@ func TestRestartWithMoreRecordsThanAList(t *testing.T) {
 		t.Fatalf("restored %v jobs, want %d succeeded (%v)", c, count, err)
 	}
 	last := fmt.Sprintf("j-many-%06d", count-1)
-	ex, ok, err := n.execs.Get(logStream(market.TaskKey{Job: last, Task: "t"}, 1))
-	if err != nil || !ok || ex.Finished.IsZero() || ex.Reason != "node restarted" {
-		t.Fatalf("last execution after restart: %+v, %v, %v", ex, ok, err)
+	exs, err := n.Executions(last)
+	if err != nil || len(exs) != 1 || exs[0].Finished.IsZero() || exs[0].Reason != "node restarted" {
+		t.Fatalf("last execution after restart: %+v, %v", exs, err)
 	}
 }

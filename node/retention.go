@@ -1,8 +1,6 @@
 package node
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -38,55 +36,6 @@ func (n *Node) forgetJob(id string, keepEvents bool) {
 	log.Debugw("job forgotten", "job", id)
 }
 
-// expireExecutions deletes the execution records and task logs of
-// attempts this node ran that finished more than retention ago, and then
-// the task directories of jobs it keeps no execution of.
-func (n *Node) expireExecutions(now time.Time, retention time.Duration) (int, error) {
-	var due []execution
-	err := n.execs.Scan("", func(_ string, ex execution) (bool, error) {
-		if !ex.Finished.IsZero() && !ex.Finished.Add(retention).After(now) {
-			due = append(due, ex)
-		}
-		return true, nil
-	})
-	deleted := 0
-	for _, ex := range due {
-		if derr := n.store.DeleteLog(ex.Stream); derr != nil {
-			log.Warnw("expire task log", "stream", ex.Stream, "err", derr)
-			continue
-		}
-		if derr := n.execs.Delete(ex.Stream); derr != nil {
-			log.Warnw("expire execution", "stream", ex.Stream, "err", derr)
-			continue
-		}
-		deleted++
-	}
-	jobs := map[string]bool{}
-	for _, ex := range due {
-		if !jobs[ex.Key.Job] {
-			jobs[ex.Key.Job] = true
-			job := ex.Key.Job
-			// On the task goroutine, which starts tasks: a new attempt of
-			// the job starts either before the check (and keeps the
-			// directory) or after the removal (and makes it again).
-			n.onTasks(func() { n.removeTaskDirs(job) })
-		}
-	}
-	return deleted, err
-}
-
-// removeTaskDirs deletes the task directories of a job (work and
-// checkpoint directories of every replica run here) unless the node still
-// keeps an execution of it. It runs on the task goroutine.
-func (n *Node) removeTaskDirs(job string) {
-	if c, err := n.execs.Count("task/" + job + "/"); err != nil || c > 0 {
-		return
-	}
-	if err := os.RemoveAll(filepath.Join(n.cfg.DataDir, "tasks", job)); err != nil {
-		log.Warnw("remove task directories", "job", job, "err", err)
-	}
-}
-
 // retentionLoop expires finished replicas and executions until the node
 // stops. A negative retention keeps everything.
 func (n *Node) retentionLoop(retention time.Duration) {
@@ -101,7 +50,7 @@ func (n *Node) retentionLoop(retention time.Duration) {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
-			execs, err := n.expireExecutions(now, retention)
+			execs, err := n.ex.ExpireExecutions(now, retention)
 			if err != nil {
 				log.Warnw("expire executions", "err", err)
 			}

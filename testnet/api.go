@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/agora-sched/agora/node/api"
@@ -78,5 +79,53 @@ func (nd *Node) Logs(id, query string) (api.LogsResponse, error) {
 // PeakCPU reports, from the node's runtime records of a job, the largest
 // number of CPUs its tasks held at once and how many attempts ran here.
 func (nd *Node) PeakCPU(job string) (peak, runs int) {
-	return nd.Node.PeakCPU(job)
+	exs, err := nd.Executions(job)
+	if err != nil {
+		return 0, 0
+	}
+	type edge struct {
+		at  time.Time
+		cpu int64
+	}
+	var edges []edge
+	for _, x := range exs {
+		end := x.Finished
+		if end.IsZero() {
+			end = time.Now()
+		}
+		edges = append(edges, edge{x.Started, x.CPUMilli}, edge{end, -x.CPUMilli})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].cpu < edges[j].cpu // ends before starts at the same instant
+	})
+	var cur, best int64
+	for _, e := range edges {
+		cur += e.cpu
+		best = max(best, cur)
+	}
+	return int((best + 999) / 1000), len(exs)
+}
+
+// TaskStarts reports, from the node's runtime records, when each task
+// replica of job that ran to success here last started its process,
+// keyed "task/replica".
+func (nd *Node) TaskStarts(job string) map[string]time.Time {
+	exs, err := nd.Executions(job)
+	if err != nil {
+		return nil
+	}
+	out := map[string]time.Time{}
+	for _, x := range exs {
+		if x.Finished.IsZero() || x.ExitCode != 0 {
+			continue
+		}
+		k := fmt.Sprintf("%s/%d", x.Key.Task, x.Key.Replica)
+		if x.Started.After(out[k]) {
+			out[k] = x.Started
+		}
+	}
+	return out
 }

@@ -165,10 +165,22 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	}
 	<-ctx.Done()
 	stop()
-	fmt.Fprintln(stdout, "agora node: shutting down")
-	if err := n.Close(); err != nil {
-		fmt.Fprintf(stderr, "agora node: shutdown: %v\n", err)
+	fmt.Fprintln(stdout, "agora node: shutting down (interrupt again to kill the tasks at once)")
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			fmt.Fprintf(stderr, "agora node: shutdown: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	case <-again:
+		fmt.Fprintln(stdout, "agora node: killing the tasks")
+		n.Kill()
 		return exitFailed
 	}
-	return exitOK
 }

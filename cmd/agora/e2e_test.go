@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,25 @@ type proc struct {
 	cmd  *exec.Cmd
 	data string
 	api  string
-	log  *bytes.Buffer
+	log  *syncBuffer
+}
+
+// syncBuffer is the output of a node process, read while it is written.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -64,7 +83,7 @@ func startNode(t *testing.T, data string, args ...string) *proc {
 		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
 	}
 	cmd := exec.Command(agoraBin, full...)
-	var buf bytes.Buffer
+	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	_ = os.Remove(filepath.Join(data, "api.addr"))
 	if err := cmd.Start(); err != nil {
@@ -329,5 +348,51 @@ func TestSIGTERMGraceful(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("node did not stop within 10s of SIGTERM")
+	}
+}
+
+// TestSecondInterruptKillsTasks: a second SIGTERM during a graceful stop
+// kills the running tasks at once and exits with status 1.
+func TestSecondInterruptKillsTasks(t *testing.T) {
+	p := startNode(t, t.TempDir())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	script := fmt.Sprintf(`trap '' TERM; echo $$ > %s.tmp; mv %[1]s.tmp %[1]s; while :; do sleep 0.1; done`, pidFile)
+	spec := writeFile(t, "stubborn.json", fmt.Sprintf(`{"name": "stubborn", "tasks": [{"name": "t", "command": ["sh", "-c", %q]}]}`, script))
+	if out, errs, code := agora(t, "submit", "--api", p.api, spec); code != 0 {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	var pid int
+	waitFor(t, 10*time.Second, "the task to start", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		_, err = fmt.Sscan(string(b), &pid)
+		return err == nil
+	})
+	done := make(chan error, 1)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- p.cmd.Wait() }()
+	waitFor(t, 5*time.Second, "the graceful stop to begin", func() bool {
+		return strings.Contains(p.log.String(), "shutting down")
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("node exited with %v, want status 1; output:\n%s", err, p.log.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("node still running 10s after the second SIGTERM; output:\n%s", p.log.String())
+	}
+	if !strings.Contains(p.log.String(), "killing the tasks") {
+		t.Fatalf("no word of killing the tasks; output:\n%s", p.log.String())
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("task process %d survived the node", pid)
 	}
 }

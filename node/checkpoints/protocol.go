@@ -1,4 +1,4 @@
-package node
+package checkpoints
 
 import (
 	"bufio"
@@ -20,11 +20,11 @@ import (
 	"github.com/agora-sched/agora/runtime/checkpoint"
 )
 
-// CheckpointProtocol moves checkpoints between nodes: an executor pushes
+// Protocol moves checkpoints between nodes: an executor pushes
 // chunks and manifests to its replica peers, a resuming executor fetches
 // them. One request and one reply per stream, each a varint-length frame
 // holding a JSON object (docs/protocol.md).
-const CheckpointProtocol = protocol.ID("/agora/checkpoint/1.0.0")
+const Protocol = protocol.ID("/agora/checkpoint/1.0.0")
 
 // Limits of the checkpoint protocol.
 const (
@@ -54,8 +54,8 @@ const (
 	opGet         = "get"
 )
 
-// ckKey names a task replica on the wire.
-type ckKey struct {
+// Key names a task replica on the wire.
+type Key struct {
 	Job     string `json:"job"`
 	Task    string `json:"task"`
 	Replica int    `json:"replica"`
@@ -64,7 +64,7 @@ type ckKey struct {
 // ckRequest is a checkpoint request; which fields are used depends on Op.
 type ckRequest struct {
 	Op       string          `json:"op"`
-	Key      *ckKey          `json:"key,omitempty"`      // manifest, get-manifest
+	Key      *Key            `json:"key,omitempty"`      // manifest, get-manifest
 	IDs      []string        `json:"ids,omitempty"`      // missing
 	ID       string          `json:"id,omitempty"`       // put, get
 	Data     []byte          `json:"data,omitempty"`     // put (base64)
@@ -82,13 +82,13 @@ type ckReply struct {
 	Data     []byte          `json:"data,omitempty"`     // get (base64)
 }
 
-// wireKey converts a task key for the wire.
-func wireKey(k market.TaskKey) *ckKey { return &ckKey{Job: k.Job, Task: k.Task, Replica: k.Replica} }
+// KeyOf is the wire key of a task replica.
+func KeyOf(k market.TaskKey) *Key { return &Key{Job: k.Job, Task: k.Task, Replica: k.Replica} }
 
 // String is the key's bucket key and placement key, "job/task/replica".
-func (k ckKey) String() string { return k.Job + "/" + k.Task + "/" + strconv.Itoa(k.Replica) }
+func (k Key) String() string { return k.Job + "/" + k.Task + "/" + strconv.Itoa(k.Replica) }
 
-func (k *ckKey) validate() error {
+func (k *Key) validate() error {
 	switch {
 	case k == nil:
 		return errors.New("key: missing")
@@ -102,8 +102,8 @@ func (k *ckKey) validate() error {
 	return nil
 }
 
-// matches reports whether m belongs to k.
-func (k ckKey) matches(m checkpoint.Manifest) bool {
+// Matches reports whether m belongs to k.
+func (k Key) Matches(m checkpoint.Manifest) bool {
 	return m.Job == k.Job && m.Task == k.Task && m.Replica == k.Replica
 }
 
@@ -119,20 +119,20 @@ func decodeCk(b []byte, v any) error {
 	return nil
 }
 
-// handleCheckpoint serves one checkpoint request.
-func (n *Node) handleCheckpoint(s network.Stream) {
+// serve answers one checkpoint request.
+func (s *Service) serve(st network.Stream) {
 	select {
-	case n.ck.inbound <- struct{}{}:
-		defer func() { <-n.ck.inbound }()
+	case s.inbound <- struct{}{}:
+		defer func() { <-s.inbound }()
 	default:
-		_ = s.Reset()
+		_ = st.Reset()
 		return
 	}
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(ckServeTimeout))
-	b, err := wire.ReadFrame(bufio.NewReader(s), maxCkFrame)
+	defer st.Close()
+	_ = st.SetDeadline(time.Now().Add(ckServeTimeout))
+	b, err := wire.ReadFrame(bufio.NewReader(st), maxCkFrame)
 	if err != nil {
-		_ = s.Reset()
+		_ = st.Reset()
 		return
 	}
 	var rep ckReply
@@ -140,23 +140,23 @@ func (n *Node) handleCheckpoint(s network.Stream) {
 	if err := decodeCk(b, &req); err != nil {
 		rep.Error = "bad request: " + err.Error()
 	} else {
-		rep = n.serveCheckpoint(req, time.Now())
+		rep = s.answer(req, time.Now())
 	}
 	rep.Error = wire.ClipText(rep.Error, wire.MaxErrorLen)
 	out, err := json.Marshal(rep)
 	if err != nil || len(out) > maxCkFrame {
-		_ = s.Reset()
+		_ = st.Reset()
 		return
 	}
-	w := bufio.NewWriter(s)
+	w := bufio.NewWriter(st)
 	if wire.WriteFrame(w, out) == nil {
 		_ = w.Flush()
 	}
 }
 
-// serveCheckpoint answers one request from the local checkpoint store.
-func (n *Node) serveCheckpoint(req ckRequest, now time.Time) ckReply {
-	cs := n.ck.cs
+// answer answers one request from the local checkpoint store.
+func (s *Service) answer(req ckRequest, now time.Time) ckReply {
+	cs := s.cs
 	fail := func(err error) ckReply { return ckReply{Error: err.Error()} }
 	switch req.Op {
 	case opMissing:
@@ -179,7 +179,7 @@ func (n *Node) serveCheckpoint(req ckRequest, now time.Time) ckReply {
 		}
 		return ckReply{}
 	case opManifest:
-		stored, err := n.acceptManifest(req.Key, req.Manifest, now)
+		stored, err := s.acceptManifest(req.Key, req.Manifest, now)
 		if err != nil {
 			return fail(err)
 		}
@@ -188,7 +188,7 @@ func (n *Node) serveCheckpoint(req ckRequest, now time.Time) ckReply {
 		if err := req.Key.validate(); err != nil {
 			return fail(err)
 		}
-		m, raw, ok, err := cs.manifest(req.Key.String())
+		m, raw, ok, err := cs.Manifest(req.Key.String())
 		if err != nil {
 			return fail(err)
 		}
@@ -211,21 +211,21 @@ func (n *Node) serveCheckpoint(req ckRequest, now time.Time) ckReply {
 
 // acceptManifest keeps a manifest a peer pushed if it is valid, belongs
 // to key, is complete here and is newer than the one held.
-func (n *Node) acceptManifest(key *ckKey, raw []byte, now time.Time) (bool, error) {
+func (s *Service) acceptManifest(key *Key, raw []byte, now time.Time) (bool, error) {
 	if err := key.validate(); err != nil {
 		return false, err
 	}
-	if len(raw) > maxKeptManifest {
-		return false, fmt.Errorf("manifest: %d bytes exceeds %d", len(raw), maxKeptManifest)
+	if len(raw) > MaxKeptManifest {
+		return false, fmt.Errorf("manifest: %d bytes exceeds %d", len(raw), MaxKeptManifest)
 	}
 	m, err := checkpoint.DecodeManifest(raw)
 	if err != nil {
 		return false, err
 	}
-	if !key.matches(m) {
+	if !key.Matches(m) {
 		return false, errors.New("manifest: job, task or replica differs from the key")
 	}
-	cs := n.ck.cs
+	cs := s.cs
 	lack, err := checkpoint.Missing(m, cs)
 	if err != nil {
 		return false, err
@@ -243,8 +243,8 @@ func (n *Node) acceptManifest(key *ckKey, raw []byte, now time.Time) (bool, erro
 			return false, fmt.Errorf("manifest: this node already keeps %d manifests", c)
 		}
 	}
-	switch err := cs.keep(k, m, raw, now); {
-	case errors.Is(err, errNotNewer):
+	switch err := cs.Keep(k, m, raw, now); {
+	case errors.Is(err, ErrNotNewer):
 		return false, nil
 	case err != nil:
 		return false, err
@@ -252,9 +252,9 @@ func (n *Node) acceptManifest(key *ckKey, raw []byte, now time.Time) (bool, erro
 	return true, nil
 }
 
-// ckCall sends one checkpoint request to p and returns its reply; a reply
+// call sends one checkpoint request to p and returns its reply; a reply
 // with Error set is returned as an error.
-func (n *Node) ckCall(ctx context.Context, p peer.ID, req ckRequest) (ckReply, error) {
+func (s *Service) call(ctx context.Context, p peer.ID, req ckRequest) (ckReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, ckCallTimeout)
 	defer cancel()
 	b, err := json.Marshal(req)
@@ -264,27 +264,27 @@ func (n *Node) ckCall(ctx context.Context, p peer.ID, req ckRequest) (ckReply, e
 	if len(b) > maxCkFrame {
 		return ckReply{}, fmt.Errorf("checkpoint %s request of %d bytes exceeds %d", req.Op, len(b), maxCkFrame)
 	}
-	s, err := n.host.NewStream(ctx, p, CheckpointProtocol)
+	st, err := s.h.NewStream(ctx, p, Protocol)
 	if err != nil {
 		return ckReply{}, err
 	}
-	defer s.Close()
+	defer st.Close()
 	if dl, ok := ctx.Deadline(); ok {
-		_ = s.SetDeadline(dl)
+		_ = st.SetDeadline(dl)
 	}
-	w := bufio.NewWriter(s)
+	w := bufio.NewWriter(st)
 	if err := wire.WriteFrame(w, b); err != nil {
-		_ = s.Reset()
+		_ = st.Reset()
 		return ckReply{}, err
 	}
 	if err := w.Flush(); err != nil {
-		_ = s.Reset()
+		_ = st.Reset()
 		return ckReply{}, err
 	}
-	_ = s.CloseWrite()
-	rb, err := wire.ReadFrame(bufio.NewReader(s), maxCkFrame)
+	_ = st.CloseWrite()
+	rb, err := wire.ReadFrame(bufio.NewReader(st), maxCkFrame)
 	if err != nil {
-		_ = s.Reset()
+		_ = st.Reset()
 		return ckReply{}, err
 	}
 	var rep ckReply

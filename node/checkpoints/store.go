@@ -1,4 +1,4 @@
-package node
+package checkpoints
 
 import (
 	"crypto/sha256"
@@ -27,10 +27,10 @@ const (
 
 // Limits of the checkpoint store.
 const (
-	// maxKeptManifest is the largest encoded manifest kept: a bucket value
+	// MaxKeptManifest is the largest encoded manifest kept: a bucket value
 	// holds at most store.MaxValueSize bytes, the record's other fields
 	// included. It allows checkpoints of about 2 GiB.
-	maxKeptManifest = store.MaxValueSize - 4<<10
+	MaxKeptManifest = store.MaxValueSize - 4<<10
 	// chunkGrace protects a chunk a peer put or asked about from GC for a
 	// while: its manifest follows the chunks.
 	chunkGrace = 2 * time.Minute
@@ -52,24 +52,30 @@ type ckRecord struct {
 	Manifest json.RawMessage `json:"manifest"`
 }
 
-// ckStore keeps checkpoint chunks as store blobs and manifests in a
+// Store keeps checkpoint chunks as store blobs and manifests in a
 // bucket. It implements checkpoint.ChunkStore. Snapshots and restores hold
 // gcMu for reading, GC holds it for writing: a snapshot may rely on a
 // chunk only its own, not yet kept, manifest references.
-type ckStore struct {
+type Store struct {
 	s         *store.Store
 	index     *store.Bucket[chunkRec]
 	manifests *store.Bucket[ckRecord]
 	gcMu      sync.RWMutex
 }
 
-func newCkStore(s *store.Store) *ckStore {
-	return &ckStore{s: s, index: store.NewBucket[chunkRec](s, chunkBucket), manifests: store.NewBucket[ckRecord](s, manifestBucket)}
+// RLock holds off garbage collection while a snapshot or a restore relies
+// on chunks only its own, not yet kept, manifest references; RUnlock
+// lets it run again.
+func (c *Store) RLock()   { c.gcMu.RLock() }
+func (c *Store) RUnlock() { c.gcMu.RUnlock() }
+
+func NewStore(s *store.Store) *Store {
+	return &Store{s: s, index: store.NewBucket[chunkRec](s, chunkBucket), manifests: store.NewBucket[ckRecord](s, manifestBucket)}
 }
 
-// errNotNewer means a manifest was not kept because one at least as new
+// ErrNotNewer means a manifest was not kept because one at least as new
 // is held.
-var errNotNewer = errors.New("not newer than the manifest held")
+var ErrNotNewer = errors.New("not newer than the manifest held")
 
 // validChunkID reports whether id is a lowercase hex SHA-256.
 func validChunkID(id string) bool {
@@ -107,7 +113,7 @@ func clipID(id string) string {
 }
 
 // Has reports whether the chunk is held.
-func (c *ckStore) Has(id string) (bool, error) {
+func (c *Store) Has(id string) (bool, error) {
 	if !validChunkID(id) {
 		return false, nil
 	}
@@ -116,7 +122,7 @@ func (c *ckStore) Has(id string) (bool, error) {
 
 // Put stores a chunk after checking that it hashes to id; the index entry
 // is written first, so GC finds any blob that was written.
-func (c *ckStore) Put(id string, data []byte) error {
+func (c *Store) Put(id string, data []byte) error {
 	if err := checkChunk(id, data); err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
@@ -128,7 +134,7 @@ func (c *ckStore) Put(id string, data []byte) error {
 }
 
 // Get returns a chunk's bytes.
-func (c *ckStore) Get(id string) ([]byte, bool, error) {
+func (c *Store) Get(id string) ([]byte, bool, error) {
 	if !validChunkID(id) {
 		return nil, false, nil
 	}
@@ -136,7 +142,7 @@ func (c *ckStore) Get(id string) ([]byte, bool, error) {
 }
 
 // Delete removes a chunk and its index entry.
-func (c *ckStore) Delete(id string) error {
+func (c *Store) Delete(id string) error {
 	if err := c.s.DeleteBlob(chunkPrefix + id); err != nil {
 		return err
 	}
@@ -144,7 +150,7 @@ func (c *ckStore) Delete(id string) error {
 }
 
 // putRemote stores a chunk a peer pushed, marking it recent.
-func (c *ckStore) putRemote(id string, data []byte, now time.Time) error {
+func (c *Store) putRemote(id string, data []byte, now time.Time) error {
 	if err := c.Put(id, data); err != nil {
 		return err
 	}
@@ -153,7 +159,7 @@ func (c *ckStore) putRemote(id string, data []byte, now time.Time) error {
 
 // missing returns which of ids are not held and marks the held ones
 // recent, so that GC spares them until the peer's manifest arrives.
-func (c *ckStore) missing(ids []string, now time.Time) ([]string, error) {
+func (c *Store) missing(ids []string, now time.Time) ([]string, error) {
 	var lack, have []string
 	for _, id := range ids {
 		ok, err := c.Has(id)
@@ -184,8 +190,8 @@ func (c *ckStore) missing(ids []string, now time.Time) ([]string, error) {
 	return lack, nil
 }
 
-// manifest returns the newest manifest held for key.
-func (c *ckStore) manifest(key string) (checkpoint.Manifest, []byte, bool, error) {
+// Manifest returns the newest manifest held for key.
+func (c *Store) Manifest(key string) (checkpoint.Manifest, []byte, bool, error) {
 	rec, ok, err := c.manifests.Get(key)
 	if err != nil || !ok {
 		return checkpoint.Manifest{}, nil, false, err
@@ -197,30 +203,30 @@ func (c *ckStore) manifest(key string) (checkpoint.Manifest, []byte, bool, error
 	return m, rec.Manifest, true, nil
 }
 
-// keep stores m (encoded as raw) as key's manifest unless one with the
-// same or a higher Seq is held; then it returns errNotNewer.
-func (c *ckStore) keep(key string, m checkpoint.Manifest, raw []byte, now time.Time) error {
-	if len(raw) > maxKeptManifest {
-		return fmt.Errorf("manifest of %d bytes exceeds the %d bytes a node keeps", len(raw), maxKeptManifest)
+// Keep stores m (encoded as raw) as key's manifest unless one with the
+// same or a higher Seq is held; then it returns ErrNotNewer.
+func (c *Store) Keep(key string, m checkpoint.Manifest, raw []byte, now time.Time) error {
+	if len(raw) > MaxKeptManifest {
+		return fmt.Errorf("manifest of %d bytes exceeds the %d bytes a node keeps", len(raw), MaxKeptManifest)
 	}
 	return c.manifests.Update(key, func(v *ckRecord, exists bool) (bool, error) {
 		if exists && v.Seq >= m.Seq {
-			return false, errNotNewer
+			return false, ErrNotNewer
 		}
 		*v = ckRecord{Seq: m.Seq, Updated: now, Manifest: raw}
 		return true, nil
 	})
 }
 
-// drop forgets key's manifest; its chunks go at the next GC.
-func (c *ckStore) drop(key string) error { return c.manifests.Delete(key) }
+// Drop forgets key's manifest; its chunks go at the next GC.
+func (c *Store) Drop(key string) error { return c.manifests.Delete(key) }
 
 // count is the number of manifests held.
-func (c *ckStore) count() (int, error) { return c.manifests.Count("") }
+func (c *Store) count() (int, error) { return c.manifests.Count("") }
 
-// gc deletes the chunks no held manifest references, sparing those a
+// GC deletes the chunks no held manifest references, sparing those a
 // peer put or asked about within chunkGrace. It returns how many went.
-func (c *ckStore) gc(now time.Time) (int, error) {
+func (c *Store) GC(now time.Time) (int, error) {
 	c.gcMu.Lock()
 	defer c.gcMu.Unlock()
 	var keep []checkpoint.Manifest
@@ -256,9 +262,9 @@ func (c *ckStore) gc(now time.Time) (int, error) {
 	return len(drop), nil
 }
 
-// sweep drops the manifests not updated for manifestTTL, except those
+// Sweep drops the manifests not updated for manifestTTL, except those
 // whose task replica runs here (active), then collects garbage.
-func (c *ckStore) sweep(now time.Time, active func(key string) bool) (manifests, chunks int, err error) {
+func (c *Store) Sweep(now time.Time, active func(key string) bool) (manifests, chunks int, err error) {
 	var stale []string
 	err = c.manifests.Scan("", func(key string, r ckRecord) (bool, error) {
 		if now.Sub(r.Updated) > manifestTTL && !active(key) {
@@ -278,6 +284,6 @@ func (c *ckStore) sweep(now time.Time, active func(key string) bool) (manifests,
 			return 0, 0, err
 		}
 	}
-	chunks, err = c.gc(now)
+	chunks, err = c.GC(now)
 	return len(stale), chunks, err
 }

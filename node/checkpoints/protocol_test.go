@@ -1,4 +1,4 @@
-package node
+package checkpoints
 
 import (
 	"crypto/sha256"
@@ -13,23 +13,21 @@ import (
 	"github.com/agora-sched/agora/store"
 )
 
-// ckNode is a node with only a store and its checkpoint state: enough to
-// serve the checkpoint protocol's requests.
-func ckNode(t *testing.T) *Node {
+// ckService is a service with only its store: enough to answer the
+// checkpoint protocol's requests.
+func ckService(t *testing.T) *Service {
 	t.Helper()
 	s, err := store.Open(t.TempDir(), store.InMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	n := &Node{store: s}
-	n.ck = newCheckpoints(n)
-	return n
+	return &Service{cs: NewStore(s)}
 }
 
 // snapshotOf writes files into a fresh directory and snapshots it into a
 // memory store, as the executor would before pushing.
-func snapshotOf(t *testing.T, key ckKey, seq uint64, files map[string]string) (checkpoint.Manifest, []byte, *checkpoint.MemStore) {
+func snapshotOf(t *testing.T, key Key, seq uint64, files map[string]string) (checkpoint.Manifest, []byte, *checkpoint.MemStore) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, data := range files {
@@ -51,32 +49,32 @@ func snapshotOf(t *testing.T, key ckKey, seq uint64, files map[string]string) (c
 
 // push serves the requests an executor sends to a replica and returns the
 // manifest request's reply.
-func push(t *testing.T, n *Node, key ckKey, m checkpoint.Manifest, raw []byte, ms *checkpoint.MemStore) ckReply {
+func push(t *testing.T, n *Service, key Key, m checkpoint.Manifest, raw []byte, ms *checkpoint.MemStore) ckReply {
 	t.Helper()
 	now := time.Now()
-	rep := n.serveCheckpoint(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now)
+	rep := n.answer(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now)
 	if rep.Error != "" {
 		t.Fatal(rep.Error)
 	}
 	for _, id := range rep.Missing {
 		data, _, _ := ms.Get(id)
-		if r := n.serveCheckpoint(ckRequest{Op: opPut, ID: id, Data: data}, now); r.Error != "" {
+		if r := n.answer(ckRequest{Op: opPut, ID: id, Data: data}, now); r.Error != "" {
 			t.Fatal(r.Error)
 		}
 	}
-	return n.serveCheckpoint(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now)
+	return n.answer(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now)
 }
 
-// TestCheckpointProtocolServe: a replica keeps a pushed manifest only when
+// TestProtocolServe: a replica keeps a pushed manifest only when
 // it is complete, belongs to its key and is newer; it serves it and its
 // chunks back; malformed requests are refused naming the problem.
-func TestCheckpointProtocolServe(t *testing.T) {
-	n := ckNode(t)
+func TestProtocolServe(t *testing.T) {
+	n := ckService(t)
 	now := time.Now()
-	key := ckKey{Job: "j-1", Task: "train", Replica: 0}
+	key := Key{Job: "j-1", Task: "train", Replica: 0}
 	m, raw, ms := snapshotOf(t, key, 1<<32|1, map[string]string{"count": "17\n", "state": strings.Repeat("x", 100_000)})
 
-	if r := n.serveCheckpoint(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now); !strings.Contains(r.Error, "chunks missing") {
+	if r := n.answer(ckRequest{Op: opManifest, Key: &key, Manifest: raw}, now); !strings.Contains(r.Error, "chunks missing") {
 		t.Fatalf("manifest before its chunks: %+v", r)
 	}
 	if r := push(t, n, key, m, raw, ms); r.Error != "" || !r.Stored {
@@ -85,19 +83,19 @@ func TestCheckpointProtocolServe(t *testing.T) {
 	if r := push(t, n, key, m, raw, ms); r.Error != "" || r.Stored {
 		t.Fatalf("same seq again must not be stored: %+v", r)
 	}
-	if r := n.serveCheckpoint(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now); r.Error != "" || len(r.Missing) != 0 {
+	if r := n.answer(ckRequest{Op: opMissing, IDs: m.ChunkIDs()}, now); r.Error != "" || len(r.Missing) != 0 {
 		t.Fatalf("missing after push: %+v", r)
 	}
 	older, oraw, oms := snapshotOf(t, key, 1, map[string]string{"count": "3\n"})
 	if r := push(t, n, key, older, oraw, oms); r.Error != "" || r.Stored {
 		t.Fatalf("older seq must not replace the newer: %+v", r)
 	}
-	other := ckKey{Job: "j-1", Task: "eval", Replica: 0}
-	if r := n.serveCheckpoint(ckRequest{Op: opManifest, Key: &other, Manifest: raw}, now); !strings.Contains(r.Error, "differs from the key") {
+	other := Key{Job: "j-1", Task: "eval", Replica: 0}
+	if r := n.answer(ckRequest{Op: opManifest, Key: &other, Manifest: raw}, now); !strings.Contains(r.Error, "differs from the key") {
 		t.Fatalf("manifest under another key: %+v", r)
 	}
 
-	r := n.serveCheckpoint(ckRequest{Op: opGetManifest, Key: &key}, now)
+	r := n.answer(ckRequest{Op: opGetManifest, Key: &key}, now)
 	if !r.Found || r.Seq != m.Seq {
 		t.Fatalf("get-manifest: %+v", r)
 	}
@@ -105,12 +103,12 @@ func TestCheckpointProtocolServe(t *testing.T) {
 	if err != nil || got.Seq != m.Seq {
 		t.Fatalf("served manifest: %v %+v", err, got)
 	}
-	if r := n.serveCheckpoint(ckRequest{Op: opGetManifest, Key: &other}, now); r.Found || r.Error != "" {
+	if r := n.answer(ckRequest{Op: opGetManifest, Key: &other}, now); r.Found || r.Error != "" {
 		t.Fatalf("get-manifest of an unknown key: %+v", r)
 	}
 	id := m.ChunkIDs()[0]
 	want, _, _ := ms.Get(id)
-	if r := n.serveCheckpoint(ckRequest{Op: opGet, ID: id}, now); !r.Found || string(r.Data) != string(want) {
+	if r := n.answer(ckRequest{Op: opGet, ID: id}, now); !r.Found || string(r.Data) != string(want) {
 		t.Fatalf("get %s: found %v, %d bytes", id, r.Found, len(r.Data))
 	}
 
@@ -125,13 +123,13 @@ func TestCheckpointProtocolServe(t *testing.T) {
 		{"wrong hash", ckRequest{Op: opPut, ID: id, Data: []byte("not it")}, "does not hash"},
 		{"oversized chunk", ckRequest{Op: opPut, ID: id, Data: make([]byte, checkpoint.MaxChunkSize+1)}, "exceeds"},
 		{"no key", ckRequest{Op: opGetManifest}, "key: missing"},
-		{"bad job", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "a/b", Task: "t"}}, "key.job"},
-		{"bad task", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "j", Task: ".."}}, "key.task"},
-		{"bad replica", ckRequest{Op: opGetManifest, Key: &ckKey{Job: "j", Task: "t", Replica: -1}}, "key.replica"},
+		{"bad job", ckRequest{Op: opGetManifest, Key: &Key{Job: "a/b", Task: "t"}}, "key.job"},
+		{"bad task", ckRequest{Op: opGetManifest, Key: &Key{Job: "j", Task: ".."}}, "key.task"},
+		{"bad replica", ckRequest{Op: opGetManifest, Key: &Key{Job: "j", Task: "t", Replica: -1}}, "key.replica"},
 		{"bad manifest", ckRequest{Op: opManifest, Key: &key, Manifest: []byte(`{"version":1,"job":"j-1","extra":1}`)}, "invalid manifest"},
 	}
 	for _, c := range bad {
-		if r := n.serveCheckpoint(c.req, now); !strings.Contains(r.Error, c.want) {
+		if r := n.answer(c.req, now); !strings.Contains(r.Error, c.want) {
 			t.Errorf("%s: error %q, want it to mention %q", c.name, r.Error, c.want)
 		}
 	}
@@ -141,14 +139,14 @@ func TestCheckpointProtocolServe(t *testing.T) {
 	}
 }
 
-// TestCheckpointStoreGC: chunks of dropped manifests are collected, chunks
+// TestStoreGC: chunks of dropped manifests are collected, chunks
 // a peer just pushed are spared for chunkGrace, and the sweep drops
 // manifests not updated for manifestTTL.
-func TestCheckpointStoreGC(t *testing.T) {
-	n := ckNode(t)
-	cs := n.ck.cs
+func TestStoreGC(t *testing.T) {
+	n := ckService(t)
+	cs := n.cs
 	now := time.Now()
-	key := ckKey{Job: "j-2", Task: "t", Replica: 1}
+	key := Key{Job: "j-2", Task: "t", Replica: 1}
 	m, raw, ms := snapshotOf(t, key, 1<<32|1, map[string]string{"a": "alpha", "b": "beta"})
 	if r := push(t, n, key, m, raw, ms); !r.Stored {
 		t.Fatalf("push: %+v", r)
@@ -165,7 +163,7 @@ func TestCheckpointStoreGC(t *testing.T) {
 	if err := cs.Put(lid, local); err != nil {
 		t.Fatal(err)
 	}
-	if dropped, err := cs.gc(now); err != nil || dropped != 1 {
+	if dropped, err := cs.GC(now); err != nil || dropped != 1 {
 		t.Fatalf("gc dropped %d (%v), want only the local leftover", dropped, err)
 	}
 	if ok, _ := cs.Has(lid); ok {
@@ -177,18 +175,18 @@ func TestCheckpointStoreGC(t *testing.T) {
 	// The pushed manifest's chunks were marked recent too; after the
 	// grace and the TTL both are gone.
 	later := now.Add(manifestTTL + time.Minute)
-	mans, chunks, err := cs.sweep(later, func(string) bool { return false })
+	mans, chunks, err := cs.Sweep(later, func(string) bool { return false })
 	if err != nil || mans != 1 || chunks != 3 {
 		t.Fatalf("sweep: %d manifests, %d chunks, %v; want 1 and 3", mans, chunks, err)
 	}
-	if _, _, ok, _ := cs.manifest(key.String()); ok {
+	if _, _, ok, _ := cs.Manifest(key.String()); ok {
 		t.Fatal("stale manifest survived the sweep")
 	}
 	// An active task's manifest is never stale.
 	if r := push(t, n, key, m, raw, ms); !r.Stored {
 		t.Fatalf("push again: %+v", r)
 	}
-	if mans, _, _ := cs.sweep(later.Add(manifestTTL*2), func(string) bool { return true }); mans != 0 {
+	if mans, _, _ := cs.Sweep(later.Add(manifestTTL*2), func(string) bool { return true }); mans != 0 {
 		t.Fatal("the manifest of a running task was swept")
 	}
 }

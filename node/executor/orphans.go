@@ -1,4 +1,4 @@
-package node
+package executor
 
 import (
 	"bytes"
@@ -18,13 +18,13 @@ import (
 // environment names that attempt (job, task, replica, epoch) is killed
 // with its process group, and the attempt is closed. Linux only; it does
 // nothing where /proc is missing.
-func (n *Node) reapOrphans() {
+func (x *Executor) reapOrphans() {
 	// The unfinished attempts only, read with Scan: a node may keep more
 	// executions than List returns (store.MaxListEntries).
-	var exs []store.Entry[execution]
-	err := n.execs.Scan("", func(key string, ex execution) (bool, error) {
+	var exs []store.Entry[Execution]
+	err := x.execs.Scan("", func(key string, ex Execution) (bool, error) {
 		if ex.Finished.IsZero() {
-			exs = append(exs, store.Entry[execution]{Key: key, Value: ex})
+			exs = append(exs, store.Entry[Execution]{Key: key, Value: ex})
 		}
 		return true, nil
 	})
@@ -75,7 +75,7 @@ func (n *Node) reapOrphans() {
 	for i := range exs {
 		exs[i].Value.Finished, exs[i].Value.ExitCode, exs[i].Value.Reason = now, -1, "node restarted"
 	}
-	if err := n.execs.PutAll(exs); err != nil {
+	if err := x.execs.PutAll(exs); err != nil {
 		log.Warnw("close the attempts of the previous run", "err", err)
 	}
 }

@@ -1,0 +1,284 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node/checkpoints"
+	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/store"
+)
+
+var log = logging.Logger("executor")
+
+// TaskRunner runs the tasks awarded to a node, as runtime.Runner does
+// with local processes: Start runs spec under id and calls done once with
+// its result; Stop asks a running task to stop (reason is reported),
+// Kill ends it at once; Running lists the running ids; StopAll stops every
+// task; Wait returns once none runs or ctx ends.
+type TaskRunner interface {
+	Start(id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result)) error
+	Stop(id string, reason string) bool
+	Kill(id string) bool
+	Running() []string
+	StopAll(reason string)
+	Wait(ctx context.Context) error
+}
+
+// taskQueue bounds the task starts and stops waiting for the task
+// goroutine; the caller waits when it is full.
+const taskQueue = 4096
+
+// Options configure an Executor.
+type Options struct {
+	// DataDir holds the tasks' directories (DataDir/tasks/JOB/TASK.REPLICA).
+	DataDir string
+	// Store keeps the execution records and the task logs.
+	Store *store.Store
+	// Runner runs the processes; runtime.NewRunner when nil.
+	Runner TaskRunner
+	// Checkpoints keeps and moves the checkpoints.
+	Checkpoints *checkpoints.Service
+	// Peers returns up to r live peers not in skip, closest to key first
+	// (every one when r < 0): a checkpoint's replica peers.
+	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
+	// HostOf is the address other gang replicas reach a node at.
+	HostOf func(market.NodeID) string
+	// Exited reports a task's exit to the market; it returns false when
+	// it could not take the report now (it is retried).
+	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string) bool
+	// PreemptGrace is the SIGTERM grace of a stopped task.
+	PreemptGrace time.Duration
+	// TasksStarted and TasksEnded count attempts started and ended (by
+	// outcome, "succeeded" or "failed"); nil: not counted.
+	TasksStarted prometheus.Counter
+	TasksEnded   *prometheus.CounterVec
+}
+
+// Executor runs task attempts.
+type Executor struct {
+	opts     Options
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	runner   TaskRunner
+	store    *store.Store
+	execs    *store.Bucket[Execution]
+	ck       *checkpoints.Service
+	tasksQ   chan func()
+	stopping atomic.Bool
+	killing  atomic.Bool // Kill: no snapshots, no exit reports
+
+	// mu orders task starts against stops and teardown; it guards the
+	// fields below and the stopping flag's changes.
+	mu      sync.Mutex
+	pending map[string]*pendingStart // run ID → attempt restoring before start
+	active  map[string]int           // checkpoint key → attempts of it running here
+}
+
+// New builds an executor, closing the attempts a previous run of the
+// node left unfinished (their processes are killed), and starts its
+// task goroutine.
+func New(opts Options) *Executor {
+	ctx, cancel := context.WithCancel(context.Background())
+	x := &Executor{opts: opts, ctx: ctx, cancel: cancel, runner: opts.Runner, store: opts.Store, ck: opts.Checkpoints,
+		execs: store.NewBucket[Execution](opts.Store, "executions"), tasksQ: make(chan func(), taskQueue),
+		pending: map[string]*pendingStart{}, active: map[string]int{}}
+	if x.runner == nil {
+		x.runner = runtime.NewRunner(runtime.Options{})
+	}
+	x.reapOrphans()
+	x.wg.Add(2)
+	go x.taskLoop()
+	go func() {
+		defer x.wg.Done()
+		x.ck.Sweep(x.ctx, x.isActive)
+	}()
+	return x
+}
+
+// Start starts a task attempt, off the caller's goroutine.
+func (x *Executor) Start(st market.StartTask) {
+	x.onTasks(func() { x.startTask(st, x.opts.PreemptGrace) })
+}
+
+// Stop stops a task attempt, off the caller's goroutine, in order with
+// the starts.
+func (x *Executor) Stop(st market.StopTask) { x.onTasks(func() { x.stopTask(st) }) }
+
+// StopAll stops every running task (a graceful stop of the node): no task
+// starts from now on, attempts restoring their checkpoints give up, and
+// running ones get SIGTERM and their grace.
+func (x *Executor) StopAll(reason string) {
+	x.setStopping()
+	x.runner.StopAll(reason)
+}
+
+// Kill stops every task at once (SIGKILL), as a kill -9 of the node would
+// take them down: no snapshot is taken and no exit reported.
+func (x *Executor) Kill() {
+	x.killing.Store(true)
+	x.setStopping()
+	for _, id := range x.runner.Running() {
+		x.runner.Kill(id)
+	}
+}
+
+// Wait waits until no task runs or ctx ends.
+func (x *Executor) Wait(ctx context.Context) error { return x.runner.Wait(ctx) }
+
+// Close stops the executor's goroutines; tasks should be stopped first.
+func (x *Executor) Close() {
+	x.setStopping()
+	x.cancel()
+	x.wg.Wait()
+}
+
+func runID(k market.TaskKey, epoch uint64) string {
+	return k.String() + "@" + strconv.FormatUint(epoch, 10)
+}
+
+// logStream names the combined output of one attempt of a task replica.
+func logStream(k market.TaskKey, attempt int) string {
+	return fmt.Sprintf("task/%s/%s/%d/%d", k.Job, k.Task, k.Replica, attempt)
+}
+
+// Execution is the executor-side record of a task attempt it ran, kept so
+// that logs can be served from this node.
+type Execution struct {
+	Key      market.TaskKey `json:"key"`
+	Attempt  int            `json:"attempt"`
+	Epoch    uint64         `json:"epoch"`
+	Stream   string         `json:"stream"`
+	CPUMilli int64          `json:"cpu_milli"`
+	GPUs     []int          `json:"gpus,omitempty"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished,omitzero"`
+	ExitCode int            `json:"exit_code"`
+	Reason   string         `json:"reason,omitempty"`
+}
+
+// onTasks queues fn for the task goroutine, which starts and stops
+// processes in the order the loop asked for them. Creating a task's
+// directories and forking its process take milliseconds on a busy
+// machine; on the loop they held up every message behind them (the
+// next auction's CFP to the node that had just won one, say). It waits
+// only when taskQueue operations are already queued.
+func (x *Executor) onTasks(fn func()) {
+	select {
+	case x.tasksQ <- fn:
+	case <-x.ctx.Done():
+	}
+}
+
+// taskLoop runs the queued task operations until the node stops.
+func (x *Executor) taskLoop() {
+	defer x.wg.Done()
+	for {
+		select {
+		case <-x.ctx.Done():
+			return
+		case fn := <-x.tasksQ:
+			fn()
+		}
+	}
+}
+
+// startTask carries out a StartTask, on the task goroutine; grace is the
+// market's PreemptGrace.
+func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
+	k := st.Task.Key
+	dir := filepath.Join(x.opts.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
+	spec := runtime.Spec{
+		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
+		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
+		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: grace,
+		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
+	}
+	if len(st.Task.Peers) > 0 {
+		hosts := make([]string, len(st.Task.Peers))
+		for i, p := range st.Task.Peers {
+			hosts[i] = x.opts.HostOf(p)
+		}
+		spec.ExtraEnv = map[string]string{
+			"AGORA_RANK":        strconv.Itoa(st.Task.Rank),
+			"AGORA_WORLD_SIZE":  strconv.Itoa(len(hosts)),
+			"AGORA_PEERS":       strings.Join(hosts, ","),
+			"AGORA_MASTER_ADDR": hosts[0],
+		}
+	}
+	var ck *ckRun
+	if st.Task.CheckpointInterval > 0 {
+		spec.CheckpointDir = filepath.Join(dir, "checkpoint")
+		_ = os.MkdirAll(spec.CheckpointDir, 0o700)
+		ck = x.newCkRun(st.Task, spec.CheckpointDir)
+	}
+	stream := logStream(k, st.Task.Attempt)
+	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs}
+	if err := x.execs.Put(stream, ex); err != nil {
+		log.Warnw("save execution", "err", err)
+	}
+	sink := runtime.LogSinkFunc(func(_ string, data []byte) {
+		if _, err := x.store.AppendLog(stream, data); err != nil {
+			log.Warnw("append log", "task", k, "err", err)
+		}
+	})
+	epoch := st.Task.Epoch
+	done := func(r runtime.Result) {
+		x.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
+		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
+		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
+		if !r.Started.IsZero() {
+			ex.Started = r.Started // when the process actually started
+		}
+		if err := x.execs.Put(stream, ex); err != nil {
+			log.Warnw("save execution", "err", err)
+		}
+		if x.opts.TasksEnded != nil {
+			outcome := "failed"
+			if r.ExitCode == 0 {
+				outcome = "succeeded"
+			}
+			x.opts.TasksEnded.WithLabelValues(outcome).Inc()
+		}
+		if x.killing.Load() {
+			return // a killed node reports nothing; its peers notice it is gone
+		}
+		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason) {
+			if x.ctx.Err() != nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !x.stopping.Load() {
+		x.resumeThenStart(ck, runID(k, epoch), spec, sink, done)
+		return
+	}
+	x.launch(runID(k, epoch), spec, sink, done, ck)
+}
+
+// Executions lists the attempts of a job's tasks this node ran or runs,
+// from its execution records (kept a retention after they end).
+func (x *Executor) Executions(job string) ([]Execution, error) {
+	var out []Execution
+	err := x.execs.Scan("task/"+job+"/", func(_ string, e Execution) (bool, error) {
+		out = append(out, e)
+		return true, nil
+	})
+	return out, err
+}
