@@ -1,17 +1,3 @@
-// Package replication carries copies of job records between nodes: a
-// manager pushes each record its market saves to the record's replica
-// peers (the market's Replicate effect names them), and a peer stores the
-// copies it is sent in its replicas bucket once the market's CheckReplica
-// allows them. It is I/O only: which records go where, and what becomes
-// of a stored copy (failover), is the market's to decide.
-//
-// Protocol (/agora/jobrecord/1.0.0, docs/protocol.md): one long-lived
-// stream per peer pair; each request is a frame holding up to
-// recordsPerFrame records, each with its replica set, in the binary
-// job-record encoding; each answer a frame of JSON saying how many it
-// stored and why any were refused, in order.
-//
-// It must never import package node.
 package replication
 
 import (
@@ -35,8 +21,15 @@ import (
 	"github.com/agora-sched/agora/store"
 )
 
-// Protocol is the job-record protocol.
-const Protocol = protocol.ID("/agora/jobrecord/1.0.0")
+// Protocol is the job-record protocol. Version 4 has version 3's frames
+// and adds one rule: a record whose replica set leaves the receiver out
+// deletes the receiver's copy. ProtocolV3 is served and offered beside
+// it for nodes of the release before (a v3 node keeps such a copy, which
+// it never adopts, until its retention passes).
+const (
+	Protocol   = protocol.ID("/agora/jobrecord/4.0.0")
+	ProtocolV3 = protocol.ID("/agora/jobrecord/3.0.0")
+)
 
 // Limits of the protocol.
 const (
@@ -99,12 +92,14 @@ func New(h host.Host, opts Options) *Service {
 	}
 	s := &Service{h: h, opts: opts, links: map[peer.ID]*link{}}
 	h.SetStreamHandler(Protocol, s.serve)
+	h.SetStreamHandler(ProtocolV3, s.serve)
 	return s
 }
 
 // Close stops serving and ends the streams to peers.
 func (s *Service) Close() {
 	s.h.RemoveStreamHandler(Protocol)
+	s.h.RemoveStreamHandler(ProtocolV3)
 	s.mu.Lock()
 	ps := make([]peer.ID, 0, len(s.links))
 	for p := range s.links {
@@ -276,7 +271,7 @@ func (s *Service) pushFrame(ctx context.Context, p peer.ID, recs []encoded, body
 	ch := make(chan result, 1)
 	k.mu.Lock()
 	if k.s == nil {
-		st, err := s.h.NewStream(ctx, p, Protocol)
+		st, err := s.h.NewStream(ctx, p, Protocol, ProtocolV3)
 		if err != nil {
 			k.mu.Unlock()
 			return err
