@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -16,9 +17,13 @@ import (
 // has advertised: at most ten intervals), then asks the peers closest to
 // each job ID whether one of them manages it now (ManagerQuery). A job a
 // peer took over is forgotten here (ForgetJob, its event log kept and
-// saying so); the others are restored once every peer asked has answered
-// or QueryTimeout passed. A peer that does not answer counts as not
-// having the job.
+// saying so); the others are restored once every peer asked has answered.
+// A peer silent for QueryTimeout is asked again, reclaimAsks times in
+// all, and then counts as not having the job; one that leaves the view
+// counts so at once. Counting a silent adopter out would restore its job
+// here too and run it twice, and the first answer a peer sends a
+// restarted node is the one most likely lost: its stream to the node's
+// previous run fails only on the write after.
 //
 // While a job is held the market does not manage it: Job does not find
 // it, Held lists it, Cancel refuses it, and executors' reports for it go
@@ -32,7 +37,8 @@ type reclaim struct {
 	start   time.Time            // when Reclaim was called
 	first   time.Time            // the first advert after it
 	held    map[string]JobRecord // unfinished jobs held back
-	asked   time.Time            // when the questions went out; zero before
+	asked   time.Time            // when the questions last went out; zero before
+	asks    int                  // how many times they went out
 	waiting map[string]map[NodeID]bool
 	adopter map[string]NodeID
 }
@@ -40,6 +46,9 @@ type reclaim struct {
 // reclaimSettleMax bounds, in advert intervals, the wait for a settled
 // view.
 const reclaimSettleMax = 10
+
+// reclaimAsks is how many times a silent peer is asked about a held job.
+const reclaimAsks = 3
 
 // Reclaim loads a restarted node's job records: finished jobs at once,
 // unfinished ones once the node has asked its peers about them (see
@@ -50,7 +59,7 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord) {
 	defer m.leave()
 	var done []JobRecord
 	r := &m.reclaim
-	r.pending, r.start, r.first, r.asked = true, m.now, time.Time{}, time.Time{}
+	r.pending, r.start, r.first, r.asked, r.asks = true, m.now, time.Time{}, time.Time{}, 0
 	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
 	for _, j := range jobs {
 		if _, dup := m.jobs[j.ID]; dup {
@@ -124,15 +133,55 @@ func (m *Market) reclaimDue() {
 		m.adoptSettled()
 		return
 	}
-	if m.now.Sub(r.asked) >= m.cfg.QueryTimeout {
+	if m.now.Sub(r.asked) < m.cfg.QueryTimeout {
+		return
+	}
+	if r.asks >= reclaimAsks {
+		m.finishReclaim()
+		return
+	}
+	r.asked, r.asks = m.now, r.asks+1
+	for _, id := range heldIDs(r.held) {
+		for _, p := range sortedPeers(r.waiting[id]) {
+			m.send(p, ManagerQuery{Job: id, From: m.cfg.Self})
+		}
+	}
+}
+
+// reclaimPeerGone counts a peer that left the view as not having any
+// held job it was asked about.
+func (m *Market) reclaimPeerGone(id NodeID) {
+	r := &m.reclaim
+	if len(r.waiting) == 0 {
+		return
+	}
+	for _, job := range heldIDs(r.held) {
+		if w := r.waiting[job]; w[id] {
+			delete(w, id)
+			if len(w) == 0 {
+				delete(r.waiting, job)
+			}
+		}
+	}
+	if len(r.waiting) == 0 && !r.asked.IsZero() {
 		m.finishReclaim()
 	}
+}
+
+// sortedPeers lists a set's members in order.
+func sortedPeers(set map[NodeID]bool) []NodeID {
+	out := make([]NodeID, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // askHeld asks the peers closest to each held job whether they manage it.
 func (m *Market) askHeld() {
 	r := &m.reclaim
-	r.asked = m.now
+	r.asked, r.asks = m.now, 1
 	for _, id := range heldIDs(r.held) {
 		peers := m.closestPeers(id, m.reclaimAsk(), "")
 		if len(peers) == 0 {

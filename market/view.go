@@ -60,6 +60,7 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.lostPeer(id, "executor "+string(id)+" is gone")
 	m.managerGone(id)
 	m.replicaPeerGone(id)
+	m.reclaimPeerGone(id)
 }
 
 // Live reports whether a node is this one or in its view.

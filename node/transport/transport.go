@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"sync"
 	"time"
@@ -120,13 +121,19 @@ func (t *Transport) Send(to market.NodeID, msg market.Msg) {
 func (t *Transport) run(id peer.ID, ob *outbox) {
 	defer t.wg.Done()
 	var s network.Stream
-	var w *bufio.Writer
 	idStr := id.String()
 	defer func() {
 		if s != nil {
 			_ = s.Close()
 		}
 	}()
+	// batch holds the frames of a burst, written to the stream in one
+	// go once nothing more is queued; when that write fails, the whole
+	// burst goes again on a new stream (a write into a connection whose
+	// peer restarted fails only later: every frame since the last good
+	// write is in doubt, not only the last one).
+	var batch []byte
+	frames := 0
 	for {
 		var b []byte
 		select {
@@ -143,21 +150,18 @@ func (t *Transport) run(id peer.ID, ob *outbox) {
 				}
 			}
 		}
+		batch = binary.AppendUvarint(batch, uint64(len(b)))
+		batch = append(batch, b...)
+		if frames++; len(ob.ch) > 0 && frames < maxBatchFrames && len(batch) < maxBatchBytes {
+			continue
+		}
 		for attempt := 0; attempt < 2; attempt++ {
 			if s == nil {
-				ctx, cancel := context.WithTimeout(t.ctx, dialTimeout)
-				ns, err := t.h.NewStream(network.WithAllowLimitedConn(ctx, "market"), id, MarketProtocol)
-				cancel()
-				if err != nil {
-					log.Debugw("open market stream", "peer", id, "err", err)
+				if s = t.open(id); s == nil {
 					break
 				}
-				s, w = ns, bufio.NewWriter(ns)
 			}
-			err := wire.WriteFrame(w, b)
-			if err == nil && len(ob.ch) == 0 {
-				err = w.Flush() // flush now unless more is queued: batches bursts
-			}
+			_, err := s.Write(batch)
 			if err == nil {
 				break
 			}
@@ -165,7 +169,26 @@ func (t *Transport) run(id peer.ID, ob *outbox) {
 			_ = s.Reset()
 			s = nil
 		}
+		batch, frames = batch[:0], 0 // sent, or given up: the market's timeouts recover
 	}
+}
+
+// Bounds of one write of a burst.
+const (
+	maxBatchFrames = 256
+	maxBatchBytes  = 256 << 10
+)
+
+// open opens a market stream to id, or returns nil.
+func (t *Transport) open(id peer.ID) network.Stream {
+	ctx, cancel := context.WithTimeout(t.ctx, dialTimeout)
+	defer cancel()
+	s, err := t.h.NewStream(network.WithAllowLimitedConn(ctx, "market"), id, MarketProtocol)
+	if err != nil {
+		log.Debugw("open market stream", "peer", id, "err", err)
+		return nil
+	}
+	return s
 }
 
 // handle reads messages from a peer's stream and delivers them.
