@@ -16,10 +16,12 @@ import (
 // each version into its log, its memtable and its tables. In this
 // encoding the task records are varints, times are seconds, nanoseconds
 // and zone offset, and each peer ID is written once per record: about a
-// third of the JSON's size (BenchmarkJobRecordCodec). The spec stays JSON: it is a small part of the
-// record, and keeping it JSON keeps one definition of its fields.
+// third of the JSON's size (BenchmarkJobRecordCodec). The spec stays
+// JSON: it is a small part of the record, and keeping it JSON keeps one
+// definition of its fields.
 //
-// JSON stays the record's format on the API and on the replication wire;
+// The job-record copies travel in this encoding too (docs/protocol.md);
+// JSON stays the record's format on the API and in peer queries.
 // DecodeJobRecord reads records stored as JSON by earlier versions.
 //
 // Layout, version 1 (every integer a varint, every string a uvarint length

@@ -1,8 +1,9 @@
 // Package store is the node's embedded database.
 //
-// It owns the persistence of all node-local state: today the node metadata
-// and the membership snapshot; later jobs, tasks, attempts, events, task
-// logs, checkpoint chunks and runtime history. Everything lives in one
+// It owns the persistence of all node-local state: node metadata, the
+// membership snapshot, job records and the copies held for other
+// managers, execution records, job events, task logs, checkpoint chunks
+// and manifests, and runtime history. Everything lives in one
 // badger v4 database per node, opened with [Open] and released with
 // [Store.Close].
 //
@@ -10,9 +11,9 @@
 // out of it, so the storage engine can be tuned or replaced without touching
 // callers:
 //
-//   - [Bucket] is a typed, JSON-encoded key/value namespace with Put, Get,
-//     Delete, ordered List and Scan, Count and an atomic read-modify-write
-//     Update.
+//   - [Bucket] is a typed key/value namespace (JSON, or a codec of the
+//     caller's: [Bucket.WithCodec]) with Put, Get, Delete, ordered List
+//     and Scan, Count and an atomic read-modify-write Update.
 //   - [Store.Batch] writes to several buckets all-or-nothing.
 //   - [Store.GetMeta] and [Store.PutMeta] hold small string metadata.
 //   - [Store.AppendLog] and [Store.ReadLog] implement append-only,
