@@ -117,8 +117,24 @@ func (c chart) writePNG(path string) error {
 	if points == 0 {
 		return errors.New("chart has no finite points to draw")
 	}
+	// One value on an axis (a curve of one point) would be padded by ±1,
+	// below zero on a log axis.
+	widen(&p.X, c.LogX)
+	widen(&p.Y, c.LogY)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return p.Save(chartWidth, chartHeight, path)
+}
+
+// widen gives an axis whose data span a single value a range around it.
+func widen(a *plot.Axis, log bool) {
+	if a.Min < a.Max {
+		return
+	}
+	if log {
+		a.Min, a.Max = a.Min/2, a.Max*2
+		return
+	}
+	a.Min, a.Max = a.Min-1, a.Max+1
 }

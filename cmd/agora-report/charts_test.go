@@ -19,6 +19,9 @@ func TestChartPNG(t *testing.T) {
 	for _, c := range []chart{
 		{Title: "linear", XLabel: "x", YLabel: "y", Series: []series{line, cdf("b", []float64{3, 1, 2})}},
 		{Title: "log", LogX: true, LogY: true, Series: []series{line}},
+		// One point (a wall-time curve of one node count) below 1.
+		{Title: "one-point-log", LogX: true, LogY: true, Series: []series{{Name: "p", X: []float64{100}, Y: []float64{0.5}}}},
+		{Title: "one-point", Series: []series{{Name: "p", X: []float64{0}, Y: []float64{0}}}},
 	} {
 		path := filepath.Join(dir, "sub", c.Title+".png")
 		if err := c.writePNG(path); err != nil {
