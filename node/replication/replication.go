@@ -21,15 +21,10 @@ import (
 	"github.com/agora-sched/agora/store"
 )
 
-// Protocol is the job-record protocol. Version 4 has version 3's frames
-// and adds one rule: a record whose replica set leaves the receiver out
-// deletes the receiver's copy. ProtocolV3 is served and offered beside
-// it for nodes of the release before (a v3 node keeps such a copy, which
-// it never adopts, until its retention passes).
-const (
-	Protocol   = protocol.ID("/agora/jobrecord/4.0.0")
-	ProtocolV3 = protocol.ID("/agora/jobrecord/3.0.0")
-)
+// Protocol is the job-record protocol. It is the only version: the
+// drafts before it (a stream per record, JSON records) were never
+// released.
+const Protocol = protocol.ID("/agora/jobrecord/1.0.0")
 
 // Limits of the protocol.
 const (
@@ -92,14 +87,12 @@ func New(h host.Host, opts Options) *Service {
 	}
 	s := &Service{h: h, opts: opts, links: map[peer.ID]*link{}}
 	h.SetStreamHandler(Protocol, s.serve)
-	h.SetStreamHandler(ProtocolV3, s.serve)
 	return s
 }
 
 // Close stops serving and ends the streams to peers.
 func (s *Service) Close() {
 	s.h.RemoveStreamHandler(Protocol)
-	s.h.RemoveStreamHandler(ProtocolV3)
 	s.mu.Lock()
 	ps := make([]peer.ID, 0, len(s.links))
 	for p := range s.links {
@@ -271,7 +264,7 @@ func (s *Service) pushFrame(ctx context.Context, p peer.ID, recs []encoded, body
 	ch := make(chan result, 1)
 	k.mu.Lock()
 	if k.s == nil {
-		st, err := s.h.NewStream(ctx, p, Protocol, ProtocolV3)
+		st, err := s.h.NewStream(ctx, p, Protocol)
 		if err != nil {
 			k.mu.Unlock()
 			return err

@@ -282,34 +282,3 @@ func TestRequestFrame(t *testing.T) {
 		})
 	}
 }
-
-// TestPushToV3Peer: a peer of the release before, which serves only
-// /agora/jobrecord/3.0.0, is pushed to over that version.
-func TestPushToV3Peer(t *testing.T) {
-	ends := newEnds(t, 2)
-	a, b := ends[0], ends[1]
-	b.h.RemoveStreamHandler(Protocol)
-	// Wait for identify to tell a that b no longer speaks version 4.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ps, _ := a.h.Peerstore().SupportsProtocols(b.h.ID(), Protocol); len(ps) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("b still listed as speaking version 4")
-		}
-	}
-	set := []market.NodeID{b.id()}
-	stored, err := a.svc.Push(context.Background(), []market.ReplicaCopy{{Record: record(t, "j-v3", a.id()), Peers: set}})
-	if err != nil || stored["j-v3"] != 1 {
-		t.Fatalf("push to a v3 peer: %v %v", stored, err)
-	}
-	if _, ok := held(t, b, "j-v3"); !ok {
-		t.Fatal("record not stored on the v3 peer")
-	}
-	link := a.svc.link(b.h.ID())
-	link.mu.Lock()
-	defer link.mu.Unlock()
-	if link.s == nil || link.s.Protocol() != ProtocolV3 {
-		t.Fatalf("stream to the v3 peer: %v", link.s)
-	}
-}
