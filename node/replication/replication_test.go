@@ -43,7 +43,7 @@ func (e *end) handedOn() []Copy {
 
 // newEnds starts n hosts on 127.0.0.1, each serving the protocol with the
 // market's check, connected to the first.
-func newEnds(t *testing.T, n int) []*end {
+func newEnds(t testing.TB, n int) []*end {
 	t.Helper()
 	var out []*end
 	for range n {
