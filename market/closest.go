@@ -14,15 +14,23 @@ import (
 // copies, their adopter, checkpoint copies.
 func Closest(key string, ids []NodeID, r int) []NodeID {
 	k := sha256.Sum256([]byte(key))
-	type cand struct {
-		id   NodeID
-		dist [sha256.Size]byte
-	}
-	cs := make([]cand, len(ids))
+	cs := make([]keyed, len(ids))
 	for i, id := range ids {
-		cs[i] = cand{id: id, dist: xorDist(sha256.Sum256([]byte(id)), k)}
+		cs[i] = keyed{id: id, dist: xorDist(sha256.Sum256([]byte(id)), k)}
 	}
-	slices.SortFunc(cs, func(a, b cand) int {
+	return nearest(cs, r)
+}
+
+// keyed is a node and its distance to a key.
+type keyed struct {
+	id   NodeID
+	dist [sha256.Size]byte
+}
+
+// nearest sorts cs nearest first, ties by ID, and returns the first r
+// IDs (all of them when r < 0).
+func nearest(cs []keyed, r int) []NodeID {
+	slices.SortFunc(cs, func(a, b keyed) int {
 		if c := bytes.Compare(a.dist[:], b.dist[:]); c != 0 {
 			return c
 		}
@@ -60,28 +68,11 @@ func cmpNode(a, b NodeID) int {
 // r < 0), using each view entry's cached digest.
 func (m *Market) closestPeers(key string, r int, skip NodeID) []NodeID {
 	k := sha256.Sum256([]byte(key))
-	type cand struct {
-		id   NodeID
-		dist [sha256.Size]byte
-	}
-	cs := make([]cand, 0, len(m.view))
+	cs := make([]keyed, 0, len(m.view))
 	for id, p := range m.view {
 		if id != skip && id != m.cfg.Self {
-			cs = append(cs, cand{id: id, dist: xorDist(p.hash, k)})
+			cs = append(cs, keyed{id: id, dist: xorDist(p.hash, k)})
 		}
 	}
-	slices.SortFunc(cs, func(a, b cand) int {
-		if c := bytes.Compare(a.dist[:], b.dist[:]); c != 0 {
-			return c
-		}
-		return cmpNode(a.id, b.id)
-	})
-	if r < 0 || r > len(cs) {
-		r = len(cs)
-	}
-	out := make([]NodeID, r)
-	for i := range out {
-		out[i] = cs[i].id
-	}
-	return out
+	return nearest(cs, r)
 }

@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -141,8 +142,8 @@ func (m *Market) reclaimDue() {
 		return
 	}
 	r.asked, r.asks = m.now, r.asks+1
-	for _, id := range heldIDs(r.held) {
-		for _, p := range sortedPeers(r.waiting[id]) {
+	for _, id := range slices.Sorted(maps.Keys(r.held)) {
+		for _, p := range slices.Sorted(maps.Keys(r.waiting[id])) {
 			m.send(p, ManagerQuery{Job: id, From: m.cfg.Self})
 		}
 	}
@@ -155,7 +156,7 @@ func (m *Market) reclaimPeerGone(id NodeID) {
 	if len(r.waiting) == 0 {
 		return
 	}
-	for _, job := range heldIDs(r.held) {
+	for _, job := range slices.Sorted(maps.Keys(r.held)) {
 		if w := r.waiting[job]; w[id] {
 			delete(w, id)
 			if len(w) == 0 {
@@ -168,21 +169,11 @@ func (m *Market) reclaimPeerGone(id NodeID) {
 	}
 }
 
-// sortedPeers lists a set's members in order.
-func sortedPeers(set map[NodeID]bool) []NodeID {
-	out := make([]NodeID, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // askHeld asks the peers closest to each held job whether they manage it.
 func (m *Market) askHeld() {
 	r := &m.reclaim
 	r.asked, r.asks = m.now, 1
-	for _, id := range heldIDs(r.held) {
+	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		peers := m.closestPeers(id, m.reclaimAsk(), "")
 		if len(peers) == 0 {
 			continue
@@ -222,7 +213,7 @@ func (m *Market) reclaimAnswer(a ManagerAnswer) {
 func (m *Market) finishReclaim() {
 	r := &m.reclaim
 	var keep []JobRecord
-	for _, id := range heldIDs(r.held) {
+	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		p, taken := r.adopter[id]
 		if !taken {
 			keep = append(keep, r.held[id])
@@ -248,16 +239,6 @@ func (m *Market) nextReclaim() (time.Time, bool) {
 		return r.asked.Add(m.cfg.QueryTimeout), true
 	}
 	return time.Time{}, false
-}
-
-// heldIDs lists the held jobs' IDs, sorted.
-func heldIDs(held map[string]JobRecord) []string {
-	ids := make([]string, 0, len(held))
-	for id := range held {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 func maxTime(a, b time.Time) time.Time {
