@@ -24,24 +24,17 @@ type auction struct {
 // placeReady opens an auction for every pending replica without one whose
 // back-off has passed.
 func (m *Market) placeReady() {
-	for _, id := range m.activeJobs() {
-		j := m.jobs[id]
-		if j.State.Terminal() {
+	for j, t := range m.openTasks() {
+		if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
 			continue
 		}
-		for i := range j.Tasks {
-			t := &j.Tasks[i]
-			if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
-				continue
+		if j.isGang(t.Key.Task) {
+			if t.Key.Replica == 0 {
+				m.placeGang(j, t.Key.Task)
 			}
-			if j.isGang(t.Key.Task) {
-				if t.Key.Replica == 0 {
-					m.placeGang(j, t.Key.Task)
-				}
-				continue
-			}
-			m.openAuction(j, t)
+			continue
 		}
+		m.openAuction(j, t)
 	}
 }
 

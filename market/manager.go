@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"iter"
 	"sort"
 	"time"
 
@@ -168,4 +169,23 @@ func (m *Market) activeJobs() []string {
 	}
 	m.active = keep
 	return keep
+}
+
+// openTasks yields the task replicas of the unfinished jobs this node
+// manages, job by job; whether a job is unfinished is checked as its
+// turn comes.
+func (m *Market) openTasks() iter.Seq2[*JobRecord, *TaskRecord] {
+	return func(yield func(*JobRecord, *TaskRecord) bool) {
+		for _, id := range m.activeJobs() {
+			j := m.jobs[id]
+			if j == nil || j.State.Terminal() {
+				continue
+			}
+			for i := range j.Tasks {
+				if !yield(j, &j.Tasks[i]) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -270,23 +270,16 @@ func stageOf(reason string) int {
 // later reports carry the old epoch and are rejected, so a replica that
 // was partitioned away cannot succeed twice.
 func (m *Market) checkLeases() {
-	for _, id := range m.activeJobs() {
-		j := m.jobs[id]
-		if j.State.Terminal() {
+	for j, t := range m.openTasks() {
+		if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
 			continue
 		}
-		for i := range j.Tasks {
-			t := &j.Tasks[i]
-			if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
-				continue
-			}
-			why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
-			m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
-			if j.isGang(t.Key.Task) {
-				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
-				continue
-			}
-			m.move(j, t, lost(m.now, why))
+		why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
+		m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
+		if j.isGang(t.Key.Task) {
+			m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
+			continue
 		}
+		m.move(j, t, lost(m.now, why))
 	}
 }

@@ -69,21 +69,14 @@ func (m *Market) Live(id NodeID) bool { return id == m.cfg.Self || m.view[id] !=
 // lostPeer places again the replicas peer id held for this node's jobs,
 // and counts it as having answered every open round.
 func (m *Market) lostPeer(id NodeID, why string) {
-	for _, jid := range m.activeJobs() {
-		j := m.jobs[jid]
-		if j.State.Terminal() {
-			continue
-		}
-		for i := range j.Tasks {
-			t := &j.Tasks[i]
-			if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
-				if j.isGang(t.Key.Task) {
-					m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: why})
-					continue
-				}
-				m.move(j, t, lost(m.now, why))
-				m.event(j.ID, fmt.Sprintf("%s: %s; placing again", t.Key, why))
+	for j, t := range m.openTasks() {
+		if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
+			if j.isGang(t.Key.Task) {
+				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: why})
+				continue
 			}
+			m.move(j, t, lost(m.now, why))
+			m.event(j.ID, fmt.Sprintf("%s: %s; placing again", t.Key, why))
 		}
 	}
 	for _, a := range m.auctions {

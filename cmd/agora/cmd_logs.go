@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agora-sched/agora/node/api"
 )
 
 func init() {
@@ -14,24 +16,14 @@ func init() {
 }
 
 // logsAnswer is the node's answer to GET /v1/jobs/{id}/logs.
-type logsAnswer struct {
-	ID    string     `json:"id"`
-	State string     `json:"state"`
-	Logs  []logEntry `json:"logs"`
-}
+type logsAnswer = api.LogsResponse
 
 // logEntry is the output of one task replica's latest attempt, from the
 // requested chunk on; Next is the cursor for the following request.
-type logEntry struct {
-	Task    string `json:"task"`
-	Replica int    `json:"replica"`
-	Attempt int    `json:"attempt"`
-	Node    string `json:"node"`
-	Data    string `json:"data"`
-	Next    uint64 `json:"next"`
-}
+type logEntry = api.LogEntry
 
-func (e logEntry) key() string { return replicaLabel(e.Task, e.Replica) }
+// entryKey names a log entry's task replica.
+func entryKey(e logEntry) string { return replicaLabel(e.Task, e.Replica) }
 
 // logsQuery is the path of a logs request. from is sent when non-zero,
 // which the API allows only with both task and replica.
@@ -187,7 +179,7 @@ func (f *logFollower) discover() error {
 	f.state = st.State
 	have := map[string]bool{}
 	for _, c := range f.cursors {
-		have[c.key()] = true
+		have[entryKey(c)] = true
 	}
 	f.complete = true
 	for _, t := range st.Tasks {
@@ -284,8 +276,8 @@ func (p *logPrinter) header(e logEntry) {
 	case e.Attempt > 0:
 		where = fmt.Sprintf("attempt %d", e.Attempt)
 	}
-	fmt.Fprintf(p.w, "==> %s (%s) <==\n", e.key(), where)
-	p.last, p.started = e.key(), true
+	fmt.Fprintf(p.w, "==> %s (%s) <==\n", entryKey(e), where)
+	p.last, p.started = entryKey(e), true
 }
 
 // data prints a replica's new output, after a header if another
@@ -294,10 +286,10 @@ func (p *logPrinter) data(e logEntry) {
 	if e.Data == "" {
 		return
 	}
-	if p.headers && p.last != e.key() {
+	if p.headers && p.last != entryKey(e) {
 		p.header(e)
 	}
 	_, _ = io.WriteString(p.w, e.Data)
-	p.last, p.started = e.key(), true
+	p.last, p.started = entryKey(e), true
 	p.midLine = !strings.HasSuffix(e.Data, "\n")
 }
