@@ -1,0 +1,139 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// Ticket is a signed job submission: the spec exactly as the user wrote
+// it, signed with the user's key, with the user's certificate chain. It
+// travels with the job (its record, the calls for bids, the awards), so
+// that every node that runs a task of it checks who asked for it.
+type Ticket struct {
+	Spec  []byte
+	Time  time.Time
+	Nonce []byte
+	Chain Chain
+	Sig   []byte
+}
+
+const (
+	ticketMagic   = 0xAE
+	ticketVersion = 1
+	ticketDomain  = "agora-job-v1\x00"
+	// MaxTicketBytes bounds an encoded ticket: the largest spec and a
+	// full chain.
+	MaxTicketBytes = spec.MaxSpecBytes + (MaxChain+1)*maxCertBytes
+	// TicketMaxAge is how long after its signing a ticket may be
+	// submitted.
+	TicketMaxAge = 10 * time.Minute
+)
+
+func (t *Ticket) body() []byte {
+	w := writer{b: make([]byte, 0, len(t.Spec)+1024)}
+	w.byte(ticketMagic)
+	w.uint(ticketVersion)
+	w.bytes(t.Spec)
+	w.time(t.Time)
+	w.bytes(t.Nonce)
+	w.b = append(w.b, t.Chain.Encode()...)
+	return w.b
+}
+
+// Encode is the ticket's canonical encoding.
+func (t *Ticket) Encode() []byte {
+	w := writer{b: t.body()}
+	w.bytes(t.Sig)
+	return w.b
+}
+
+// DecodeTicket reads a ticket and checks its shape.
+func DecodeTicket(data []byte) (Ticket, error) {
+	if len(data) > MaxTicketBytes {
+		return Ticket{}, fmt.Errorf("ticket: %d bytes, over the limit of %d", len(data), MaxTicketBytes)
+	}
+	r := reader{b: data}
+	var t Ticket
+	if m := r.byte("magic"); r.err == nil && m != ticketMagic {
+		return Ticket{}, fmt.Errorf("ticket: magic %#x is not %#x", m, ticketMagic)
+	}
+	if v := r.uint("version"); r.err == nil && v != ticketVersion {
+		return Ticket{}, fmt.Errorf("ticket: version %d, this node reads version %d", v, ticketVersion)
+	}
+	t.Spec = r.bytes("spec", spec.MaxSpecBytes)
+	t.Time = r.time("time")
+	t.Nonce = r.bytes("nonce", 32)
+	if r.err == nil {
+		ch, err := readChain(&r)
+		if err != nil {
+			return Ticket{}, fmt.Errorf("ticket: %w", err)
+		}
+		t.Chain = ch
+	}
+	t.Sig = r.bytes("signature", ed25519.SignatureSize)
+	if err := r.done("ticket"); err != nil {
+		return Ticket{}, fmt.Errorf("ticket: %w", err)
+	}
+	switch {
+	case len(t.Spec) == 0:
+		return Ticket{}, errors.New("ticket: spec: missing")
+	case t.Time.IsZero():
+		return Ticket{}, errors.New("ticket: time: missing")
+	case len(t.Sig) != ed25519.SignatureSize:
+		return Ticket{}, errors.New("ticket: signature: missing")
+	}
+	return t, nil
+}
+
+// NewTicket signs a job spec as submitted at now by the user of key and
+// chain; the nonce comes from rand.
+func NewTicket(specText []byte, now time.Time, key ed25519.PrivateKey, chain Chain, rand io.Reader) (Ticket, error) {
+	t := Ticket{Spec: specText, Time: now.UTC().Truncate(time.Second), Nonce: make([]byte, 16), Chain: chain}
+	if _, err := io.ReadFull(rand, t.Nonce); err != nil {
+		return Ticket{}, fmt.Errorf("auth: nonce: %w", err)
+	}
+	t.Sig = ed25519.Sign(key, append([]byte(ticketDomain), t.body()...))
+	return t, nil
+}
+
+// JobID is the ID of the job a ticket submits, derived from its
+// signature: the same ticket names the same job wherever it is
+// submitted, and no one can choose another's job ID.
+func (t *Ticket) JobID() string {
+	sum := sha256.Sum256(t.Sig)
+	return "j-" + hex.EncodeToString(sum[:8])
+}
+
+// VerifyTicket checks a ticket's chain and signature at now and returns
+// the user who signed it. It does not check the ticket's age: a job's
+// tickets are checked long after submission; Submit does (TicketMaxAge).
+func (b *Book) VerifyTicket(t *Ticket, now time.Time) (Identity, error) {
+	id, err := b.VerifyUser(t.Chain, now)
+	if err != nil {
+		return Identity{}, fmt.Errorf("job ticket: %w", err)
+	}
+	if !ed25519.Verify(id.Key, append([]byte(ticketDomain), t.body()...), t.Sig) {
+		return Identity{}, fmt.Errorf("job ticket of %s: signature does not verify", id.Name)
+	}
+	if t.Time.After(now.Add(Skew)) {
+		return Identity{}, fmt.Errorf("job ticket of %s: signed at %s, in the future", id.Name, t.Time.Format(time.RFC3339))
+	}
+	return id, nil
+}
+
+// CheckFresh refuses a ticket signed longer than TicketMaxAge before now:
+// a node accepts a submission only while it is fresh, so that a ticket
+// seen in a job record cannot be submitted again much later.
+func (t *Ticket) CheckFresh(now time.Time) error {
+	if now.Sub(t.Time) > TicketMaxAge {
+		return fmt.Errorf("job ticket signed at %s, more than %v ago: sign the job again", t.Time.Format(time.RFC3339), TicketMaxAge)
+	}
+	return nil
+}
