@@ -1,0 +1,391 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/market/names"
+)
+
+// The authority's commands: they run where the authority's key is kept
+// (offline, ideally), sign certificates and revocations, and write them
+// to files the operator carries to the nodes and users.
+
+func init() {
+	register("authority", "create a cluster authority (init) or a site delegate (delegate)", cmdAuthority)
+	register("admit", "sign a node certificate for a peer ID", cmdAdmit)
+	register("user", "create a user credential (user add)", cmdUser)
+	register("revoke", "sign a revocation, or publish one through a node", cmdRevoke)
+}
+
+// Files of an authority directory.
+const (
+	authorityKeyFile = "authority.key"
+	authorityPubFile = "authority.pub"
+	delegateKeyFile  = "delegate.key"
+	delegateCertFile = "delegate.crt"
+)
+
+// defaultValidity is how long certificates are valid unless --valid says.
+const defaultValidity = 720 * time.Hour
+
+func cmdAuthority(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "init" && args[0] != "delegate") {
+		fmt.Fprintln(stderr, "agora authority: usage: agora authority init DIR | agora authority delegate --authority DIR NAME --site S --out DIR2")
+		return exitBadUsage
+	}
+	if args[0] == "delegate" {
+		return cmdDelegate(args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("authority init", stderr)
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	dir, ok := onlyArg("authority init", "DIR", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	key, err := auth.NewKey(rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora authority init: %v\n", err)
+		return exitFailed
+	}
+	if code := writeAuthorityDir(dir, auth.AuthorityKey, authorityKeyFile, key, nil, key.Public().(ed25519.PublicKey), stderr, "authority init"); code != exitOK {
+		return code
+	}
+	fmt.Fprintln(stdout, auth.AuthorityText(key.Public().(ed25519.PublicKey)))
+	return exitOK
+}
+
+// writeAuthorityDir creates dir and writes a private key (0600), the
+// delegate chain if any, and authority.pub; it never overwrites a key.
+func writeAuthorityDir(dir string, kind auth.KeyKind, keyFile string, key ed25519.PrivateKey, chain auth.Chain, root ed25519.PublicKey, stderr io.Writer, cmd string) int {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitBadUsage
+	}
+	path := filepath.Join(dir, keyFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			fmt.Fprintf(stderr, "agora %s: %s exists already; refusing to overwrite a key\n", cmd, path)
+		} else {
+			fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		}
+		return exitBadUsage
+	}
+	_, err = f.Write(auth.EncodeKey(kind, key))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && chain != nil {
+		err = os.WriteFile(filepath.Join(dir, delegateCertFile), chain.PEM(), 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, authorityPubFile), []byte(auth.AuthorityText(root)+"\n"), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// loadIssuer reads an authority directory: the authority's key, or a
+// delegate's key and chain.
+func loadIssuer(dir string) (auth.Issuer, ed25519.PublicKey, error) {
+	if dir == "" {
+		return auth.Issuer{}, nil, errors.New("--authority DIR is required")
+	}
+	pubText, err := os.ReadFile(filepath.Join(dir, authorityPubFile))
+	if err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("authority directory %s: %w", dir, err)
+	}
+	root, err := auth.ParseAuthority(string(pubText))
+	if err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, authorityPubFile), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, authorityKeyFile)); err == nil {
+		k, err := auth.ParseKey(b, auth.AuthorityKey)
+		if err != nil {
+			return auth.Issuer{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, authorityKeyFile), err)
+		}
+		if !k.Public().(ed25519.PublicKey).Equal(root) {
+			return auth.Issuer{}, nil, fmt.Errorf("%s: the key is not the one authority.pub names", dir)
+		}
+		return auth.Issuer{Key: k}, root, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return auth.Issuer{}, nil, err
+	}
+	kb, err := os.ReadFile(filepath.Join(dir, delegateKeyFile))
+	if err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("authority directory %s holds neither %s nor %s", dir, authorityKeyFile, delegateKeyFile)
+	}
+	k, err := auth.ParseKey(kb, auth.DelegateKey)
+	if err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, delegateKeyFile), err)
+	}
+	cb, err := os.ReadFile(filepath.Join(dir, delegateCertFile))
+	if err != nil {
+		return auth.Issuer{}, nil, err
+	}
+	ch, err := auth.ParseChainPEM(cb)
+	if err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, delegateCertFile), err)
+	}
+	if err := auth.NewBook(root).VerifyChain(ch, time.Now()); err != nil {
+		return auth.Issuer{}, nil, fmt.Errorf("%s: %w", filepath.Join(dir, delegateCertFile), err)
+	}
+	if ch[0].Kind != auth.Delegate || !k.Public().(ed25519.PublicKey).Equal(ed25519.PublicKey(ch[0].Key)) {
+		return auth.Issuer{}, nil, fmt.Errorf("%s: not the delegate certificate of %s", delegateCertFile, delegateKeyFile)
+	}
+	return auth.Issuer{Key: k, Chain: ch}, root, nil
+}
+
+// outFile writes data to path, or to stdout when path is empty; private
+// is written with mode 0600.
+func outFile(path string, data []byte, private bool, stdout io.Writer) error {
+	if path == "" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if private {
+		mode = 0o600
+	}
+	return os.WriteFile(path, data, mode)
+}
+
+func validFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("valid", defaultValidity, "how long the certificate is valid")
+}
+
+func cmdDelegate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("authority delegate", stderr)
+	dir := fs.String("authority", "", "the authority directory (from agora authority init)")
+	site := fs.String("site", "", "the site the delegate may admit nodes to (required)")
+	out := fs.String("out", "", "the delegate's directory to create (required)")
+	valid := fs.Duration("valid", 8760*time.Hour, "how long the delegate certificate is valid")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	name, ok := onlyArg("authority delegate", "NAME", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	if *site == "" || *out == "" || !validName(name) {
+		fmt.Fprintln(stderr, "agora authority delegate: NAME (letters, digits, . _ -), --site and --out are required")
+		return exitBadUsage
+	}
+	is, root, err := loadIssuer(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora authority delegate: %v\n", err)
+		return exitBadUsage
+	}
+	key, err := auth.NewKey(rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora authority delegate: %v\n", err)
+		return exitFailed
+	}
+	ch, err := is.IssueDelegate(name, key.Public().(ed25519.PublicKey), *site, time.Now(), *valid, rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora authority delegate: %v\n", err)
+		return exitBadUsage
+	}
+	if code := writeAuthorityDir(*out, auth.DelegateKey, delegateKeyFile, key, ch, root, stderr, "authority delegate"); code != exitOK {
+		return code
+	}
+	fmt.Fprintf(stdout, "delegate %s admits nodes to site %s: %s\n", name, *site, *out)
+	return exitOK
+}
+
+func cmdAdmit(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("admit", stderr)
+	dir := fs.String("authority", "", "the authority directory (from agora authority init, or a delegate's)")
+	site := fs.String("site", "", "the node's site")
+	out := fs.String("out", "", "write the certificate here (default: stdout)")
+	valid := validFlag(fs)
+	var roles multiFlag
+	fs.Var(&roles, "role", "a role of the node (repeatable)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	peerID, ok := onlyArg("admit", "PEER_ID", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	if _, err := peer.Decode(peerID); err != nil {
+		fmt.Fprintf(stderr, "agora admit: %q is not a peer ID (agora id, or agora node --init, prints it)\n", peerID)
+		return exitBadUsage
+	}
+	is, _, err := loadIssuer(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora admit: %v\n", err)
+		return exitBadUsage
+	}
+	ch, err := is.IssueNode(peerID, *site, roles, time.Now(), *valid, rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora admit: %v\n", err)
+		return exitBadUsage
+	}
+	if err := outFile(*out, ch.PEM(), false, stdout); err != nil {
+		fmt.Fprintf(stderr, "agora admit: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func cmdUser(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "add" {
+		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--valid 720h] [--out FILE]")
+		return exitBadUsage
+	}
+	fs := newFlagSet("user add", stderr)
+	dir := fs.String("authority", "", "the authority directory (from agora authority init)")
+	admin := fs.Bool("admin", false, "the user administers the cluster: may cancel and read every job")
+	maxCPU := fs.String("max-cpu", "", "the most CPUs one task replica may ask for (e.g. 4, 500m; default: no limit)")
+	maxGPU := fs.Int("max-gpu", auth.Unlimited, "the most GPUs one task replica may ask for (default: no limit)")
+	maxPrio := fs.Int("max-priority", auth.Unlimited, "the highest priority the user's jobs may ask for (default: no limit)")
+	var sites multiFlag
+	fs.Var(&sites, "site", "a site the user's tasks may run at (repeatable; default: any)")
+	out := fs.String("out", "", "write the credential here, mode 0600 (default: stdout)")
+	valid := validFlag(fs)
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	name, ok := onlyArg("user add", "NAME", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	if !validName(name) {
+		fmt.Fprintf(stderr, "agora user add: user name %q: use 1 to 64 letters, digits, '.', '_' or '-'\n", name)
+		return exitBadUsage
+	}
+	q := auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: *maxGPU, MaxPriority: *maxPrio, Sites: sites}
+	if *maxCPU != "" {
+		if q.MaxCPU, err = resource.ParseCPU(*maxCPU); err != nil {
+			fmt.Fprintf(stderr, "agora user add: --max-cpu: %v\n", err)
+			return exitBadUsage
+		}
+	}
+	if q.MaxGPU < auth.Unlimited || q.MaxPriority < auth.Unlimited {
+		fmt.Fprintln(stderr, "agora user add: --max-gpu and --max-priority must be 0 or more")
+		return exitBadUsage
+	}
+	is, _, err := loadIssuer(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora user add: %v\n", err)
+		return exitBadUsage
+	}
+	key, err := auth.NewKey(rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora user add: %v\n", err)
+		return exitFailed
+	}
+	ch, err := is.IssueUser(name, key.Public().(ed25519.PublicKey), *admin, q, time.Now(), *valid, rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora user add: %v\n", err)
+		return exitBadUsage
+	}
+	if err := outFile(*out, auth.Credential{Key: key, Chain: ch}.PEM(), true, stdout); err != nil {
+		fmt.Fprintf(stderr, "agora user add: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// validName checks a user or delegate name.
+func validName(s string) bool { return names.TaskName(s) }
+
+func cmdRevoke(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("revoke", stderr)
+	dir := fs.String("authority", "", "sign with this authority directory (or a delegate's)")
+	api := apiFlag(fs)
+	out := fs.String("out", "", "write the revocation here (default: stdout)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	arg, ok := onlyArg("revoke", "(PEER_ID | user:NAME | delegate:NAME) or FILE", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	switch {
+	case *dir != "" && flagWasSet(fs, "api"):
+		fmt.Fprintln(stderr, "agora revoke: give --authority (to sign) or --api (to publish), not both")
+		return exitBadUsage
+	case *dir == "" && !flagWasSet(fs, "api"):
+		fmt.Fprintln(stderr, "agora revoke: give --authority DIR to sign a revocation, or --api HOST:PORT FILE to publish one")
+		return exitBadUsage
+	case *dir == "":
+		return publishRevocation(*api, arg, stdout, stderr)
+	}
+	target, _ := strings.CutPrefix(arg, "node:")
+	if name, isUser := strings.CutPrefix(target, auth.UserPrefix); isUser && !validName(name) {
+		fmt.Fprintf(stderr, "agora revoke: user name %q is not valid\n", name)
+		return exitBadUsage
+	}
+	is, _, err := loadIssuer(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
+		return exitBadUsage
+	}
+	r, err := auth.NewRevocation(target, time.Now(), is.Key, is.Chain)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
+		return exitBadUsage
+	}
+	if err := outFile(*out, r.PEM(), false, stdout); err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// publishRevocation hands a revocation file to a node, which checks it,
+// keeps it and spreads it to the network.
+func publishRevocation(api, path string, stdout, stderr io.Writer) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
+		return exitBadUsage
+	}
+	r, err := auth.ParseRevocationPEM(b)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %s: %v\n", path, err)
+		return exitBadUsage
+	}
+	var ans struct {
+		Target string `json:"target"`
+		New    bool   `json:"new"`
+	}
+	if err := newClient(api).send("POST", "/v1/revocations", "application/octet-stream", r.Encode(), &ans); err != nil {
+		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
+		if isStatus(err, 400) {
+			return exitBadUsage
+		}
+		return exitFailed
+	}
+	if ans.New {
+		fmt.Fprintf(stdout, "revoked %s: the node keeps it and tells the network\n", ans.Target)
+	} else {
+		fmt.Fprintf(stdout, "the node already knew the revocation of %s\n", ans.Target)
+	}
+	return exitOK
+}
