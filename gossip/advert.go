@@ -19,14 +19,16 @@ const AdvertVersion = 1
 // Limits on adverts. A message over any of them is rejected by the
 // validator before it reaches the membership view.
 const (
-	MaxAdvertBytes  = 64 << 10
-	MaxGPUs         = 64
-	MaxDevices      = 64
-	MaxLabels       = 64
-	MaxLabelLen     = 128
-	MaxAddrs        = 32
-	MaxSiteLen      = 128
-	MaxModelLen     = 128
+	MaxAdvertBytes = 64 << 10
+	MaxGPUs        = 64
+	MaxDevices     = 64
+	MaxLabels      = 64
+	MaxLabelLen    = 128
+	MaxAddrs       = 32
+	MaxSiteLen     = 128
+	MaxModelLen    = 128
+	// MaxCertLen bounds an advert's certificate chain.
+	MaxCertLen      = 16 << 10
 	minIntervalMs   = 10
 	maxIntervalMs   = 10 * 60 * 1000
 	maxAttrsPerDev  = 32
@@ -57,6 +59,9 @@ type Advert struct {
 	// other gangs there only in Unreserved.
 	ReservedGang string
 	Unreserved   resource.Vector
+	// Cert is the node's certificate chain in a network with an
+	// authority (market/auth's encoding), empty otherwise.
+	Cert []byte
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -85,6 +90,7 @@ func (a Advert) Encode() ([]byte, error) {
 		IntervalMs:      uint64(a.Interval.Milliseconds()),
 		Leaving:         a.Leaving,
 		ReservedGang:    a.ReservedGang,
+		Cert:            a.Cert,
 	}
 	if a.ReservedGang != "" {
 		m.Unreserved = VectorToPB(a.Unreserved)
@@ -135,7 +141,7 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		Labels: m.Labels, Capacity: capv, Free: free, Queue: int(m.Queue),
 		PredictedWait: time.Duration(m.PredictedWaitMs) * time.Millisecond, Load: m.Load,
 		Interval: time.Duration(m.IntervalMs) * time.Millisecond, Leaving: m.Leaving,
-		ReservedGang: m.ReservedGang,
+		ReservedGang: m.ReservedGang, Cert: m.Cert,
 	}
 	if m.ReservedGang != "" {
 		if a.Unreserved, err = VectorFromPB(m.Unreserved); err != nil {
@@ -154,6 +160,8 @@ func DecodeAdvert(b []byte) (Advert, error) {
 
 func checkAdvertFields(m *pb.Advert) error {
 	switch {
+	case len(m.Cert) > MaxCertLen:
+		return fmt.Errorf("gossip: advert cert longer than %d bytes", MaxCertLen)
 	case len(m.Site) > MaxSiteLen:
 		return fmt.Errorf("gossip: advert site longer than %d bytes", MaxSiteLen)
 	case len(m.Labels) > MaxLabels:

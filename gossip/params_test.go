@@ -34,3 +34,26 @@ func TestIDontWantCoversAdverts(t *testing.T) {
 		t.Fatalf("IDONTWANT threshold %d bytes, above a %d-byte advert", th, len(b))
 	}
 }
+
+// TestPeerScoreParams: the score configuration is one GossipSub takes,
+// and scoring a peer on every topic does not fault.
+func TestPeerScoreParams(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	p, th := PeerScore("net", nil)
+	ps, err := pubsub.NewGossipSub(context.Background(), h, pubsub.WithPeerScore(p, th))
+	if err != nil {
+		t.Fatalf("GossipSub refused the score configuration: %v", err)
+	}
+	for topic, tp := range p.Topics {
+		if tp.TimeInMeshQuantum <= 0 || tp.InvalidMessageDeliveriesWeight >= 0 {
+			t.Errorf("%s: quantum %v, invalid weight %v", topic, tp.TimeInMeshQuantum, tp.InvalidMessageDeliveriesWeight)
+		}
+		if _, err := ps.Join(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

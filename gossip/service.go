@@ -63,6 +63,28 @@ type Config struct {
 	// receives about one copy per mesh peer. Adverts are periodic and
 	// read seconds later, so a few milliseconds per hop cost nothing.
 	RelayDelay time.Duration
+	// Cert is this node's certificate chain, carried in its adverts, in a
+	// network with an authority.
+	Cert []byte
+	// Admit, when set, checks the certificate chain an advert carries for
+	// its author; an advert it refuses is rejected.
+	Admit func(peer.ID, []byte) error
+}
+
+// Flood control: an author's adverts pass at most floodRate a second on
+// average, floodBurst at once. A node publishes once an interval and on
+// large changes at most every minNudgeSpacing, well under it; the rest
+// are rejected before they are decoded, and GossipSub's score sinks the
+// peer that delivered them.
+const (
+	floodRate  = 20 // a second: twice a nudge every minNudgeSpacing
+	floodBurst = 20
+)
+
+// bucket is an author's advert allowance.
+type bucket struct {
+	tokens float64
+	at     time.Time
 }
 
 // Service publishes this node's adverts and maintains the membership view
@@ -79,6 +101,8 @@ type Service struct {
 	seq      uint64
 	last     Advert
 	lastSent time.Time
+
+	buckets map[peer.ID]*bucket // guarded by mu
 
 	nudge  chan struct{}
 	cancel context.CancelFunc
@@ -106,7 +130,7 @@ func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
 	if cfg.RelayDelay == 0 {
 		cfg.RelayDelay = DefaultRelayDelay
 	}
-	s := &Service{cfg: cfg, h: h, ps: ps, view: NewView(h.ID(), cfg.Misses), nudge: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, h: h, ps: ps, view: NewView(h.ID(), cfg.Misses), nudge: make(chan struct{}, 1), buckets: map[peer.ID]*bucket{}}
 	name := AdvertTopic(cfg.Network)
 	if err := ps.RegisterTopicValidator(name, s.validate); err != nil {
 		return nil, fmt.Errorf("gossip: register validator: %w", err)
@@ -128,10 +152,17 @@ func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
 // another node for Config.RelayDelay before accepting it (GossipSub runs
 // topic validators on their own goroutines, so the hold delays only this
 // advert's relay and delivery).
-func (s *Service) validate(ctx context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+func (s *Service) validate(ctx context.Context, via peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	from := msg.GetFrom()
 	if from == s.h.ID() {
 		return pubsub.ValidationAccept
+	}
+	if !s.allow(from) {
+		s.cfg.Metrics.Dropped.WithLabelValues("flood").Inc()
+		if via == from {
+			return pubsub.ValidationReject // the flooder itself: its score sinks (PeerScore)
+		}
+		return pubsub.ValidationIgnore // a relay that took it within its own count
 	}
 	a, err := DecodeAdvert(msg.Data)
 	if err != nil {
@@ -151,6 +182,13 @@ func (s *Service) validate(ctx context.Context, _ peer.ID, msg *pubsub.Message) 
 		s.cfg.Metrics.Dropped.WithLabelValues("stale").Inc()
 		return pubsub.ValidationIgnore
 	}
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(from, a.Cert); err != nil {
+			s.cfg.Metrics.Dropped.WithLabelValues("unadmitted").Inc()
+			log.Debugw("dropping advert of an unadmitted node", "from", from, "err", err)
+			return pubsub.ValidationReject
+		}
+	}
 	msg.ValidatorData = a
 	if s.cfg.RelayDelay > 0 {
 		t := time.NewTimer(s.cfg.RelayDelay)
@@ -162,6 +200,39 @@ func (s *Service) validate(ctx context.Context, _ peer.ID, msg *pubsub.Message) 
 		}
 	}
 	return pubsub.ValidationAccept
+}
+
+// allow takes one of an author's advert allowance; false when spent.
+func (s *Service) allow(from peer.ID) bool {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[from]
+	if b == nil {
+		b = &bucket{tokens: floodBurst, at: now}
+		s.buckets[from] = b
+	}
+	b.tokens = min(floodBurst, b.tokens+now.Sub(b.at).Seconds()*floodRate)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// Forget drops a peer from the view at once (its certificate was
+// revoked, say) and reports it gone.
+func (s *Service) Forget(id peer.ID) {
+	s.mu.Lock()
+	removed := s.view.Remove(id)
+	delete(s.buckets, id)
+	n := s.view.Len()
+	s.mu.Unlock()
+	s.cfg.Metrics.Peers.Set(float64(n))
+	if removed && s.cfg.OnGone != nil {
+		s.cfg.OnGone(id)
+	}
 }
 
 // Start launches the receive loop and the publish/expiry loop.
@@ -218,7 +289,13 @@ func (s *Service) tick(ctx context.Context) {
 
 func (s *Service) expire() {
 	s.mu.Lock()
-	gone := s.view.Expire(s.cfg.Now())
+	now := s.cfg.Now()
+	for id, b := range s.buckets {
+		if now.Sub(b.at) > 10*s.cfg.Interval {
+			delete(s.buckets, id) // idle: its allowance is full again anyway
+		}
+	}
+	gone := s.view.Expire(now)
 	n := s.view.Len()
 	s.mu.Unlock()
 	s.cfg.Metrics.Peers.Set(float64(n))
@@ -243,6 +320,7 @@ func (s *Service) Nudge() {
 func (s *Service) stamp(a Advert) Advert {
 	s.seq++
 	a.Peer, a.Boot, a.Seq, a.Time, a.Interval = s.h.ID(), s.cfg.Boot, s.seq, s.cfg.Now(), s.cfg.Interval
+	a.Cert = s.cfg.Cert
 	if len(a.Addrs) == 0 {
 		a.Addrs = s.h.Addrs()
 	}

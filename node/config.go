@@ -63,6 +63,13 @@ type Config struct {
 	// (gossip.DefaultRelayDelay when zero, none when negative).
 	AdvertRelayDelay time.Duration
 	DisableNVML      bool // skip GPU discovery (tests)
+	// Trust is the cluster authority's public key (its text, or a file
+	// holding it): the node then admits only peers with a valid
+	// certificate of it, and needs its own (CertFile). Empty: an open
+	// node, which may listen on loopback only unless Insecure is set.
+	Trust    string
+	CertFile string
+	Insecure bool
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
 	SendDelay func(to string) time.Duration

@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/control"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -15,6 +16,17 @@ import (
 type Gater struct {
 	mu      sync.RWMutex
 	blocked map[peer.ID]bool
+	until   map[peer.ID]time.Time // refused for a while (admission)
+}
+
+// BlockFor refuses connections with p for d.
+func (g *Gater) BlockFor(p peer.ID, d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.until == nil {
+		g.until = map[peer.ID]time.Time{}
+	}
+	g.until[p] = time.Now().Add(d)
 }
 
 // Block refuses all future connections with p. Existing connections are
@@ -39,7 +51,7 @@ func (g *Gater) Unblock(p peer.ID) {
 func (g *Gater) Blocked(p peer.ID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.blocked[p]
+	return g.blocked[p] || time.Now().Before(g.until[p])
 }
 
 // InterceptPeerDial refuses dials to blocked peers.

@@ -20,6 +20,7 @@ type marketMetrics struct {
 	copiesFailed prometheus.Counter
 	forgotten    prometheus.Counter
 	expired      *prometheus.CounterVec
+	refused      *prometheus.CounterVec
 }
 
 // newMarketMetrics creates the series and registers them, with gauges
@@ -38,6 +39,8 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 		forgotten:    prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_jobs_forgotten_total", Help: "Finished jobs this node managed and deleted after their retention."}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_finished_work_expired_total",
 			Help: "Finished work deleted after its retention, by kind: replica (a job-record copy held for a peer) or execution (a task attempt's record and log)."}, []string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_refused_total",
+			Help: "Peers, streams and messages this node refused, by reason (docs/security.md)."}, []string{"reason"}),
 	}
 	// Every label value from the start, so that rates work from the first
 	// scrape.
@@ -60,7 +63,7 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 			defer n.mu.Unlock()
 			return float64(n.free.CPU) / 1000
 		})
-	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired,
+	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired, m.refused,
 		queued, freeCPU, &jobsCollector{desc: jobs, n: n})
 	return m
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/checkpoints"
 	"github.com/agora-sched/agora/node/executor"
@@ -49,6 +50,8 @@ type Node struct {
 	cfg      Config
 	store    *store.Store
 	host     host.Host
+	ph       host.Host // what every protocol but admission runs on
+	trust    *trust    // nil without --trust
 	dht      *dht.IpfsDHT
 	ps       *pubsub.PubSub
 	gossip   *gossip.Service
@@ -116,6 +119,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Trust == "" && !cfg.Insecure {
+		if err := admission.CheckExposure(listen); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
 	boot, err := parseBootstrap(cfg.Bootstrap)
 	if err != nil {
 		return nil, err
@@ -165,6 +173,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		WithCodec(market.EncodeJobRecord, market.DecodeJobRecord)
 	n.copies = store.NewBucket[replication.Copy](n.store, "replicas").AllowLarge(replication.MaxFrame+4<<10).
 		WithCodec(replication.EncodeCopy, replication.DecodeCopy)
+	if err := n.loadTrust(); err != nil {
+		return nil, err
+	}
 	bootNo, err := n.nextBoot()
 	if err != nil {
 		return nil, err
@@ -198,7 +209,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.store.PutMeta("peer_id", n.host.ID().String()); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.dht, err = dht.New(n.host,
+	if err := n.startAdmission(); err != nil {
+		return nil, err
+	}
+	n.dht, err = dht.New(n.ph,
 		dht.Mode(dht.ModeServer),
 		dht.ProtocolPrefix(DHTPrefix),
 		dht.BootstrapPeers(boot...))
@@ -207,15 +221,20 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	// Agora's router parameters first, so that cfg.PubSubOptions may
 	// override them.
-	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams())}, cfg.PubSubOptions...)
-	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.host, psOpts...); err != nil {
+	score, thresholds := gossip.PeerScore(cfg.Network, n.appScore())
+	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams()),
+		pubsub.WithPeerScore(score, thresholds)}, cfg.PubSubOptions...)
+	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.ph, psOpts...); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
+	}
+	if err := n.joinRevocations(); err != nil {
+		return nil, err
 	}
 	if err := n.startMarket(len(boot) == 0); err != nil {
 		return nil, err
 	}
 	metrics := gossip.NewMetrics(n.reg)
-	n.gossip, err = gossip.New(n.host, n.ps, gossip.Config{
+	gcfg := gossip.Config{
 		Network:    cfg.Network,
 		Interval:   cfg.AdvertInterval,
 		RelayDelay: cfg.AdvertRelayDelay,
@@ -224,8 +243,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		OnChange:   n.onAdvert,
 		OnGone:     n.onGone,
 		Metrics:    metrics,
-	})
-	if err != nil {
+	}
+	if n.trust != nil {
+		gcfg.Cert, gcfg.Admit = n.trust.chain.Encode(), n.trust.adm.AdmitAdvert
+	}
+	if n.gossip, err = gossip.New(n.ph, n.ps, gcfg); err != nil {
 		return nil, err
 	}
 	if cfg.MDNS {
@@ -264,75 +286,6 @@ func (n *Node) nextBoot() (uint64, error) {
 	return b, nil
 }
 
-// joinLoop connects to the bootstrap peers and the peers remembered from
-// the last run, then keeps retrying while the node has no connections, so
-// nodes may be started in any order.
-func (n *Node) joinLoop(boot []peer.AddrInfo) {
-	defer n.wg.Done()
-	known := append([]peer.AddrInfo(nil), boot...)
-	known = append(known, n.rememberedPeers()...)
-	bootstrapped := false
-	delay := 250 * time.Millisecond
-	for {
-		if len(n.host.Network().Peers()) == 0 {
-			n.connectAll(known)
-		}
-		if !bootstrapped && len(n.host.Network().Peers()) > 0 {
-			if err := n.dht.Bootstrap(n.ctx); err == nil {
-				bootstrapped = true
-			}
-		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 5*time.Second)
-	}
-}
-
-func (n *Node) connectAll(peers []peer.AddrInfo) {
-	var wg sync.WaitGroup
-	for _, ai := range peers {
-		if ai.ID == n.host.ID() {
-			continue
-		}
-		wg.Add(1)
-		go func(ai peer.AddrInfo) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-			defer cancel()
-			if err := n.host.Connect(ctx, ai); err != nil {
-				log.Debugw("connect", "peer", ai.ID, "err", err)
-			}
-		}(ai)
-	}
-	wg.Wait()
-}
-
-func (n *Node) rememberedPeers() []peer.AddrInfo {
-	recs, err := n.members.List("")
-	if err != nil {
-		log.Warnw("read membership snapshot", "err", err)
-		return nil
-	}
-	var out []peer.AddrInfo
-	for _, r := range recs {
-		id, err := peer.Decode(r.Value.Peer)
-		if err != nil {
-			continue
-		}
-		ai := peer.AddrInfo{ID: id}
-		for _, s := range r.Value.Addrs {
-			if a, err := ma.NewMultiaddr(s); err == nil {
-				ai.Addrs = append(ai.Addrs, a)
-			}
-		}
-		out = append(out, ai)
-	}
-	return out
-}
-
 // sampleLoop measures live usage for the adverts.
 func (n *Node) sampleLoop() {
 	defer n.wg.Done()
@@ -344,6 +297,7 @@ func (n *Node) sampleLoop() {
 		case <-n.ctx.Done():
 			return
 		case <-t.C:
+			n.sweepTrust()
 			u, err := s.Sample()
 			if err != nil {
 				log.Debugw("usage sample", "err", err)
@@ -420,19 +374,19 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
-		Checkpoints: checkpoints.New(n.host, n.store), Peers: n.closestPeers, HostOf: n.hostOf,
+		Checkpoints: checkpoints.New(n.ph, n.store), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string) bool {
 			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason) })
 		},
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
-	n.tr, err = transport.New(n.host, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay,
+	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted,
 		Deliver: func(from market.NodeID, msg market.Msg) {
 			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
 		}})
 	if err != nil {
 		return fmt.Errorf("node: market transport: %w", err)
 	}
-	n.repl = replication.New(n.host, replication.Options{Copies: n.copies, Check: market.CheckReplica,
+	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: market.CheckReplica,
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
 	// settled, and the copies below would otherwise look orphaned.
@@ -442,7 +396,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	n.apply(m.Ready())
 	n.free, n.queue = m.Free(), m.QueueLen()
-	n.query = query.New(n.host, n.answer)
+	n.query = query.New(n.ph, n.answer)
 	n.wg.Add(1)
 	go n.retentionLoop(m.Config().JobRetention)
 	if len(jobs) > 0 {
@@ -557,6 +511,7 @@ func (n *Node) teardown(graceful bool) {
 	if n.gossip != nil {
 		_ = n.gossip.Close()
 	}
+	n.closeTrust()
 	n.wg.Wait()
 	if n.mdns != nil {
 		_ = n.mdns.Close()
@@ -582,16 +537,4 @@ func (n *Node) teardown(graceful bool) {
 	if graceful {
 		log.Infow("node stopped")
 	}
-}
-
-type mdnsNotifee struct{ n *Node }
-
-// HandlePeerFound connects to a peer found on the LAN by mDNS.
-func (m *mdnsNotifee) HandlePeerFound(ai peer.AddrInfo) {
-	if ai.ID == m.n.host.ID() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(m.n.ctx, 5*time.Second)
-	defer cancel()
-	_ = m.n.host.Connect(ctx, ai)
 }

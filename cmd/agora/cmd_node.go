@@ -89,6 +89,10 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", 50*time.Millisecond, "how long a manager waits for bids")
 	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", 10*time.Second, "how long a task may find no bidder before it fails")
 	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", market.DefaultJobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
+	fs.StringVar(&cfg.Trust, "trust", "", "the cluster authority's public key (authority.pub, or its text): admit only peers it certified")
+	fs.StringVar(&cfg.CertFile, "cert", "", "this node's certificate (from agora admit); required with --trust")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "without --trust, allow listen addresses beyond loopback: any peer that reaches the node may run commands on it")
+	initOnly := fs.Bool("init", false, "create the node's identity in --data, print its peer ID (for agora admit) and exit")
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -97,6 +101,15 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
 		return exitBadUsage
+	}
+	if *initOnly {
+		id, err := node.InitIdentity(cfg.DataDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "agora node: %v\n", err)
+			return exitBadUsage
+		}
+		fmt.Fprintln(stdout, id)
+		return exitOK
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "log-level" })

@@ -396,3 +396,45 @@ func TestSecondInterruptKillsTasks(t *testing.T) {
 		t.Fatalf("task process %d survived the node", pid)
 	}
 }
+
+// TestOpenNodeStaysOnLoopback: a node without --trust refuses a listen
+// address beyond loopback, naming --trust and --insecure; --init prints
+// the peer ID a certificate is made for; --trust needs --cert.
+func TestOpenNodeStaysOnLoopback(t *testing.T) {
+	data := t.TempDir()
+	for _, listen := range []string{"/ip4/0.0.0.0/tcp/0", "/ip4/10.1.2.3/tcp/4001", "/ip6/::/tcp/0", "/dns4/example.com/tcp/4001"} {
+		_, errs, code := agora(t, "node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--listen", listen)
+		if code != 2 || !strings.Contains(errs, "--trust") || !strings.Contains(errs, "--insecure") {
+			t.Errorf("--listen %s: exit %d, stderr %q; want 2 naming --trust and --insecure", listen, code, errs)
+		}
+	}
+	out, errs, code := agora(t, "node", "--data", data, "--init")
+	if code != 0 {
+		t.Fatalf("--init: %d %s", code, errs)
+	}
+	id := strings.TrimSpace(out)
+	if !strings.HasPrefix(id, "12D3KooW") {
+		t.Fatalf("--init printed %q", out)
+	}
+	again, _, _ := agora(t, "node", "--data", data, "--init")
+	if strings.TrimSpace(again) != id {
+		t.Fatal("--init changed the identity")
+	}
+	ca := filepath.Join(t.TempDir(), "ca")
+	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
+		t.Fatal(errs)
+	}
+	_, errs, code = agora(t, "node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--listen", "/ip4/127.0.0.1/tcp/0", "--trust", filepath.Join(ca, "authority.pub"))
+	if code != 2 || !strings.Contains(errs, "--cert") {
+		t.Fatalf("--trust without --cert: exit %d, %q", code, errs)
+	}
+	cert := filepath.Join(t.TempDir(), "other.crt")
+	other := newPeerID(t)
+	if _, errs, code := agora(t, "admit", "--authority", ca, other, "--out", cert); code != 0 {
+		t.Fatal(errs)
+	}
+	_, errs, code = agora(t, "node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--listen", "/ip4/127.0.0.1/tcp/0", "--trust", filepath.Join(ca, "authority.pub"), "--cert", cert)
+	if code != 2 || !strings.Contains(errs, "another peer") {
+		t.Fatalf("a certificate of another peer: exit %d, %q", code, errs)
+	}
+}

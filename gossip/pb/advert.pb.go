@@ -277,6 +277,7 @@ type Advert struct {
 	Boot            uint64                 `protobuf:"varint,15,opt,name=boot,proto3" json:"boot,omitempty"`                                                // sender's boot counter; seq restarts on a new boot
 	ReservedGang    string                 `protobuf:"bytes,16,opt,name=reserved_gang,json=reservedGang,proto3" json:"reserved_gang,omitempty"`             // "job/task" of the gang reservation the node honours first; empty when none (at most 512 bytes)
 	Unreserved      *Resources             `protobuf:"bytes,17,opt,name=unreserved,proto3" json:"unreserved,omitempty"`                                     // free room beside every reservation the node honours; required when reserved_gang is set
+	Cert            []byte                 `protobuf:"bytes,18,opt,name=cert,proto3" json:"cert,omitempty"`                                                 // the node's certificate chain (market/auth encoding) in a network with an authority; at most 16 KiB
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -430,6 +431,13 @@ func (x *Advert) GetUnreserved() *Resources {
 	return nil
 }
 
+func (x *Advert) GetCert() []byte {
+	if x != nil {
+		return x.Cert
+	}
+	return nil
+}
+
 var File_advert_proto protoreflect.FileDescriptor
 
 const file_advert_proto_rawDesc = "" +
@@ -458,7 +466,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe2\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x04\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -481,7 +489,8 @@ const file_advert_proto_rawDesc = "" +
 	"\rreserved_gang\x18\x10 \x01(\tR\freservedGang\x123\n" +
 	"\n" +
 	"unreserved\x18\x11 \x01(\v2\x13.agora.v1.ResourcesR\n" +
-	"unreserved\x1a9\n" +
+	"unreserved\x12\x12\n" +
+	"\x04cert\x18\x12 \x01(\fR\x04cert\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"

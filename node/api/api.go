@@ -44,6 +44,10 @@ type Backend interface {
 	TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error)
 	// Drain hands the node's work to its peers (see node.Drain).
 	Drain(ctx context.Context) error
+	// Revoke takes an encoded revocation, keeps it and spreads it; it
+	// reports the revocation's target and whether it was new. An error
+	// wrapping ErrRefused is the client's fault.
+	Revoke(ctx context.Context, data []byte) (string, bool, error)
 }
 
 // Errors a Backend returns.
@@ -84,6 +88,7 @@ func New(b Backend, metrics http.Handler) *Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.handleLogs)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", s.handleCancel)
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
+	mux.HandleFunc("POST /v1/revocations", s.handleRevoke)
 	mux.Handle("GET /metrics", metrics)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
 	return s
@@ -251,4 +256,28 @@ func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"state": "drained"})
+}
+
+// maxRevocationBody bounds a revocation's request body.
+const maxRevocationBody = 64 << 10
+
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRevocationBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	if len(body) > maxRevocationBody {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("revocation over %d bytes", maxRevocationBody))
+		return
+	}
+	target, added, err := s.b.Revoke(r.Context(), body)
+	switch {
+	case errors.Is(err, ErrRefused):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"target": target, "new": added})
+	}
 }

@@ -76,6 +76,10 @@ func (f *fake) TaskLog(_ context.Context, node market.NodeID, k market.TaskKey, 
 
 func (f *fake) Drain(context.Context) error { f.drained = true; return nil }
 
+func (f *fake) Revoke(context.Context, []byte) (string, bool, error) {
+	return "", false, fmt.Errorf("%w: no authority", ErrRefused)
+}
+
 // TestRoutes: every endpoint answers with its document and status code,
 // bad input with 400 naming the problem, an unknown job with 404.
 func TestRoutes(t *testing.T) {

@@ -45,6 +45,9 @@ type Options struct {
 	// SendDelay, when set, delays every message to a peer by the latency
 	// it returns (fault injection for tests).
 	SendDelay func(to string) time.Duration
+	// Admitted, when set, says whether a broadcast's author is admitted
+	// to the network; a call for bids from one that is not is rejected.
+	Admitted func(peer.ID) bool
 }
 
 // Transport sends and receives market messages.
@@ -222,6 +225,9 @@ func (t *Transport) joinJobs(ps *pubsub.PubSub) error {
 		}
 		cfp, ok := msg.(market.CFP)
 		if !ok || cfp.Sender() != market.NodeID(m.GetFrom().String()) {
+			return pubsub.ValidationReject
+		}
+		if t.opts.Admitted != nil && !t.opts.Admitted(m.GetFrom()) {
 			return pubsub.ValidationReject
 		}
 		m.ValidatorData = cfp

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/node/admission"
+	"github.com/agora-sched/agora/node/api"
+)
+
+// The node's side of trust: market/auth has the rules, node/admission
+// the handshake, the configuration and the revocations' storage; here
+// they are wired to the node's host, gossip and metrics.
+
+// trust is a node's trust state; nil on a node without --trust.
+type trust struct {
+	book  *auth.Book // the authority and the stored revocations, at start
+	chain auth.Chain // this node's certificate chain
+	revs  *admission.Revocations
+	adm   *admission.Admission
+	topic *admission.Topic
+}
+
+// loadTrust reads --trust and --cert and the stored revocations, and
+// refuses an open node's listen address beyond loopback unless
+// --insecure.
+func (n *Node) loadTrust() error {
+	cfg := n.cfg
+	if cfg.Trust == "" {
+		if cfg.CertFile != "" {
+			return configErr("--cert needs --trust (the authority that signed it)")
+		}
+		return nil
+	}
+	book, chain, err := admission.Load(cfg.Trust, cfg.CertFile)
+	if err != nil {
+		return &ConfigError{Err: err}
+	}
+	t := &trust{book: book, chain: chain, revs: admission.NewRevocations(n.store)}
+	if err := t.revs.LoadInto(book, time.Now()); err != nil {
+		return fmt.Errorf("node: read revocations: %w", err)
+	}
+	n.trust = t
+	return nil
+}
+
+// startAdmission starts admitting peers on the node's host; every other
+// protocol then runs on n.ph, the admission's guarded host.
+func (n *Node) startAdmission() error {
+	n.ph = n.host
+	if n.trust == nil {
+		return nil
+	}
+	adm, err := admission.New(n.host, admission.Options{Book: n.trust.book, Chain: n.trust.chain,
+		Block:   n.gater.BlockFor,
+		Refused: func(reason string) { n.met.refused.WithLabelValues(reason).Inc() },
+		Dropped: n.peerDropped,
+		Learned: n.trust.revs.Keep})
+	if err != nil {
+		return configErr("--cert %s: %v", n.cfg.CertFile, err)
+	}
+	n.trust.adm, n.ph = adm, adm.Host()
+	return nil
+}
+
+// joinRevocations joins the revocations topic.
+func (n *Node) joinRevocations() error {
+	if n.trust == nil {
+		return nil
+	}
+	t, err := n.trust.adm.JoinRevocations(n.ctx, n.ps, n.cfg.Network)
+	n.trust.topic = t
+	return err
+}
+
+// closeTrust leaves the revocations topic and stops admitting.
+func (n *Node) closeTrust() {
+	if n.trust == nil {
+		return
+	}
+	if n.trust.topic != nil {
+		n.trust.topic.Close()
+	}
+	if n.trust.adm != nil {
+		n.trust.adm.Close()
+	}
+}
+
+// sweepTrust drops the peers whose certificate expired.
+func (n *Node) sweepTrust() {
+	if n.trust != nil && n.trust.adm != nil {
+		n.trust.adm.Sweep()
+	}
+}
+
+// admitted is whether a peer may talk to this node's market: always
+// without an authority.
+func (n *Node) admitted(p peer.ID) bool {
+	return n.trust == nil || n.trust.adm.Admitted(p)
+}
+
+// appScore is GossipSub's application score of a peer.
+func (n *Node) appScore() func(peer.ID) float64 {
+	if n.trust == nil {
+		return nil
+	}
+	return n.trust.adm.AppScore
+}
+
+// peerDropped forgets a peer whose certificate no longer holds: it
+// leaves the view at once, and the market places its tasks again.
+func (n *Node) peerDropped(p peer.ID) {
+	if n.gossip != nil {
+		n.gossip.Forget(p)
+	}
+}
+
+// errNoTrust answers what only a node with an authority can do.
+var errNoTrust = errors.New("this node checks no certificates (it was started without --trust)")
+
+// Revoke takes a revocation handed to the node's API, keeps it and
+// spreads it to the network. It reports the target and whether the
+// revocation was new.
+func (n *Node) Revoke(ctx context.Context, data []byte) (string, bool, error) {
+	if n.trust == nil {
+		return "", false, fmt.Errorf("%w: %v", api.ErrRefused, errNoTrust)
+	}
+	r, err := auth.DecodeRevocation(data)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %v", api.ErrRefused, err)
+	}
+	added, err := n.trust.adm.Revoke(r)
+	if err != nil {
+		return r.Target, false, fmt.Errorf("%w: %v", api.ErrRefused, err)
+	}
+	if err := n.trust.topic.Publish(ctx, r); err != nil {
+		return r.Target, added, fmt.Errorf("taken here, but not spread: %w", err)
+	}
+	return r.Target, added, nil
+}
+
+// InitIdentity creates the node's identity in dataDir (or reads the one
+// there) and returns its peer ID, for the authority to admit it before
+// it first starts.
+func InitIdentity(dataDir string) (peer.ID, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", configErr("data dir %s: %v", dataDir, err)
+	}
+	k, err := loadIdentity(dataDir)
+	if err != nil {
+		return "", err
+	}
+	return peer.IDFromPrivateKey(k)
+}
