@@ -1,6 +1,9 @@
 package market
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // adopt makes this node the manager of a job whose manager is gone, from
 // the copy of its record it holds (failover.go). Replicas awarded or
@@ -22,6 +25,10 @@ func (m *Market) adopt(rec JobRecord) {
 	old := j.Manager
 	j.Manager = m.cfg.Self
 	m.jobs[j.ID] = &j
+	if m.adoptedAt == nil {
+		m.adoptedAt = map[string]time.Time{}
+	}
+	m.adoptedAt[j.ID] = m.now
 	m.jobOrder = append(m.jobOrder, j.ID)
 	m.touch(j.ID)
 	delete(m.rehome, j.ID)
@@ -56,9 +63,13 @@ func (m *Market) adopt(rec JobRecord) {
 // fromPreviousManager says whether an executor's report is of an award
 // that the job's previous manager made after the record this node adopted
 // was replicated:
-//   - its epoch is above the record's: only another manager assigns a
-//     replica an epoch above the one this node's record holds (a manager
-//     persists each epoch before any message carries it); or
+//   - its epoch is above the record's, by at most maxEpochGap, it is of
+//     a live replica, and the job was adopted no longer than
+//     catchUpWindow ago: only another manager assigns a replica an epoch
+//     above the one this node's record holds (a manager persists each
+//     epoch before any message carries it), and the previous manager
+//     could not have raised it by much between its last copy and its
+//     end, nor its executors wait long to re-home; or
 //   - the record showed the replica pending in a round of the previous
 //     manager (Adopt noted its epoch in inherited), this node has opened
 //     no round of its own since, and the report is of that epoch and of a
@@ -73,11 +84,12 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	if j.isGang(t.Key.Task) {
 		return false
 	}
+	live := s.State == TaskAwarded || s.State == TaskRunning
 	if s.Epoch > t.Epoch {
-		return true
+		at, adopted := m.adoptedAt[j.ID]
+		return adopted && live && s.Epoch-t.Epoch <= maxEpochGap && m.now.Sub(at) <= m.catchUpWindow()
 	}
 	e, ok := m.inherited[t.Key]
-	live := s.State == TaskAwarded || s.State == TaskRunning
 	return ok && t.State == TaskPending && s.Epoch == e && e == t.Epoch && live
 }
 
@@ -95,4 +107,19 @@ func (m *Market) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	delete(m.inherited, t.Key)
 	m.move(j, t, change{ev: evTakeOver, node: s.Node, epoch: s.Epoch})
 	m.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))
+}
+
+// Bounds on taking over an award the adopted record did not show.
+const (
+	// maxEpochGap is how far above the adopted record's epoch a report
+	// may be: the previous manager places a replica at most a few times
+	// between two copies of its record.
+	maxEpochGap = 4
+)
+
+// catchUpWindow is how long after an adoption executors' reports of the
+// previous manager's late awards are taken: they re-home and renew their
+// leases within a few seconds.
+func (m *Market) catchUpWindow() time.Duration {
+	return m.cfg.AdoptGrace + 2*m.cfg.LeaseTimeout
 }

@@ -19,6 +19,7 @@ type auction struct {
 	awardee   *Bid      // award sent, answer awaited
 	awardBy   time.Time // award answer deadline
 	nextAt    time.Time // when a new round may open (back-off)
+	direct    bool      // a stolen replica, awarded to the thief without a bid
 }
 
 // placeReady opens an auction for every pending replica without one whose
@@ -77,7 +78,7 @@ type candidate struct {
 // are known.
 func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	a.open(m.now, m.cfg.BidWindow)
-	a.closed, a.ranked, a.awardee, a.nextAt = false, nil, nil, time.Time{}
+	a.closed, a.ranked, a.awardee, a.nextAt, a.direct = false, nil, nil, time.Time{}, false
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
 		if h.State == TaskFailed {
@@ -92,7 +93,7 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 	cfp := CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}
 	if len(cands) < m.cfg.D {
 		a.broadcast = true
-		m.emit(Broadcast{Msg: cfp})
+		m.emit(Broadcast{Msg: m.withTicket(cfp)})
 	}
 	m.call(&a.round, cfp, cands, n)
 }
@@ -190,7 +191,10 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 
 func (m *Market) onBid(b Bid) { m.onAnswer(b.Auction, b.Bidder, &b, nil) }
 
-func (m *Market) onNoBid(nb NoBid) { m.onAnswer(nb.Auction, nb.Bidder, nil, &nb) }
+func (m *Market) onNoBid(nb NoBid) {
+	m.onNoBidTicket(nb)
+	m.onAnswer(nb.Auction, nb.Bidder, nil, &nb)
+}
 
 // onAnswer records a bidder's first answer (a bid, or with b nil the
 // refusal nb) to the gang or single-task auction it names, if that round
@@ -355,8 +359,36 @@ func (m *Market) awardNext(a *auction) {
 	a.awardee, a.awardBy = &b, m.now.Add(m.cfg.AwardTimeout)
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
-		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1}
-	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending()})
+		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1,
+		Owner: j.Owner, Previous: previous(t)}
+	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
+		Ticket: m.ticketFor(j, b.Bidder), Direct: a.direct})
+}
+
+// previous lists a replica's earlier placements, oldest first, at most
+// the wire's limit (the newest kept).
+func previous(t *TaskRecord) []Placement {
+	var out []Placement
+	for _, h := range t.History {
+		if h.Node != "" && h.Epoch < t.Epoch {
+			out = append(out, Placement{Epoch: h.Epoch, Node: h.Node})
+		}
+	}
+	if len(out) > maxPrevious {
+		out = out[len(out)-maxPrevious:]
+	}
+	return out
+}
+
+// maxPrevious bounds TaskSpec.Previous (the wire's limit).
+const maxPrevious = 64
+
+// ticketLost forgets that a peer holds a job's ticket when it says it
+// does not (its cache evicted it).
+func (m *Market) onNoBidTicket(nb NoBid) {
+	if nb.NeedTicket {
+		m.ticketLost(nb.Auction.Key.Job, nb.Bidder)
+	}
 }
 
 func (m *Market) newRound(a *auction) {

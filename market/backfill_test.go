@@ -91,6 +91,7 @@ func TestLoneQueuedTaskStolen(t *testing.T) {
 			m.now = t0
 			m.c.free.CPU = 0 // everything is taken by work not modelled here
 			m.c.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			m.Advert(t0, Peer{ID: "thief", Capacity: cpuNode(4)})
 			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 2 * tc.freeCPU, Memory: 2 << 30}, Max: 1})
 			if got := transfers(m.Ready()) == 1; got != tc.given {
 				t.Errorf("transferred = %v, want %v", got, tc.given)
@@ -126,6 +127,7 @@ func TestQueuedGPUShareStolen(t *testing.T) {
 			m.now = t0
 			m.c.free.CPU = 0 // its running work holds the CPU
 			m.c.enqueue(&contract{spec: spec1("q", tc.req), manager: "mgr", runtime: time.Minute})
+			m.Advert(t0, Peer{ID: "thief", Capacity: gpuNode(8, max(tc.thiefCards, 1), 80<<30, "A100")})
 			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 8000, Memory: 8 << 30,
 				GPU: resource.GPURequest{Count: 2 * tc.thiefCards}}, Max: 1})
 			if got := transfers(m.Ready()) == 1; got != tc.given {
@@ -143,6 +145,54 @@ func transfers(effs []Effect) int {
 			if _, ok := s.Msg.(Transfer); ok {
 				n++
 			}
+		}
+	}
+	return n
+}
+
+// TestStealNeedsAThiefThatCanHoldIt: a steal request from a node outside
+// the view takes nothing, nor does one whose advertised capacity could
+// never hold the queued task, whatever free room it claims.
+func TestStealNeedsAThiefThatCanHoldIt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		thief *Peer
+		given bool
+	}{
+		{"thief in the view", &Peer{ID: "thief", Capacity: cpuNode(8)}, true},
+		{"thief outside the view", nil, false},
+		{"thief too small for it", &Peer{ID: "thief", Capacity: cpuNode(1)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(Config{Self: "v", Capacity: cpuNode(4)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.now = t0
+			m.c.free.CPU = 0
+			m.c.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			m.c.enqueue(&contract{spec: spec1("r", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			if tc.thief != nil {
+				m.Advert(t0, *tc.thief)
+			}
+			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 64000, Memory: 64 << 30}, Max: 2})
+			effs := m.Ready()
+			if got := transfers(effs) > 0; got != tc.given {
+				t.Fatalf("transferred = %v, want %v", got, tc.given)
+			}
+			if !tc.given && tc.thief == nil && refusals(effs, RefuseSteal) != 1 {
+				t.Fatal("the refused steal request was not reported")
+			}
+		})
+	}
+}
+
+// refusals counts the Refused effects of a reason.
+func refusals(effs []Effect, reason string) int {
+	n := 0
+	for _, e := range effs {
+		if r, ok := e.(Refused); ok && r.Reason == reason {
+			n++
 		}
 	}
 	return n

@@ -32,6 +32,9 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
 		return
 	}
+	if m.trusted() && !m.vouch(cfp) {
+		return
+	}
 	b := m.makeBid(cfp.Auction, o)
 	if o.GangSize > 1 {
 		b.Preempt = false
@@ -42,6 +45,7 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 			b.Finish = b.Start.Add(b.Runtime)
 		}
 	}
+	c.madeBid(cfp.Auction, m.now)
 	m.send(cfp.Manager, b)
 }
 
@@ -100,6 +104,11 @@ func (m *Market) onAward(a Award) {
 		m.send(a.Manager, reply)
 		return
 	}
+	if why := m.mayTake(a); why != "" {
+		reply.Reason = why
+		m.send(a.Manager, reply)
+		return
+	}
 	m.dropSuperseded(key, a.Task.Epoch)
 	if _, busy := c.running[key]; busy || c.queued(key) {
 		reply.Reason = "already holds this task"
@@ -125,6 +134,6 @@ func (m *Market) onAward(a Award) {
 	reply.Accept = true
 	c.accepted++
 	m.send(a.Manager, reply)
-	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt})
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.ticketOf(key.Job)})
 	m.schedule()
 }

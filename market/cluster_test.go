@@ -36,6 +36,8 @@ type cluster struct {
 	sent map[string]int
 	// drop, if set, loses the deliveries it returns true for.
 	drop func(delivery) bool
+	// refused counts the Refused effects, by reason.
+	refused map[string]int
 }
 
 type delivery struct {
@@ -64,10 +66,21 @@ type startRec struct {
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newCluster(t *testing.T, caps ...resource.Vector) *cluster {
-	c := &cluster{t: t, now: t0, cut: map[NodeID]bool{}, latency: time.Millisecond, running: map[NodeID]map[TaskKey]runningTask{}, peak: map[NodeID]int64{}}
+	return newClusterWith(t, nil, caps...)
+}
+
+// newClusterWith is newCluster with each node's configuration adjusted
+// by configure (when not nil).
+func newClusterWith(t *testing.T, configure func(i int, c *Config), caps ...resource.Vector) *cluster {
+	c := &cluster{t: t, now: t0, cut: map[NodeID]bool{}, latency: time.Millisecond, running: map[NodeID]map[TaskKey]runningTask{}, peak: map[NodeID]int64{},
+		refused: map[string]int{}}
 	for i, cp := range caps {
 		id := NodeID(fmt.Sprintf("n%d", i))
-		m, err := New(Config{Self: id, Capacity: cp, Seed: int64(i)})
+		cfg := Config{Self: id, Capacity: cp, Seed: int64(i)}
+		if configure != nil {
+			configure(i, &cfg)
+		}
+		m, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,6 +152,8 @@ func (c *cluster) drain() {
 				c.events = append(c.events, fmt.Sprintf("%s %s: %s", x.Time.Sub(t0), c.ids[i], x.Text))
 			case ForgetJob:
 				c.forgotten = append(c.forgotten, string(c.ids[i])+"/"+x.Job)
+			case Refused:
+				c.refused[x.Reason]++
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/predict"
 )
 
@@ -102,6 +103,10 @@ type Config struct {
 	// its unfinished jobs once its view would have settled, without
 	// waiting for a first advert that cannot come.
 	Solo bool
+	// Trust, when set, is the network's authority and the revocations
+	// known at start: the market then runs signed jobs only (see
+	// trust.go). The market keeps a copy; Revoked updates it.
+	Trust *auth.Book
 	// NoSteal turns work stealing off (it is on by default).
 	NoSteal bool
 	// StealEvery is how often an idle node may ask a loaded peer for

@@ -22,6 +22,7 @@ type contract struct {
 	started    time.Time
 	running    bool
 	stopReason string // "preempted" or "cancelled" once a stop was issued
+	ticket     []byte // the job's ticket, checked again at start (trust.go)
 }
 
 // ahead reports whether a sorts before b in the queue: higher priority,
@@ -63,6 +64,9 @@ type contractor struct {
 	// resultOf indexes results by the attempt they report, for acks.
 	resultOf map[resultID]*pendingResult
 	accepted int // awards accepted so far
+	// bids are the auctions this node bid in, and when: an award or hold
+	// for any other is not this node's to take.
+	bids map[AuctionID]time.Time
 	// mix is the task mix this node has seen called for: its bids weigh
 	// GPU fragmentation under it, and a GPU share goes to the card that
 	// fragments least (frag.go).
@@ -81,6 +85,7 @@ func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
 		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
 		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
 		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{}, resultOf: map[resultID]*pendingResult{},
+		bids: map[AuctionID]time.Time{},
 	}
 }
 
@@ -291,4 +296,37 @@ func (c *contractor) dequeue(key TaskKey) *contract {
 		}
 	}
 	return nil
+}
+
+// Bid bookkeeping: what an award or hold must answer.
+const (
+	// bidMemory is how long a bid is remembered; awards come within the
+	// award timeout of the round's close.
+	bidMemory = 30 * time.Second
+	// bidsPruneAt is the count of remembered bids at which old ones are
+	// dropped.
+	bidsPruneAt = 4096
+)
+
+// madeBid records that this node bid in an auction.
+func (c *contractor) madeBid(id AuctionID, now time.Time) {
+	if len(c.bids) >= bidsPruneAt {
+		for a, at := range c.bids {
+			if now.Sub(at) > bidMemory {
+				delete(c.bids, a)
+			}
+		}
+	}
+	c.bids[id] = now
+}
+
+// bidFor reports whether this node bid in an auction within bidMemory;
+// consume forgets the bid (a single task's auction is awarded once; a
+// packed gang may hold several replicas on one bidder).
+func (c *contractor) bidFor(id AuctionID, now time.Time, consume bool) bool {
+	at, ok := c.bids[id]
+	if consume {
+		delete(c.bids, id)
+	}
+	return ok && now.Sub(at) <= bidMemory
 }

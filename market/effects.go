@@ -102,6 +102,15 @@ type RoundClosed struct {
 	Invited int // nodes invited directly (a broadcast reaches others too)
 }
 
+// Refused reports a message or request the market refused, by reason
+// (docs/security.md), for the node's metrics; the job's event log says
+// more.
+type Refused struct {
+	Reason string
+	From   NodeID
+}
+
+func (Refused) effect()       {}
 func (Send) effect()          {}
 func (Broadcast) effect()     {}
 func (StartTask) effect()     {}

@@ -26,6 +26,11 @@ func (m *Market) schedule() {
 		}
 		if ok {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			if err := m.startable(k); err != nil {
+				m.refuse(RefuseTicket, k.manager, k.spec.Key.Job, fmt.Sprintf("%s: not started: %v", k.spec.Key, err))
+				m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskFailed, ExitCode: -1, Reason: "not started: job ticket: " + err.Error(), Time: m.now})
+				continue
+			}
 			c.free.Take(k.spec.Request, al)
 			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now
 			c.running[k.spec.Key] = k

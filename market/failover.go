@@ -2,8 +2,6 @@ package market
 
 import (
 	"container/heap"
-	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -38,22 +36,6 @@ type heldCopy struct {
 type copies struct {
 	open map[string]*heldCopy // unfinished jobs, by ID
 	done doneCopies           // finished jobs, by finish time
-}
-
-// CheckReplica says why a copy of a job record that node from pushed must
-// not be kept, or nil: only a job's manager copies its record, and the
-// record must describe a valid job.
-func CheckReplica(from NodeID, rec JobRecord) error {
-	if rec.Manager != from {
-		return fmt.Errorf("record's manager %s is not the sender %s", rec.Manager, from)
-	}
-	if rec.ID == "" {
-		return errors.New("invalid job record: no job ID")
-	}
-	if err := rec.Spec.Validate(); err != nil {
-		return fmt.Errorf("invalid job record: %v", err)
-	}
-	return nil
 }
 
 // ReplicaStored tells the market that this node holds a copy of rec, with

@@ -168,7 +168,7 @@ func (m *Market) gangCFPs(g *gangAuction) {
 	n := max(m.cfg.D, 2*g.size) << min(g.roundNo, 10)
 	cfp := CFP{Auction: g.id(), Manager: m.cfg.Self, Task: g.offer}
 	if len(cands) < max(m.cfg.D, g.size) {
-		m.emit(Broadcast{Msg: cfp})
+		m.emit(Broadcast{Msg: m.withTicket(cfp)})
 	}
 	m.call(&g.round, cfp, cands, n)
 	if len(g.invited) == 0 {
@@ -327,8 +327,9 @@ func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
 		offer := g.offer
 		offer.Key = t.Key
 		spec := TaskSpec{TaskOffer: offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
-			CheckpointInterval: ts.CheckpointInterval, Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r}
-		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires})
+			CheckpointInterval: ts.CheckpointInterval, Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r,
+			Owner: j.Owner, Previous: previous(t)}
+		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.ticketFor(j, n)})
 	}
 }
 

@@ -172,6 +172,11 @@ func (m *Market) onHold(h Hold) {
 		m.send(h.Manager, reply)
 		return
 	}
+	if why := m.mayHold(h); why != "" {
+		reply.Reason = why
+		m.send(h.Manager, reply)
+		return
+	}
 	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
 		reply.Reason = "already holds this replica"
 		m.send(h.Manager, reply)

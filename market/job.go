@@ -90,6 +90,11 @@ type JobRecord struct {
 	Reason    string       `json:"reason,omitempty"`
 	Finished  time.Time    `json:"finished,omitzero"`
 	Tasks     []TaskRecord `json:"tasks"`
+	// Owner is the user who submitted the job and Ticket the submission
+	// they signed (market/auth), in a network with an authority; both
+	// empty otherwise.
+	Owner  string `json:"owner,omitempty"`
+	Ticket []byte `json:"ticket,omitempty"`
 }
 
 // Clone returns a deep copy, safe to hand to another goroutine.

@@ -39,7 +39,7 @@ import (
 //	  reason, awarded, started, finished
 const (
 	jobRecordMagic   = 0xA7
-	jobRecordVersion = 1
+	jobRecordVersion = 2 // 2 added owner and ticket; 1 still reads
 )
 
 // EncodeJobRecord encodes j in the binary job-record encoding.
@@ -72,6 +72,8 @@ func EncodeJobRecord(j JobRecord) ([]byte, error) {
 	e.str(string(j.State))
 	e.str(j.Reason)
 	e.time(j.Finished)
+	e.str(j.Owner)
+	e.bytes(j.Ticket)
 	e.uint(uint64(len(table)))
 	for _, n := range table {
 		e.str(string(n))
@@ -131,8 +133,9 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 		return nil
 	}
 	d := recDecoder{b: data[1:]}
-	if v := d.uint("version"); d.err == nil && v != jobRecordVersion {
-		return fmt.Errorf("job record: encoding version %d, this node reads version %d", v, jobRecordVersion)
+	v := d.uint("version")
+	if d.err == nil && (v < 1 || v > jobRecordVersion) {
+		return fmt.Errorf("job record: encoding version %d, this node reads versions 1 to %d", v, jobRecordVersion)
 	}
 	var r JobRecord
 	r.ID = d.str("id")
@@ -146,6 +149,12 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 	r.State = JobState(d.str("state"))
 	r.Reason = d.str("reason")
 	r.Finished = d.time("finished")
+	if v >= 2 {
+		r.Owner = d.str("owner")
+		if t := d.bytes("ticket"); len(t) > 0 {
+			r.Ticket = t
+		}
+	}
 	table := make([]NodeID, d.count("node table", 1))
 	for i := range table {
 		table[i] = NodeID(d.str("node table"))

@@ -85,6 +85,9 @@ func TestJobRecordCodecRoundTrip(t *testing.T) {
 		{"finished record, no tasks", func(testing.TB) JobRecord {
 			return JobRecord{ID: "j-2", Manager: "m", State: JobFailed, Reason: "invalid", Finished: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), Tasks: []TaskRecord{}}
 		}},
+		{"signed job", func(testing.TB) JobRecord {
+			return JobRecord{ID: "j-4", Manager: "m", State: JobRunning, Owner: "alice", Ticket: []byte{0xAE, 1, 2, 3}, Tasks: []TaskRecord{}}
+		}},
 		{"times far from now", func(testing.TB) JobRecord {
 			return JobRecord{ID: "j-3", Submitted: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 				Tasks: []TaskRecord{{Key: TaskKey{Job: "j-3", Task: "t"}, Ready: time.Date(1066, 10, 14, 9, 0, 0, 0, time.UTC)}}}
@@ -138,6 +141,38 @@ func TestJobRecordCodecSize(t *testing.T) {
 	}
 }
 
+// TestDecodeJobRecordVersion1: a record stored by the release before
+// owners and tickets (version 1, the same fields without them) still
+// reads.
+func TestDecodeJobRecordVersion1(t *testing.T) {
+	j := codecRecord(t)
+	b, err := EncodeJobRecord(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 2 adds the owner and the ticket, both empty here, as two
+	// zero lengths after the finish time: drop them and mark version 1.
+	var e recEncoder
+	e.b = append(e.b, jobRecordMagic, 1)
+	e.str(j.ID)
+	spec, _ := json.Marshal(j.Spec)
+	e.bytes(spec)
+	e.str(string(j.Manager))
+	e.time(j.Submitted)
+	e.str(string(j.State))
+	e.str(j.Reason)
+	e.time(j.Finished)
+	rest := b[len(e.b)+2:] // the v2 encoding's owner and ticket lengths follow the same prefix
+	v1 := append(e.b, rest...)
+	var got JobRecord
+	if err := DecodeJobRecord(v1, &got); err != nil {
+		t.Fatalf("version 1 record: %v", err)
+	}
+	if want, have := viaJSON(t, j), viaJSON(t, got); !bytes.Equal(want, have) {
+		t.Fatalf("version 1 record read differently:\nwant %s\nhave %s", want, have)
+	}
+}
+
 func TestDecodeJobRecordReadsJSON(t *testing.T) {
 	j := codecRecord(t)
 	js := viaJSON(t, j)
@@ -163,7 +198,8 @@ func TestDecodeJobRecordBadInput(t *testing.T) {
 	}{
 		{"empty", nil, "empty"},
 		{"not JSON either", []byte("{not json"), "neither binary nor JSON"},
-		{"future version", withVersion(2), "encoding version 2"},
+		{"future version", withVersion(3), "encoding version 3"},
+		{"version 0", withVersion(0), "encoding version 0"},
 		{"trailing bytes", append(bytes.Clone(good), 0), "bytes after the record"},
 		{"magic only", []byte{jobRecordMagic}, "version: truncated"},
 		{"huge task count", []byte{jobRecordMagic, 1, 0, 4, 'n', 'u', 'l', 'l', 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}, "more than the"},

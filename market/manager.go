@@ -14,13 +14,24 @@ import (
 func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	m.enter(now)
 	defer m.leave()
+	if m.trusted() {
+		return errUnsigned
+	}
 	if _, dup := m.jobs[id]; dup {
 		return fmt.Errorf("market: job %s already exists", id)
 	}
 	if err := js.Validate(); err != nil {
 		return err
 	}
+	m.submit(id, js, "", nil)
+	return nil
+}
+
+// submit starts managing a new job, of owner and its ticket in a
+// network with an authority.
+func (m *Market) submit(id string, js spec.Job, owner string, ticket []byte) {
 	j := newJobRecord(id, js, m.cfg.Self, m.now)
+	j.Owner, j.Ticket = owner, ticket
 	m.jobs[id] = &j
 	m.jobOrder = append(m.jobOrder, id)
 	m.active = append(m.active, id)
@@ -28,7 +39,6 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	m.rep.urgent = append(m.rep.urgent, id)
 	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
 	m.placeReady()
-	return nil
 }
 
 // restore reloads job records after a restart (Reclaim). Tasks this node

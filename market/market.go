@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/predict"
 )
 
@@ -83,6 +84,9 @@ type Market struct {
 	copies  copies
 	rehome  map[string]*rehoming
 	reclaim reclaim
+	// adoptedAt is when this node took each unfinished job over
+	// (fromPreviousManager).
+	adoptedAt map[string]time.Time
 
 	// contractor role
 	c         contractor
@@ -91,6 +95,11 @@ type Market struct {
 	stealMark int // c.accepted at the last steal request
 	lastBeat  time.Time
 	draining  bool
+
+	// trust (trust.go): nil book in an open network
+	book   *auth.Book
+	trust  ticketCache
+	stolen time.Time // when this node last asked for work to steal
 }
 
 type localMsg struct {
@@ -104,8 +113,13 @@ func New(cfg Config) (*Market, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var book *auth.Book
+	if cfg.Trust != nil {
+		book = cfg.Trust.Clone()
+	}
 	return &Market{
-		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
+		book: book,
+		cfg:  cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
 	}, nil

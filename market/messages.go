@@ -47,6 +47,18 @@ type TaskSpec struct {
 	// the nodes of all replicas in rank order (AGORA_RANK, AGORA_PEERS).
 	Rank  int      `json:"rank,omitempty"`
 	Peers []NodeID `json:"peers,omitempty"`
+	// Owner is the user who submitted the job, in a network with an
+	// authority (the executor checks it against the job's ticket).
+	Owner string `json:"owner,omitempty"`
+	// Previous are the replica's earlier placements, oldest first: a
+	// resumed attempt takes a checkpoint only from one of these.
+	Previous []Placement `json:"previous,omitempty"`
+}
+
+// Placement is one placement of a task replica: its epoch and executor.
+type Placement struct {
+	Epoch uint64 `json:"epoch"`
+	Node  NodeID `json:"node"`
 }
 
 // CFP is a manager's call for proposals for one task replica.
@@ -54,6 +66,9 @@ type CFP struct {
 	Auction AuctionID `json:"auction"`
 	Manager NodeID    `json:"manager"`
 	Task    TaskOffer `json:"task"`
+	// Ticket is the job's signed submission, in a network with an
+	// authority, when the manager does not know the receiver has it.
+	Ticket []byte `json:"ticket,omitempty"`
 }
 
 // Bid is a contractor's proposal: its score and when it predicts it would
@@ -80,6 +95,9 @@ type NoBid struct {
 	Bidder    NodeID    `json:"bidder"`
 	Reason    string    `json:"reason"`
 	Permanent bool      `json:"permanent,omitempty"`
+	// NeedTicket asks the manager for the job's ticket with its next
+	// call: the contractor holds none.
+	NeedTicket bool `json:"need_ticket,omitempty"`
 }
 
 // Award gives a task to the winning bidder, who must accept or decline.
@@ -92,6 +110,11 @@ type Award struct {
 	// if it can run the task at all, even later than it bid, since a new
 	// round would only ask it again.
 	Last bool `json:"last,omitempty"`
+	// Ticket is as in CFP.
+	Ticket []byte `json:"ticket,omitempty"`
+	// Direct marks an award without a bid: a replica stolen for the
+	// receiver, which asked for work (StealRequest).
+	Direct bool `json:"direct,omitempty"`
 }
 
 // AwardReply accepts or declines an award.
@@ -143,6 +166,8 @@ type Hold struct {
 	Manager NodeID    `json:"manager"`
 	Task    TaskSpec  `json:"task"`
 	Expires time.Time `json:"expires"`
+	// Ticket is as in CFP.
+	Ticket []byte `json:"ticket,omitempty"`
 }
 
 // HoldReply says whether the hold was taken.

@@ -34,13 +34,11 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
 			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
 		}
-		if s.Epoch <= t.Epoch {
-			now := "on " + string(t.Node)
-			if t.Node == "" {
-				now = string(t.State)
-			}
-			m.event(j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (the replica is %s, epoch %d)", s.Key, s.State, s.Node, s.Epoch, now, t.Epoch))
+		now := "on " + string(t.Node)
+		if t.Node == "" {
+			now = string(t.State)
 		}
+		m.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (the replica is %s, epoch %d)", s.Key, s.State, s.Node, s.Epoch, now, t.Epoch))
 		return
 	}
 	// Lease renewals: a report of the state the manager already has.

@@ -58,6 +58,9 @@ func (m *Market) call(r *round, cfp CFP, cands []candidate, n int) {
 			break
 		}
 		r.invited[c.id] = true
+		if j := m.jobs[cfp.Auction.Key.Job]; j != nil {
+			cfp.Ticket = m.ticketFor(j, c.id)
+		}
 		m.send(c.id, cfp)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
 )
 
 // Work stealing. An idle node (empty queue, at least one free core) asks
@@ -57,7 +58,7 @@ func (m *Market) maybeSteal() {
 	if !m.lastSteal.IsZero() && c.accepted == m.stealMark {
 		m.stealGap = min(2*m.stealGap, max(m.cfg.StealBackoffMax, m.cfg.StealEvery))
 	}
-	m.lastSteal, m.stealMark = m.now, c.accepted
+	m.lastSteal, m.stealMark, m.stolen = m.now, c.accepted, m.now
 	// Ask for two waves' worth: the second is queued here while the first
 	// runs, so the thief is not idle again before its next request.
 	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
@@ -67,6 +68,11 @@ func (m *Market) maybeSteal() {
 func (m *Market) onStealRequest(r StealRequest) {
 	c := &m.c
 	if m.cfg.NoSteal || r.Thief == m.cfg.Self || len(c.queue) == 0 {
+		return
+	}
+	thief := m.view[r.Thief]
+	if thief == nil {
+		m.refuse(RefuseSteal, r.Thief, "", fmt.Sprintf("steal request from %s refused: not in this node's view", r.Thief))
 		return
 	}
 	n := min(max(len(c.queue)/2, 1), max(r.Max, 1))
@@ -92,7 +98,7 @@ func (m *Market) onStealRequest(r StealRequest) {
 			continue
 		}
 		al, why := resource.Fit(room, k.spec.Request)
-		if why != "" {
+		if why != "" || !m.mayMove(k, thief) {
 			continue
 		}
 		room.Take(k.spec.Request, al)
@@ -118,11 +124,25 @@ func (m *Market) onTransfer(x Transfer) {
 	}
 	m.move(j, t, change{ev: evStolen, reason: "stolen by " + string(x.To)})
 	t.Epoch++
-	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), closed: true,
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), closed: true, direct: true,
 		round: round{invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}}
 	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
 	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: m.now, Finish: m.now.Add(rt), Runtime: rt}}
 	m.auctions[t.Key] = a
 	m.event(j.ID, fmt.Sprintf("%s: stolen from %s by %s (epoch %d)", t.Key, x.From, x.To, t.Epoch))
 	m.awardNext(a)
+}
+
+// mayMove reports whether a queued replica may go to thief: the thief's
+// advertised capacity can hold it (whatever room it claims) and, in a
+// network with an authority, its site is one the job's user may use.
+func (m *Market) mayMove(k *contract, thief *Peer) bool {
+	if couldHold(thief.Site, thief.Labels, thief.Capacity, k.spec.Request) != "" {
+		return false
+	}
+	if !m.trusted() {
+		return true
+	}
+	info := m.trust.jobs[k.spec.Key.Job]
+	return info != nil && auth.CheckTask(info.user.Name, info.user.Quota, k.spec.Key.Task, k.spec.Request, k.spec.Priority, thief.Site) == nil
 }

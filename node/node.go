@@ -386,7 +386,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err != nil {
 		return fmt.Errorf("node: market transport: %w", err)
 	}
-	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: market.CheckReplica,
+	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: n.checkReplica,
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
 	// settled, and the copies below would otherwise look orphaned.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
@@ -157,4 +158,13 @@ func InitIdentity(dataDir string) (peer.ID, error) {
 		return "", err
 	}
 	return peer.IDFromPrivateKey(k)
+}
+
+// checkReplica says why a job-record copy a peer pushed must not be kept
+// (market.CheckReplica), against the node's current revocations.
+func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord) error {
+	if n.trust == nil {
+		return market.CheckReplica(nil, time.Now(), from, rec)
+	}
+	return n.trust.adm.Verify(func(b *auth.Book) error { return market.CheckReplica(b, time.Now(), from, rec) })
 }

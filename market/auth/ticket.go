@@ -9,7 +9,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/agora-sched/agora/market/spec"
 )
 
 // Ticket is a signed job submission: the spec exactly as the user wrote
@@ -28,9 +27,12 @@ const (
 	ticketMagic   = 0xAE
 	ticketVersion = 1
 	ticketDomain  = "agora-job-v1\x00"
+	// MaxSignedSpecBytes bounds the spec a ticket signs: it travels with
+	// the job's calls for bids and awards. A larger job is split.
+	MaxSignedSpecBytes = 192 << 10
 	// MaxTicketBytes bounds an encoded ticket: the largest spec and a
 	// full chain.
-	MaxTicketBytes = spec.MaxSpecBytes + (MaxChain+1)*maxCertBytes
+	MaxTicketBytes = MaxSignedSpecBytes + (MaxChain+1)*maxCertBytes
 	// TicketMaxAge is how long after its signing a ticket may be
 	// submitted.
 	TicketMaxAge = 10 * time.Minute
@@ -67,7 +69,7 @@ func DecodeTicket(data []byte) (Ticket, error) {
 	if v := r.uint("version"); r.err == nil && v != ticketVersion {
 		return Ticket{}, fmt.Errorf("ticket: version %d, this node reads version %d", v, ticketVersion)
 	}
-	t.Spec = r.bytes("spec", spec.MaxSpecBytes)
+	t.Spec = r.bytes("spec", MaxSignedSpecBytes)
 	t.Time = r.time("time")
 	t.Nonce = r.bytes("nonce", 32)
 	if r.err == nil {
@@ -95,6 +97,9 @@ func DecodeTicket(data []byte) (Ticket, error) {
 // NewTicket signs a job spec as submitted at now by the user of key and
 // chain; the nonce comes from rand.
 func NewTicket(specText []byte, now time.Time, key ed25519.PrivateKey, chain Chain, rand io.Reader) (Ticket, error) {
+	if len(specText) > MaxSignedSpecBytes {
+		return Ticket{}, fmt.Errorf("auth: a signed job spec is at most %d KiB; this one is %d KiB: split the job", MaxSignedSpecBytes>>10, len(specText)>>10)
+	}
 	t := Ticket{Spec: specText, Time: now.UTC().Truncate(time.Second), Nonce: make([]byte, 16), Chain: chain}
 	if _, err := io.ReadFull(rand, t.Nonce); err != nil {
 		return Ticket{}, fmt.Errorf("auth: nonce: %w", err)

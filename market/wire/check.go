@@ -12,6 +12,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/names"
 )
 
@@ -94,6 +95,7 @@ func checkMsg(m market.Msg) error {
 			checkNodeID("award.manager", x.Manager),
 			checkSpec("award.task", x.Task),
 			checkBid("award.bid", x.Bid),
+			checkTicket("award.ticket", x.Ticket),
 		)
 	case market.AwardReply:
 		return firstErr(
@@ -119,6 +121,7 @@ func checkMsg(m market.Msg) error {
 			checkNodeID("hold.manager", x.Manager),
 			checkSpec("hold.task", x.Task),
 			checkRequiredTime("hold.expires_unix_nano", x.Expires),
+			checkTicket("hold.ticket", x.Ticket),
 		)
 	case market.HoldReply:
 		return firstErr(
@@ -185,7 +188,30 @@ func checkCFP(p string, c market.CFP) error {
 		checkAuction(join(p, "auction"), c.Auction),
 		checkNodeID(join(p, "manager"), c.Manager),
 		checkOffer(join(p, "task"), c.Task),
+		checkTicket(join(p, "ticket"), c.Ticket),
 	)
+}
+
+// checkTicket bounds a ticket's size; what it says is the market's to
+// check (market/auth).
+func checkTicket(p string, t []byte) error {
+	if len(t) > auth.MaxTicketBytes {
+		return bad(p, "%d bytes, over the limit of %d", len(t), auth.MaxTicketBytes)
+	}
+	return nil
+}
+
+// checkPrevious checks a replica's earlier placements.
+func checkPrevious(p string, ps []market.Placement) error {
+	if len(ps) > MaxPrevious {
+		return bad(p, "%d placements, over the limit of %d", len(ps), MaxPrevious)
+	}
+	for i, x := range ps {
+		if err := checkNodeID(join(index(p, i), "node"), x.Node); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkBid(p string, b market.Bid) error {
@@ -424,6 +450,8 @@ func checkSpec(p string, s market.TaskSpec) error {
 		checkRange(join(p, "attempt"), s.Attempt, 0, MaxCounter),
 		checkRange(join(p, "rank"), s.Rank, 0, MaxRank),
 		checkPeers(join(p, "peers"), s.Peers),
+		checkOwner(join(p, "owner"), s.Owner),
+		checkPrevious(join(p, "previous"), s.Previous),
 	)
 }
 
@@ -561,4 +589,12 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkOwner checks a user name: empty, or a name as agora user add takes.
+func checkOwner(p, s string) error {
+	if s != "" && !names.TaskName(s) {
+		return bad(p, "%s is not a user name", show(s))
+	}
+	return nil
 }

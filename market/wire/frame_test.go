@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -60,7 +61,7 @@ func TestFrameOversize(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ReadFrame(bufio.NewReader(&buf), MaxMessageBytes)
-	if !errors.Is(err, ErrTooLarge) || !strings.HasPrefix(err.Error(), "wire: frame of 262145 bytes") {
+	if !errors.Is(err, ErrTooLarge) || !strings.HasPrefix(err.Error(), fmt.Sprintf("wire: frame of %d bytes", MaxMessageBytes+1)) {
 		t.Fatalf("oversize frame: %v", err)
 	}
 

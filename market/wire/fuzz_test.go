@@ -89,7 +89,7 @@ func FuzzDecodeQuery(f *testing.F) {
 			if err != nil {
 				t.Fatalf("EncodeQuery of a decoded query: %v", err)
 			}
-			if q2, err := DecodeQuery(again); err != nil || q2 != q {
+			if q2, err := DecodeQuery(again); err != nil || !reflect.DeepEqual(q2, q) {
 				t.Fatalf("query round trip: %v", err)
 			}
 		}

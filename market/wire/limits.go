@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -15,10 +16,13 @@ const Version = 1
 // Size limits of whole encoded messages, checked before anything else is
 // decoded. A stream reader passes the matching limit to ReadFrame.
 const (
-	// MaxMessageBytes is the largest encoded market Envelope.
-	MaxMessageBytes = 256 << 10
+	// MaxMessageBytes is the largest encoded market Envelope: an award's
+	// command and environment and its job's ticket fit.
+	MaxMessageBytes = 512 << 10
+	// MaxCredentialBytes is the largest signed request a Query carries.
+	MaxCredentialBytes = auth.MaxTokenBytes
 	// MaxQueryBytes is the largest encoded Query.
-	MaxQueryBytes = 4 << 10
+	MaxQueryBytes = 4<<10 + MaxCredentialBytes
 	// MaxReplyBodyBytes is the largest QueryReply body: a status reply
 	// carries a whole job record (see node's job-record frame limit).
 	MaxReplyBodyBytes = 16 << 20
@@ -32,6 +36,8 @@ const (
 // bound identifiers and free text that only the wire carries. Lengths
 // named "Len" count characters (runes) unless they say bytes.
 const (
+	// MaxPrevious is the most earlier placements a TaskSpec lists.
+	MaxPrevious = 64
 	// MaxJobIDLen is the longest job ID, in bytes.
 	MaxJobIDLen = 128
 	// MaxNodeIDLen is the longest node ID (libp2p peer ID text), in bytes.

@@ -39,9 +39,9 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.Bid:
 		env.Body = &pb.Envelope_Bid{Bid: bidToPB(x)}
 	case market.NoBid:
-		env.Body = &pb.Envelope_NoBid{NoBid: &pb.NoBid{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Reason: x.Reason, Permanent: x.Permanent}}
+		env.Body = &pb.Envelope_NoBid{NoBid: &pb.NoBid{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Reason: x.Reason, Permanent: x.Permanent, NeedTicket: x.NeedTicket}}
 	case market.Award:
-		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid), Last: x.Last}}
+		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid), Last: x.Last, Ticket: x.Ticket, Direct: x.Direct}}
 	case market.AwardReply:
 		env.Body = &pb.Envelope_AwardReply{AwardReply: &pb.AwardReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Accept: x.Accept, Reason: x.Reason}}
 	case market.TaskStatus:
@@ -55,7 +55,7 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.CancelTask:
 		env.Body = &pb.Envelope_CancelTask{CancelTask: &pb.CancelTask{Key: keyToPB(x.Key), Epoch: x.Epoch, Reason: x.Reason}}
 	case market.Hold:
-		env.Body = &pb.Envelope_Hold{Hold: &pb.Hold{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), ExpiresUnixNano: timeToPB(x.Expires)}}
+		env.Body = &pb.Envelope_Hold{Hold: &pb.Hold{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), ExpiresUnixNano: timeToPB(x.Expires), Ticket: x.Ticket}}
 	case market.HoldReply:
 		env.Body = &pb.Envelope_HoldReply{HoldReply: &pb.HoldReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Replica: int32(x.Replica), Ok: x.OK, Reason: x.Reason}}
 	case market.Commit:
@@ -132,7 +132,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.CFP{Auction: a, Manager: market.NodeID(x.Manager), Task: o}, nil
+		return market.CFP{Auction: a, Manager: market.NodeID(x.Manager), Task: o, Ticket: x.Ticket}, nil
 	case *pb.Envelope_Bid:
 		if body.Bid == nil {
 			return nil, bad("bid", "empty message")
@@ -147,7 +147,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.NoBid{Auction: a, Bidder: market.NodeID(x.Bidder), Reason: x.Reason, Permanent: x.Permanent}, nil
+		return market.NoBid{Auction: a, Bidder: market.NodeID(x.Bidder), Reason: x.Reason, Permanent: x.Permanent, NeedTicket: x.NeedTicket}, nil
 	case *pb.Envelope_Award:
 		x, p := body.Award, "award"
 		if x == nil {
@@ -171,7 +171,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.Award{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Bid: bid, Last: x.Last}, nil
+		return market.Award{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Bid: bid, Last: x.Last, Ticket: x.Ticket, Direct: x.Direct}, nil
 	case *pb.Envelope_AwardReply:
 		x, p := body.AwardReply, "award_reply"
 		if x == nil {
@@ -232,7 +232,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.Hold{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Expires: timeFromPB(x.ExpiresUnixNano)}, nil
+		return market.Hold{Auction: a, Manager: market.NodeID(x.Manager), Task: s, Expires: timeFromPB(x.ExpiresUnixNano), Ticket: x.Ticket}, nil
 	case *pb.Envelope_HoldReply:
 		x, p := body.HoldReply, "hold_reply"
 		if x == nil {
@@ -457,7 +457,26 @@ func specToPB(s market.TaskSpec) *pb.TaskSpec {
 		TimeoutNs: int64(s.Timeout), CheckpointIntervalNs: int64(s.CheckpointInterval),
 		Epoch: s.Epoch, Attempt: int32(s.Attempt),
 		Rank: int32(s.Rank), Peers: peersToPB(s.Peers),
+		Owner: s.Owner, Previous: placementsToPB(s.Previous),
 	}
+}
+
+func placementsToPB(ps []market.Placement) []*pb.Placement {
+	var out []*pb.Placement
+	for _, p := range ps {
+		out = append(out, &pb.Placement{Epoch: p.Epoch, Node: string(p.Node)})
+	}
+	return out
+}
+
+func placementsFromPB(ps []*pb.Placement) []market.Placement {
+	var out []market.Placement
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, market.Placement{Epoch: p.Epoch, Node: market.NodeID(p.Node)})
+		}
+	}
+	return out
 }
 
 func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
@@ -476,6 +495,7 @@ func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
 		TaskOffer: o, Command: s.Command,
 		Timeout: time.Duration(s.TimeoutNs), CheckpointInterval: time.Duration(s.CheckpointIntervalNs),
 		Epoch: s.Epoch, Attempt: int(s.Attempt), Rank: int(s.Rank), Peers: peers,
+		Owner: s.Owner, Previous: placementsFromPB(s.Previous),
 	}
 	if len(s.Env) > 0 {
 		out.Env = s.Env
@@ -484,7 +504,7 @@ func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
 }
 
 func cfpToPB(c market.CFP) *pb.Cfp {
-	return &pb.Cfp{Auction: auctionToPB(c.Auction), Manager: string(c.Manager), Task: offerToPB(c.Task)}
+	return &pb.Cfp{Auction: auctionToPB(c.Auction), Manager: string(c.Manager), Task: offerToPB(c.Task), Ticket: c.Ticket}
 }
 
 func bidToPB(b market.Bid) *pb.Bid {

@@ -39,6 +39,9 @@ type Query struct {
 	// MaxBytes is the most log bytes wanted for QueryLogs,
 	// 0..MaxReplyBodyBytes; 0 lets the answerer choose.
 	MaxBytes uint32
+	// Credential is the asking user's signed request, in a network with
+	// an authority (at most MaxCredentialBytes).
+	Credential []byte
 }
 
 // QueryReply answers a Query.
@@ -61,7 +64,7 @@ func EncodeQuery(q Query) ([]byte, error) {
 	}
 	b, err := marshal.Marshal(&pb.Query{
 		Version: Version, Kind: q.Kind, Job: q.Job, Task: q.Task,
-		Replica: q.Replica, Attempt: q.Attempt, From: q.From, MaxBytes: q.MaxBytes,
+		Replica: q.Replica, Attempt: q.Attempt, From: q.From, MaxBytes: q.MaxBytes, Credential: q.Credential,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wire: query: %w", err)
@@ -88,7 +91,7 @@ func DecodeQuery(b []byte) (Query, error) {
 	}
 	q := Query{
 		Kind: x.Kind, Job: x.Job, Task: x.Task, Replica: x.Replica,
-		Attempt: x.Attempt, From: x.From, MaxBytes: x.MaxBytes,
+		Attempt: x.Attempt, From: x.From, MaxBytes: x.MaxBytes, Credential: x.Credential,
 	}
 	if err := checkQuery(q); err != nil {
 		return Query{}, err
@@ -112,6 +115,9 @@ func checkQuery(q Query) error {
 		if err := checkTaskName("query.task", q.Task); err != nil {
 			return err
 		}
+	}
+	if len(q.Credential) > MaxCredentialBytes {
+		return bad("query.credential", "%d bytes, over the limit of %d", len(q.Credential), MaxCredentialBytes)
 	}
 	return firstErr(
 		checkRange64("query.replica", int64(q.Replica), 0, MaxReplica),

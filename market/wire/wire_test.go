@@ -13,6 +13,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/wire/pb"
 )
 
@@ -65,8 +66,14 @@ func fullSpec() market.TaskSpec {
 		Attempt:            2,
 		Rank:               3,
 		Peers:              gangPeers(),
+		Owner:              "alice",
+		Previous:           []market.Placement{{Epoch: 5, Node: "n3"}, {Epoch: 6, Node: bidder}},
 	}
 }
+
+// ticket is a stand-in for a job's ticket: the wire carries its bytes,
+// the market reads them.
+var ticket = []byte{0xAE, 1, 2, 3}
 
 // gangPeers is the node list of a four-replica packed gang, in rank
 // order: two replicas share the bidder.
@@ -84,11 +91,11 @@ func fullBid() market.Bid {
 
 // fullAward is an award with every field set: the manager's only bid.
 func fullAward() market.Award {
-	return market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid(), Last: true}
+	return market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid(), Last: true, Ticket: ticket, Direct: true}
 }
 
 func fullHold() market.Hold {
-	return market.Hold{Auction: aid, Manager: manager, Task: fullSpec(), Expires: t0.Add(30 * time.Second)}
+	return market.Hold{Auction: aid, Manager: manager, Task: fullSpec(), Expires: t0.Add(30 * time.Second), Ticket: ticket}
 }
 
 func fullReserve() market.Reserve {
@@ -112,11 +119,11 @@ func roundTrips() []struct {
 		name string
 		msg  market.Msg
 	}{
-		{"cfp full", market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}},
+		{"cfp full", market.CFP{Auction: aid, Manager: manager, Task: fullOffer(), Ticket: ticket}},
 		{"cfp gpu share, zero deadline", market.CFP{Auction: market.AuctionID{Key: shareOffer().Key}, Manager: "n1", Task: shareOffer()}},
 		{"bid full", fullBid()},
 		{"bid zero times, negative score", market.Bid{Auction: aid, Bidder: bidder, Score: -1.5}},
-		{"nobid", market.NoBid{Auction: aid, Bidder: bidder, Reason: "gpu memory: want 40GiB per GPU, largest 24GiB", Permanent: true}},
+		{"nobid", market.NoBid{Auction: aid, Bidder: bidder, Reason: "gpu memory: want 40GiB per GPU, largest 24GiB", Permanent: true, NeedTicket: true}},
 		{"nobid busy", market.NoBid{Auction: aid, Bidder: bidder}},
 		{"award full", fullAward()},
 		{"award minimal spec", market.Award{Auction: aid, Manager: manager,
@@ -593,8 +600,8 @@ func TestEncodeRejects(t *testing.T) {
 		{"exit code over int32", market.TaskStatus{Key: key, Node: bidder, State: market.TaskFailed, ExitCode: math.MaxInt32 + 1}, "wire: task_status.exit_code"},
 		{"round over int32", market.NoBid{Auction: market.AuctionID{Key: key, Round: math.MaxInt32 + 1}, Bidder: bidder}, "wire: no_bid.auction.round"},
 		{"invalid UTF-8 reason", market.NoBid{Auction: aid, Bidder: bidder, Reason: "\xff"}, "wire: no_bid.reason: not valid UTF-8"},
-		{"over MaxMessageBytes", market.Award{Auction: aid, Manager: manager, Task: big, Bid: fullBid()}, "over the size limit"},
-		{"hold over MaxMessageBytes", market.Hold{Auction: aid, Manager: manager, Task: big, Expires: t0}, "hold message of"},
+		{"ticket over its limit", market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid(), Ticket: make([]byte, auth.MaxTicketBytes+1)}, "wire: award.ticket"},
+		{"owner not a name", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Owner: "a b"}, Bid: fullBid()}, "wire: award.task.owner"},
 		{"gang size over int32", market.CFP{Auction: aid, Manager: manager, Task: market.TaskOffer{Key: key, GangSize: math.MaxInt32 + 1}}, "wire: cfp.task.gang_size"},
 		{"slots over 256", market.Bid{Auction: aid, Bidder: bidder, Slots: MaxSlots + 1}, "wire: bid.slots: 257 out of range"},
 		{"spec rank over int32", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Rank: math.MaxInt32 + 1}, Bid: fullBid()}, "wire: award.task.rank"},
@@ -633,6 +640,37 @@ func TestEncodeRejects(t *testing.T) {
 				t.Fatalf("error %q does not contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLargestMessagesFit: an award and a hold with every field at its
+// limit and the largest ticket fit MaxMessageBytes, and decode.
+func TestLargestMessagesFit(t *testing.T) {
+	big := fullSpec()
+	big.Command = []string{"sh"}
+	for range 4 {
+		big.Command = append(big.Command, strings.Repeat("y", MaxCommandBytes/4-1))
+	}
+	big.Env = map[string]string{}
+	for i := range 64 {
+		big.Env[fmt.Sprintf("V%02d", i)] = strings.Repeat("z", 1000)
+	}
+	big.Request.Labels = map[string]string{}
+	for i := range MaxLabels {
+		big.Request.Labels[fmt.Sprintf("k%02d", i)] = strings.Repeat("𝔸", MaxLabelValueLen)
+	}
+	tk := make([]byte, auth.MaxTicketBytes)
+	for _, m := range []market.Msg{
+		market.Award{Auction: aid, Manager: manager, Task: big, Bid: fullBid(), Ticket: tk},
+		market.Hold{Auction: aid, Manager: manager, Task: big, Expires: t0, Ticket: tk},
+	} {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatalf("%T: %v", m, err)
+		}
+		if _, err := Decode(b); err != nil {
+			t.Fatalf("%T of %d bytes: %v", m, len(b), err)
+		}
 	}
 }
 
@@ -752,9 +790,9 @@ func TestFixturesFillEveryField(t *testing.T) {
 		msg    market.Msg
 		exempt string // a field legitimately zero, covered by another row
 	}{
-		{market.CFP{Auction: aid, Manager: manager, Task: fullOffer()}, "Task.Request.GPU.Share"},
+		{market.CFP{Auction: aid, Manager: manager, Task: fullOffer(), Ticket: ticket}, "Task.Request.GPU.Share"},
 		{fullBid(), ""},
-		{market.NoBid{Auction: aid, Bidder: bidder, Reason: "r", Permanent: true}, ""},
+		{market.NoBid{Auction: aid, Bidder: bidder, Reason: "r", Permanent: true, NeedTicket: true}, ""},
 		{fullAward(), "Task.TaskOffer.Request.GPU.Share"},
 		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
 		{roundTrips()[10].msg, ""},

@@ -406,3 +406,11 @@ func (a *Admission) AppScore(p peer.ID) float64 {
 	}
 	return -1e6
 }
+
+// Verify runs a check against the admission's book (its authority and
+// every revocation it took), under its lock.
+func (a *Admission) Verify(check func(*auth.Book) error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return check(a.book)
+}

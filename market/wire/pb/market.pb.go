@@ -835,6 +835,8 @@ type TaskSpec struct {
 	Attempt              int32                  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`                                                                  // attempt number of this replica, >= 0 (the first attempt is 1)
 	Rank                 int32                  `protobuf:"varint,8,opt,name=rank,proto3" json:"rank,omitempty"`                                                                        // gang replicas only: this replica's rank, 0..255; 0 otherwise
 	Peers                []string               `protobuf:"bytes,9,rep,name=peers,proto3" json:"peers,omitempty"`                                                                       // gang replicas only: node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager; empty otherwise
+	Owner                string                 `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`                                                                      // the user who submitted the job (its ticket's signer), in a network with an authority; "" otherwise, <= 64 bytes
+	Previous             []*Placement           `protobuf:"bytes,11,rep,name=previous,proto3" json:"previous,omitempty"`                                                                // earlier placements of this replica whose checkpoints a resume may use, oldest first, <= 64 entries
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -932,19 +934,88 @@ func (x *TaskSpec) GetPeers() []string {
 	return nil
 }
 
+func (x *TaskSpec) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *TaskSpec) GetPrevious() []*Placement {
+	if x != nil {
+		return x.Previous
+	}
+	return nil
+}
+
+// Placement is one earlier placement of a task replica: the epoch and the
+// node it was awarded to.
+type Placement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"` // node ID, as Cfp.manager
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Placement) Reset() {
+	*x = Placement{}
+	mi := &file_market_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Placement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Placement) ProtoMessage() {}
+
+func (x *Placement) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Placement.ProtoReflect.Descriptor instead.
+func (*Placement) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Placement) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Placement) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // Cfp is a manager's call for proposals for one task replica.
 type Cfp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"` // the auction; required
 	Manager       string                 `protobuf:"bytes,2,opt,name=manager,proto3" json:"manager,omitempty"` // node ID of the managing node; required, <= 128 bytes of [A-Za-z0-9._-]
 	Task          *TaskOffer             `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`       // what is being auctioned; required
+	Ticket        []byte                 `protobuf:"bytes,4,opt,name=ticket,proto3" json:"ticket,omitempty"`   // the job's ticket (market/auth encoding), in a network with an authority, when the manager does not know the receiver has it; <= 212 KiB
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cfp) Reset() {
 	*x = Cfp{}
-	mi := &file_market_proto_msgTypes[8]
+	mi := &file_market_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1027,7 @@ func (x *Cfp) String() string {
 func (*Cfp) ProtoMessage() {}
 
 func (x *Cfp) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[8]
+	mi := &file_market_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1040,7 @@ func (x *Cfp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cfp.ProtoReflect.Descriptor instead.
 func (*Cfp) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{8}
+	return file_market_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Cfp) GetAuction() *AuctionID {
@@ -993,6 +1064,13 @@ func (x *Cfp) GetTask() *TaskOffer {
 	return nil
 }
 
+func (x *Cfp) GetTicket() []byte {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
 // Bid is a contractor's proposal for an auction.
 type Bid struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1010,7 +1088,7 @@ type Bid struct {
 
 func (x *Bid) Reset() {
 	*x = Bid{}
-	mi := &file_market_proto_msgTypes[9]
+	mi := &file_market_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1100,7 @@ func (x *Bid) String() string {
 func (*Bid) ProtoMessage() {}
 
 func (x *Bid) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[9]
+	mi := &file_market_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1113,7 @@ func (x *Bid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bid.ProtoReflect.Descriptor instead.
 func (*Bid) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{9}
+	return file_market_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Bid) GetAuction() *AuctionID {
@@ -1097,17 +1175,18 @@ func (x *Bid) GetSlots() int32 {
 // NoBid is a contractor's refusal to bid, with the reason.
 type NoBid struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`      // the auction declined; required
-	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`        // node ID of the declining node; required
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`        // human-readable reason, <= 4096 bytes
-	Permanent     bool                   `protobuf:"varint,4,opt,name=permanent,proto3" json:"permanent,omitempty"` // the node could never run the task (capacity or constraints), as opposed to being busy
+	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`                          // the auction declined; required
+	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`                            // node ID of the declining node; required
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                            // human-readable reason, <= 4096 bytes
+	Permanent     bool                   `protobuf:"varint,4,opt,name=permanent,proto3" json:"permanent,omitempty"`                     // the node could never run the task (capacity or constraints), as opposed to being busy
+	NeedTicket    bool                   `protobuf:"varint,5,opt,name=need_ticket,json=needTicket,proto3" json:"need_ticket,omitempty"` // the node holds no ticket of the job: send it with the next call
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NoBid) Reset() {
 	*x = NoBid{}
-	mi := &file_market_proto_msgTypes[10]
+	mi := &file_market_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1198,7 @@ func (x *NoBid) String() string {
 func (*NoBid) ProtoMessage() {}
 
 func (x *NoBid) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[10]
+	mi := &file_market_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1211,7 @@ func (x *NoBid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoBid.ProtoReflect.Descriptor instead.
 func (*NoBid) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{10}
+	return file_market_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NoBid) GetAuction() *AuctionID {
@@ -1163,6 +1242,13 @@ func (x *NoBid) GetPermanent() bool {
 	return false
 }
 
+func (x *NoBid) GetNeedTicket() bool {
+	if x != nil {
+		return x.NeedTicket
+	}
+	return false
+}
+
 // Award gives a task replica to the winning bidder, who must reply with
 // an AwardReply.
 type Award struct {
@@ -1172,13 +1258,15 @@ type Award struct {
 	Task          *TaskSpec              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`       // the task to run; required
 	Bid           *Bid                   `protobuf:"bytes,4,opt,name=bid,proto3" json:"bid,omitempty"`         // the winning bid, echoed back; required
 	Last          bool                   `protobuf:"varint,5,opt,name=last,proto3" json:"last,omitempty"`      // the manager holds no other bid for this auction: accept if you can run the task at all, even later than your bid
+	Ticket        []byte                 `protobuf:"bytes,6,opt,name=ticket,proto3" json:"ticket,omitempty"`   // as Cfp.ticket
+	Direct        bool                   `protobuf:"varint,7,opt,name=direct,proto3" json:"direct,omitempty"`  // awarded without a bid: a replica stolen for the receiver, which asked for work
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Award) Reset() {
 	*x = Award{}
-	mi := &file_market_proto_msgTypes[11]
+	mi := &file_market_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1278,7 @@ func (x *Award) String() string {
 func (*Award) ProtoMessage() {}
 
 func (x *Award) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[11]
+	mi := &file_market_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1291,7 @@ func (x *Award) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Award.ProtoReflect.Descriptor instead.
 func (*Award) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{11}
+	return file_market_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Award) GetAuction() *AuctionID {
@@ -1241,6 +1329,20 @@ func (x *Award) GetLast() bool {
 	return false
 }
 
+func (x *Award) GetTicket() []byte {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
+func (x *Award) GetDirect() bool {
+	if x != nil {
+		return x.Direct
+	}
+	return false
+}
+
 // AwardReply accepts or declines an award.
 type AwardReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1254,7 +1356,7 @@ type AwardReply struct {
 
 func (x *AwardReply) Reset() {
 	*x = AwardReply{}
-	mi := &file_market_proto_msgTypes[12]
+	mi := &file_market_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1368,7 @@ func (x *AwardReply) String() string {
 func (*AwardReply) ProtoMessage() {}
 
 func (x *AwardReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[12]
+	mi := &file_market_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1381,7 @@ func (x *AwardReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwardReply.ProtoReflect.Descriptor instead.
 func (*AwardReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{12}
+	return file_market_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AwardReply) GetAuction() *AuctionID {
@@ -1335,7 +1437,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_market_proto_msgTypes[13]
+	mi := &file_market_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1449,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[13]
+	mi := &file_market_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1462,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{13}
+	return file_market_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskStatus) GetKey() *TaskKey {
@@ -1447,7 +1549,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1561,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1574,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{14}
+	return file_market_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResultAck) GetKey() *TaskKey {
@@ -1509,7 +1611,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1623,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1636,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{15}
+	return file_market_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelTask) GetKey() *TaskKey {
@@ -1567,13 +1669,14 @@ type Hold struct {
 	Manager         string                 `protobuf:"bytes,2,opt,name=manager,proto3" json:"manager,omitempty"`                                           // node ID of the managing node; required, as Cfp.manager
 	Task            *TaskSpec              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`                                                 // the replica to hold resources for; required (rank and peers may still be unset)
 	ExpiresUnixNano int64                  `protobuf:"varint,4,opt,name=expires_unix_nano,json=expiresUnixNano,proto3" json:"expires_unix_nano,omitempty"` // when the hold lapses if no Commit came; required (0 is refused)
+	Ticket          []byte                 `protobuf:"bytes,5,opt,name=ticket,proto3" json:"ticket,omitempty"`                                             // as Cfp.ticket
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1688,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1701,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{16}
+	return file_market_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Hold) GetAuction() *AuctionID {
@@ -1629,6 +1732,13 @@ func (x *Hold) GetExpiresUnixNano() int64 {
 	return 0
 }
 
+func (x *Hold) GetTicket() []byte {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
 // HoldReply says whether a hold was taken.
 type HoldReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1643,7 +1753,7 @@ type HoldReply struct {
 
 func (x *HoldReply) Reset() {
 	*x = HoldReply{}
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1765,7 @@ func (x *HoldReply) String() string {
 func (*HoldReply) ProtoMessage() {}
 
 func (x *HoldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1778,7 @@ func (x *HoldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldReply.ProtoReflect.Descriptor instead.
 func (*HoldReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{17}
+	return file_market_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HoldReply) GetAuction() *AuctionID {
@@ -1719,7 +1829,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1841,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1854,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{18}
+	return file_market_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Commit) GetKey() *TaskKey {
@@ -1786,7 +1896,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1908,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1921,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{19}
+	return file_market_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Release) GetKey() *TaskKey {
@@ -1846,7 +1956,7 @@ type Reserve struct {
 
 func (x *Reserve) Reset() {
 	*x = Reserve{}
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1858,7 +1968,7 @@ func (x *Reserve) String() string {
 func (*Reserve) ProtoMessage() {}
 
 func (x *Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1871,7 +1981,7 @@ func (x *Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reserve.ProtoReflect.Descriptor instead.
 func (*Reserve) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{20}
+	return file_market_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Reserve) GetAuction() *AuctionID {
@@ -1929,7 +2039,7 @@ type StealRequest struct {
 
 func (x *StealRequest) Reset() {
 	*x = StealRequest{}
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1941,7 +2051,7 @@ func (x *StealRequest) String() string {
 func (*StealRequest) ProtoMessage() {}
 
 func (x *StealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1954,7 +2064,7 @@ func (x *StealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StealRequest.ProtoReflect.Descriptor instead.
 func (*StealRequest) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{21}
+	return file_market_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StealRequest) GetThief() string {
@@ -1992,7 +2102,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2114,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2127,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{22}
+	return file_market_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Transfer) GetKey() *TaskKey {
@@ -2062,7 +2172,7 @@ type ManagerQuery struct {
 
 func (x *ManagerQuery) Reset() {
 	*x = ManagerQuery{}
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2184,7 @@ func (x *ManagerQuery) String() string {
 func (*ManagerQuery) ProtoMessage() {}
 
 func (x *ManagerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2197,7 @@ func (x *ManagerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManagerQuery.ProtoReflect.Descriptor instead.
 func (*ManagerQuery) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{23}
+	return file_market_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ManagerQuery) GetJob() string {
@@ -2116,7 +2226,7 @@ type ManagerAnswer struct {
 
 func (x *ManagerAnswer) Reset() {
 	*x = ManagerAnswer{}
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2238,7 @@ func (x *ManagerAnswer) String() string {
 func (*ManagerAnswer) ProtoMessage() {}
 
 func (x *ManagerAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2251,7 @@ func (x *ManagerAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManagerAnswer.ProtoReflect.Descriptor instead.
 func (*ManagerAnswer) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{24}
+	return file_market_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ManagerAnswer) GetJob() string {
@@ -2177,13 +2287,14 @@ type Query struct {
 	Attempt       int32                  `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`                   // attempt number for "logs", >= 0; 0 means the latest
 	From          uint64                 `protobuf:"varint,7,opt,name=from,proto3" json:"from,omitempty"`                         // first log chunk sequence number for "logs"; 0 means from the start
 	MaxBytes      uint32                 `protobuf:"varint,8,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"` // most log bytes wanted for "logs", 0..4 MiB; 0 means the answerer's default
+	Credential    []byte                 `protobuf:"bytes,9,opt,name=credential,proto3" json:"credential,omitempty"`              // the asking user's signed request (market/auth token), in a network with an authority; <= 20 KiB
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[25]
+	mi := &file_market_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2306,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[25]
+	mi := &file_market_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2319,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{25}
+	return file_market_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2267,6 +2378,13 @@ func (x *Query) GetMaxBytes() uint32 {
 	return 0
 }
 
+func (x *Query) GetCredential() []byte {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 // QueryReply answers a Query.
 type QueryReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2280,7 +2398,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[26]
+	mi := &file_market_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2410,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[26]
+	mi := &file_market_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2423,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{26}
+	return file_market_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2406,7 +2524,7 @@ const file_market_proto_rawDesc = "" +
 	"estimateNs\x12+\n" +
 	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1b\n" +
 	"\tgang_size\x18\a \x01(\x05R\bgangSize\x12\x12\n" +
-	"\x04pack\x18\b \x01(\bR\x04pack\"\xe5\x02\n" +
+	"\x04pack\x18\b \x01(\bR\x04pack\"\xac\x03\n" +
 	"\bTaskSpec\x12)\n" +
 	"\x05offer\x18\x01 \x01(\v2\x13.agora.v1.TaskOfferR\x05offer\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12-\n" +
@@ -2417,14 +2535,21 @@ const file_market_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04rank\x18\b \x01(\x05R\x04rank\x12\x14\n" +
-	"\x05peers\x18\t \x03(\tR\x05peers\x1a6\n" +
+	"\x05peers\x18\t \x03(\tR\x05peers\x12\x14\n" +
+	"\x05owner\x18\n" +
+	" \x01(\tR\x05owner\x12/\n" +
+	"\bprevious\x18\v \x03(\v2\x13.agora.v1.PlacementR\bprevious\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\tPlacement\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"\x8f\x01\n" +
 	"\x03Cfp\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12'\n" +
-	"\x04task\x18\x03 \x01(\v2\x13.agora.v1.TaskOfferR\x04task\"\x83\x02\n" +
+	"\x04task\x18\x03 \x01(\v2\x13.agora.v1.TaskOfferR\x04task\x12\x16\n" +
+	"\x06ticket\x18\x04 \x01(\fR\x06ticket\"\x83\x02\n" +
 	"\x03Bid\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x14\n" +
@@ -2434,18 +2559,22 @@ const file_market_proto_rawDesc = "" +
 	"\n" +
 	"runtime_ns\x18\x06 \x01(\x03R\truntimeNs\x12\x18\n" +
 	"\apreempt\x18\a \x01(\bR\apreempt\x12\x14\n" +
-	"\x05slots\x18\b \x01(\x05R\x05slots\"\x84\x01\n" +
+	"\x05slots\x18\b \x01(\x05R\x05slots\"\xa5\x01\n" +
 	"\x05NoBid\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
-	"\tpermanent\x18\x04 \x01(\bR\tpermanent\"\xad\x01\n" +
+	"\tpermanent\x18\x04 \x01(\bR\tpermanent\x12\x1f\n" +
+	"\vneed_ticket\x18\x05 \x01(\bR\n" +
+	"needTicket\"\xdd\x01\n" +
 	"\x05Award\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12&\n" +
 	"\x04task\x18\x03 \x01(\v2\x12.agora.v1.TaskSpecR\x04task\x12\x1f\n" +
 	"\x03bid\x18\x04 \x01(\v2\r.agora.v1.BidR\x03bid\x12\x12\n" +
-	"\x04last\x18\x05 \x01(\bR\x04last\"\x83\x01\n" +
+	"\x04last\x18\x05 \x01(\bR\x04last\x12\x16\n" +
+	"\x06ticket\x18\x06 \x01(\fR\x06ticket\x12\x16\n" +
+	"\x06direct\x18\a \x01(\bR\x06direct\"\x83\x01\n" +
 	"\n" +
 	"AwardReply\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
@@ -2475,12 +2604,13 @@ const file_market_proto_rawDesc = "" +
 	"CancelTask\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xbb\x01\n" +
 	"\x04Hold\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x18\n" +
 	"\amanager\x18\x02 \x01(\tR\amanager\x12&\n" +
 	"\x04task\x18\x03 \x01(\v2\x12.agora.v1.TaskSpecR\x04task\x12*\n" +
-	"\x11expires_unix_nano\x18\x04 \x01(\x03R\x0fexpiresUnixNano\"\x94\x01\n" +
+	"\x11expires_unix_nano\x18\x04 \x01(\x03R\x0fexpiresUnixNano\x12\x16\n" +
+	"\x06ticket\x18\x05 \x01(\fR\x06ticket\"\x94\x01\n" +
 	"\tHoldReply\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x18\n" +
@@ -2517,7 +2647,7 @@ const file_market_proto_rawDesc = "" +
 	"\rManagerAnswer\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
-	"\amanages\x18\x03 \x01(\bR\amanages\"\xc0\x01\n" +
+	"\amanages\x18\x03 \x01(\bR\amanages\"\xe0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -2526,7 +2656,10 @@ const file_market_proto_rawDesc = "" +
 	"\areplica\x18\x05 \x01(\x05R\areplica\x12\x18\n" +
 	"\aattempt\x18\x06 \x01(\x05R\aattempt\x12\x12\n" +
 	"\x04from\x18\a \x01(\x04R\x04from\x12\x1b\n" +
-	"\tmax_bytes\x18\b \x01(\rR\bmaxBytes\"f\n" +
+	"\tmax_bytes\x18\b \x01(\rR\bmaxBytes\x12\x1e\n" +
+	"\n" +
+	"credential\x18\t \x01(\fR\n" +
+	"credential\"f\n" +
 	"\n" +
 	"QueryReply\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x14\n" +
@@ -2546,7 +2679,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2556,79 +2689,81 @@ var file_market_proto_goTypes = []any{
 	(*Request)(nil),       // 5: agora.v1.Request
 	(*TaskOffer)(nil),     // 6: agora.v1.TaskOffer
 	(*TaskSpec)(nil),      // 7: agora.v1.TaskSpec
-	(*Cfp)(nil),           // 8: agora.v1.Cfp
-	(*Bid)(nil),           // 9: agora.v1.Bid
-	(*NoBid)(nil),         // 10: agora.v1.NoBid
-	(*Award)(nil),         // 11: agora.v1.Award
-	(*AwardReply)(nil),    // 12: agora.v1.AwardReply
-	(*TaskStatus)(nil),    // 13: agora.v1.TaskStatus
-	(*ResultAck)(nil),     // 14: agora.v1.ResultAck
-	(*CancelTask)(nil),    // 15: agora.v1.CancelTask
-	(*Hold)(nil),          // 16: agora.v1.Hold
-	(*HoldReply)(nil),     // 17: agora.v1.HoldReply
-	(*Commit)(nil),        // 18: agora.v1.Commit
-	(*Release)(nil),       // 19: agora.v1.Release
-	(*Reserve)(nil),       // 20: agora.v1.Reserve
-	(*StealRequest)(nil),  // 21: agora.v1.StealRequest
-	(*Transfer)(nil),      // 22: agora.v1.Transfer
-	(*ManagerQuery)(nil),  // 23: agora.v1.ManagerQuery
-	(*ManagerAnswer)(nil), // 24: agora.v1.ManagerAnswer
-	(*Query)(nil),         // 25: agora.v1.Query
-	(*QueryReply)(nil),    // 26: agora.v1.QueryReply
-	nil,                   // 27: agora.v1.Request.LabelsEntry
-	nil,                   // 28: agora.v1.TaskSpec.EnvEntry
+	(*Placement)(nil),     // 8: agora.v1.Placement
+	(*Cfp)(nil),           // 9: agora.v1.Cfp
+	(*Bid)(nil),           // 10: agora.v1.Bid
+	(*NoBid)(nil),         // 11: agora.v1.NoBid
+	(*Award)(nil),         // 12: agora.v1.Award
+	(*AwardReply)(nil),    // 13: agora.v1.AwardReply
+	(*TaskStatus)(nil),    // 14: agora.v1.TaskStatus
+	(*ResultAck)(nil),     // 15: agora.v1.ResultAck
+	(*CancelTask)(nil),    // 16: agora.v1.CancelTask
+	(*Hold)(nil),          // 17: agora.v1.Hold
+	(*HoldReply)(nil),     // 18: agora.v1.HoldReply
+	(*Commit)(nil),        // 19: agora.v1.Commit
+	(*Release)(nil),       // 20: agora.v1.Release
+	(*Reserve)(nil),       // 21: agora.v1.Reserve
+	(*StealRequest)(nil),  // 22: agora.v1.StealRequest
+	(*Transfer)(nil),      // 23: agora.v1.Transfer
+	(*ManagerQuery)(nil),  // 24: agora.v1.ManagerQuery
+	(*ManagerAnswer)(nil), // 25: agora.v1.ManagerAnswer
+	(*Query)(nil),         // 26: agora.v1.Query
+	(*QueryReply)(nil),    // 27: agora.v1.QueryReply
+	nil,                   // 28: agora.v1.Request.LabelsEntry
+	nil,                   // 29: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
-	8,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
-	9,  // 1: agora.v1.Envelope.bid:type_name -> agora.v1.Bid
-	10, // 2: agora.v1.Envelope.no_bid:type_name -> agora.v1.NoBid
-	11, // 3: agora.v1.Envelope.award:type_name -> agora.v1.Award
-	12, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
-	13, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
-	15, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
-	16, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
-	17, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
-	18, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
-	19, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
-	20, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
-	21, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
-	22, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
-	14, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
-	23, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
-	24, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
+	9,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
+	10, // 1: agora.v1.Envelope.bid:type_name -> agora.v1.Bid
+	11, // 2: agora.v1.Envelope.no_bid:type_name -> agora.v1.NoBid
+	12, // 3: agora.v1.Envelope.award:type_name -> agora.v1.Award
+	13, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
+	14, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
+	16, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
+	17, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
+	18, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
+	19, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
+	20, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
+	21, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
+	22, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
+	23, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
+	15, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
+	24, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
+	25, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
 	1,  // 17: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
 	3,  // 18: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
 	4,  // 19: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	27, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	28, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
 	1,  // 21: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
 	5,  // 22: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
 	6,  // 23: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	28, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	2,  // 25: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 26: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 27: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 28: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 29: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 30: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	9,  // 31: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 32: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 33: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 34: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
-	1,  // 35: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 36: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 37: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 38: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 39: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 40: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 41: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 42: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 43: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 44: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	29, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	8,  // 25: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
+	2,  // 26: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 27: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 28: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 29: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 30: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 31: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	10, // 32: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 33: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 34: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	1,  // 35: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 36: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 37: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 38: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 39: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 40: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 41: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 42: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 43: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 44: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 45: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -2661,7 +2796,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

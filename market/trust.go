@@ -1,0 +1,409 @@
+package market
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// Trust. A market with an authority (Config.Trust) runs signed jobs
+// only: a job is submitted as a ticket (market/auth: the spec as its
+// user wrote it, signed with the user's key, with the user's certificate
+// chain), its ID derived from the signature, its owner the signer. The
+// ticket travels with the job: in its record (so that an adopter checks
+// it too), and in the calls for bids, awards and holds a manager sends a
+// peer that does not have it yet. Every contractor checks a job's ticket
+// — signature, chain, revocations, the user's quota against its own
+// site — before it bids, and checks that an award or hold asks exactly
+// what the ticket says before it accepts; an award it did not bid for is
+// declined (but for a replica stolen for it, which it asked for). The
+// checks are cached per job; a revocation empties the cache.
+
+// ticketCacheSize bounds the jobs whose checked ticket a contractor
+// keeps; an evicted one is asked for again (NoBid.NeedTicket).
+const ticketCacheSize = 1024
+
+// ticketCache is a contractor's checked tickets and a manager's record
+// of which peers it gave each job's ticket.
+type ticketCache struct {
+	jobs  map[string]*ticketInfo
+	order []string // insertion order, for eviction
+	sent  map[string]map[NodeID]bool
+}
+
+// ticketInfo is a checked ticket.
+type ticketInfo struct {
+	digest [32]byte
+	raw    []byte
+	user   auth.Identity
+	spec   *spec.Job
+}
+
+// Refusal reasons the market reports (Refused); docs/security.md says
+// what each stops.
+const (
+	RefuseSender     = "forged_sender"     // a message claiming another node as its sender
+	RefuseUnbid      = "unsolicited_award" // an award or hold for an auction this node did not bid in
+	RefuseTicket     = "bad_ticket"        // a job ticket that does not verify, or a task it does not sign
+	RefuseQuota      = "quota"             // a task beyond its user's quota
+	RefuseReport     = "stale_report"      // a task report from a node not holding the replica's current award
+	RefuseRecord     = "unverified_record" // a job-record copy whose ticket does not verify
+	RefuseSteal      = "steal_refused"     // a steal request for work the thief cannot hold
+	RefuseSubmission = "submission"        // a submission refused
+)
+
+func (m *Market) refuse(reason string, from NodeID, job, text string) {
+	m.emit(Refused{Reason: reason, From: from})
+	m.event(job, text)
+}
+
+// trusted reports whether the market runs with an authority.
+func (m *Market) trusted() bool { return m.book != nil }
+
+// errUnsigned refuses a plain submission in a network with an authority.
+var errUnsigned = errors.New("this network runs signed jobs only: submit with a credential (agora submit --credential)")
+
+// SubmitTicket accepts a signed job: the ticket must verify, be fresh,
+// carry a valid spec within its user's quota, and not have been submitted
+// here before. It returns the job's ID.
+func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
+	m.enter(now)
+	defer m.leave()
+	if !m.trusted() {
+		return "", errors.New("this node has no authority to check a signed job against (start it with --trust)")
+	}
+	info, err := m.checkTicket(raw)
+	if err != nil {
+		return "", err
+	}
+	t, _ := auth.DecodeTicket(raw)
+	if err := t.CheckFresh(m.now); err != nil {
+		return "", err
+	}
+	if err := auth.CheckJob(info.user.Name, info.user.Quota, info.spec); err != nil {
+		return "", err
+	}
+	id := t.JobID()
+	if _, dup := m.jobs[id]; dup {
+		return "", fmt.Errorf("job %s was submitted already", id)
+	}
+	m.remember(id, info)
+	m.submit(id, *info.spec, info.user.Name, raw)
+	return id, nil
+}
+
+// Revoked takes a revocation: the market stops trusting what it
+// withdraws (a user's next jobs, a node's certificate: the node's
+// admission layer drops the node itself).
+func (m *Market) Revoked(now time.Time, r auth.Revocation) {
+	m.enter(now)
+	defer m.leave()
+	if !m.trusted() {
+		return
+	}
+	added, err := m.book.Revoke(r, m.now)
+	if err != nil {
+		m.event("", fmt.Sprintf("revocation of %s refused: %v", r.Target, err))
+		return
+	}
+	if added {
+		m.trust.jobs, m.trust.order = nil, nil // checked again at their next use
+		m.event("", fmt.Sprintf("revocation of %s taken", r.Target))
+	}
+}
+
+// checkTicket decodes and verifies a ticket and parses the spec it
+// signs.
+func (m *Market) checkTicket(raw []byte) (*ticketInfo, error) {
+	t, err := auth.DecodeTicket(raw)
+	if err != nil {
+		return nil, err
+	}
+	user, err := m.book.VerifyTicket(&t, m.now)
+	if err != nil {
+		return nil, err
+	}
+	js, err := spec.Parse(t.Spec, t.Time)
+	if err != nil {
+		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
+	}
+	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, user: user, spec: js}, nil
+}
+
+// remember caches a checked ticket for job.
+func (m *Market) remember(job string, info *ticketInfo) {
+	tc := &m.trust
+	if tc.jobs == nil {
+		tc.jobs = map[string]*ticketInfo{}
+	}
+	if _, ok := tc.jobs[job]; !ok {
+		tc.order = append(tc.order, job)
+		for len(tc.order) > ticketCacheSize {
+			delete(tc.jobs, tc.order[0])
+			tc.order = tc.order[1:]
+		}
+	}
+	tc.jobs[job] = info
+}
+
+// errNeedTicket is a job whose ticket this node does not hold.
+var errNeedTicket = errors.New("no ticket of the job here")
+
+// jobTicket returns job's checked ticket: raw, checked now (and cached)
+// unless the cache holds it already, or the cached one when raw is nil.
+// The cached check lapses when a certificate of its chain expires.
+func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
+	info := m.trust.jobs[job]
+	if raw != nil && (info == nil || info.digest != sha256.Sum256(raw)) {
+		checked, err := m.checkTicket(raw)
+		if err != nil {
+			return nil, err
+		}
+		if t, _ := auth.DecodeTicket(raw); t.JobID() != job {
+			return nil, fmt.Errorf("job ticket names job %s, not %s", t.JobID(), job)
+		}
+		m.remember(job, checked)
+		info = checked
+	}
+	if info == nil {
+		return nil, errNeedTicket
+	}
+	if !m.now.Before(info.user.NotAfter) {
+		delete(m.trust.jobs, job)
+		return nil, fmt.Errorf("the credential of %s that signed job %s expired", info.user.Name, job)
+	}
+	return info, nil
+}
+
+// checkOffer checks that a call for bids asks what the job's ticket
+// signs, within its user's quota and at a site the user may use.
+func (m *Market) checkOffer(info *ticketInfo, o TaskOffer) error {
+	ts, ok := info.spec.Task(o.Key.Task)
+	switch {
+	case !ok:
+		return fmt.Errorf("the signed job has no task %s", o.Key.Task)
+	case o.Key.Replica >= max(ts.Replicas, 1):
+		return fmt.Errorf("the signed job's task %s has %d replicas, not %d", ts.Name, max(ts.Replicas, 1), o.Key.Replica+1)
+	case o.Priority != info.spec.Priority:
+		return fmt.Errorf("priority %d, the signed job's is %d", o.Priority, info.spec.Priority)
+	case !reflect.DeepEqual(o.Request, ts.Request):
+		return fmt.Errorf("task %s asks for other resources than the signed job", ts.Name)
+	}
+	return auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, o.Request, o.Priority, m.cfg.Site)
+}
+
+// checkSpec checks that an award or hold runs what the job's ticket
+// signs, for the user who signed it.
+func (m *Market) checkSpec(info *ticketInfo, s TaskSpec) error {
+	if err := m.checkOffer(info, s.TaskOffer); err != nil {
+		return err
+	}
+	ts, _ := info.spec.Task(s.Key.Task)
+	switch {
+	case !reflect.DeepEqual(s.Command, ts.Command):
+		return fmt.Errorf("task %s: the command is not the signed job's", ts.Name)
+	case !sameEnv(s.Env, ts.Env):
+		return fmt.Errorf("task %s: the environment is not the signed job's", ts.Name)
+	case s.Timeout != ts.Timeout || s.CheckpointInterval != ts.CheckpointInterval:
+		return fmt.Errorf("task %s: timeout or checkpoint interval is not the signed job's", ts.Name)
+	case s.Owner != info.user.Name:
+		return fmt.Errorf("task %s: owner %q, the signer is %s", ts.Name, s.Owner, info.user.Name)
+	}
+	return nil
+}
+
+func sameEnv(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ticketFor is the ticket a manager attaches to a message for job to
+// peer to: the job's ticket the first time, nil once the peer has it
+// (or in an open network, or to itself, whose contractor shares the
+// manager's checks).
+func (m *Market) ticketFor(j *JobRecord, to NodeID) []byte {
+	if !m.trusted() || len(j.Ticket) == 0 || to == m.cfg.Self {
+		return nil
+	}
+	tc := &m.trust
+	if tc.sent == nil {
+		tc.sent = map[string]map[NodeID]bool{}
+	}
+	if tc.sent[j.ID] == nil {
+		tc.sent[j.ID] = map[NodeID]bool{}
+	}
+	if tc.sent[j.ID][to] {
+		return nil
+	}
+	tc.sent[j.ID][to] = true
+	return j.Ticket
+}
+
+// ticketLost records that peer does not hold job's ticket after all.
+func (m *Market) ticketLost(job string, peer NodeID) {
+	delete(m.trust.sent[job], peer)
+}
+
+// ticketDone forgets whom a finished job's ticket went to.
+func (m *Market) ticketDone(job string) { delete(m.trust.sent, job) }
+
+// CheckReplica says why a job-record copy pushed by from must not be
+// kept, or nil: its manager must be the sender, its spec valid and, in
+// a network with an authority (book not nil), its ticket must verify at
+// now, name the job and its owner, and sign the spec the record holds.
+func CheckReplica(book *auth.Book, now time.Time, from NodeID, rec JobRecord) error {
+	if rec.Manager != from {
+		return fmt.Errorf("record's manager %s is not the sender %s", rec.Manager, from)
+	}
+	if rec.ID == "" {
+		return errors.New("invalid job record: no job ID")
+	}
+	if err := rec.Spec.Validate(); err != nil {
+		return fmt.Errorf("invalid job record: %v", err)
+	}
+	if book == nil {
+		return nil
+	}
+	t, err := auth.DecodeTicket(rec.Ticket)
+	if err != nil {
+		return fmt.Errorf("job record %s: %w", rec.ID, err)
+	}
+	user, err := book.VerifyTicket(&t, now)
+	if err != nil {
+		return fmt.Errorf("job record %s: %w", rec.ID, err)
+	}
+	js, err := spec.Parse(t.Spec, t.Time)
+	if err != nil {
+		return fmt.Errorf("job record %s: ticket: %w", rec.ID, err)
+	}
+	switch {
+	case t.JobID() != rec.ID:
+		return fmt.Errorf("job record %s: its ticket names job %s", rec.ID, t.JobID())
+	case rec.Owner != user.Name:
+		return fmt.Errorf("job record %s: owner %q, its ticket's signer is %s", rec.ID, rec.Owner, user.Name)
+	}
+	a, _ := json.Marshal(js)
+	b, _ := json.Marshal(rec.Spec)
+	if string(a) != string(b) {
+		return fmt.Errorf("job record %s: the spec is not the one its ticket signs", rec.ID)
+	}
+	return nil
+}
+
+// vouch checks, in a network with an authority, that a call for bids is
+// for a signed job this node may run; when not, it answers NoBid itself
+// and returns false.
+func (m *Market) vouch(cfp CFP) bool {
+	job := cfp.Auction.Key.Job
+	nb := NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Permanent: true}
+	info, err := m.jobTicket(job, cfp.Ticket)
+	switch {
+	case errors.Is(err, errNeedTicket):
+		nb.Reason, nb.NeedTicket, nb.Permanent = "no ticket of job "+job+" here", true, false
+	case err != nil:
+		nb.Reason = "job ticket: " + err.Error()
+		m.refuse(RefuseTicket, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
+	default:
+		err = m.checkOffer(info, cfp.Task)
+		if err == nil {
+			return true
+		}
+		nb.Reason = err.Error()
+		reason := RefuseTicket
+		var r *auth.Refusal
+		if errors.As(err, &r) {
+			reason = RefuseQuota
+		}
+		m.refuse(reason, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
+	}
+	m.send(cfp.Manager, nb)
+	return false
+}
+
+// stealWindow is how long after asking for work a node takes a replica
+// awarded to it without a bid (a stolen one).
+const stealWindow = bidMemory
+
+// mayTake says why this node must not accept an award, or "": it must
+// have bid in its auction (or, for a stolen replica, asked for work
+// lately), and in a network with an authority the award must run what
+// the job's ticket signs.
+func (m *Market) mayTake(a Award) string {
+	c := &m.c
+	if a.Direct {
+		if m.stolen.IsZero() || m.now.Sub(m.stolen) > stealWindow {
+			m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award of a stolen replica refused: this node asked for no work", a.Task.Key))
+			return "this node asked for no work"
+		}
+	} else if !c.bidFor(a.Auction, m.now, true) {
+		m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award refused: this node made no bid in round %d of epoch %d", a.Task.Key, a.Auction.Round, a.Auction.Epoch))
+		return "this node made no bid in that auction"
+	}
+	return m.checkAward(a.Manager, a.Task, a.Ticket)
+}
+
+// mayHold is mayTake for a gang's hold.
+func (m *Market) mayHold(h Hold) string {
+	if !m.c.bidFor(h.Auction, m.now, false) {
+		m.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
+		return "this node made no bid in that auction"
+	}
+	return m.checkAward(h.Manager, h.Task, h.Ticket)
+}
+
+// checkAward checks, in a network with an authority, an award's or
+// hold's task against its job's ticket.
+func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte) string {
+	if !m.trusted() {
+		return ""
+	}
+	info, err := m.jobTicket(s.Key.Job, ticket)
+	if err == nil {
+		err = m.checkSpec(info, s)
+	}
+	if err != nil {
+		m.refuse(RefuseTicket, from, s.Key.Job, fmt.Sprintf("%s: task refused: %v", s.Key, err))
+		return "job ticket: " + err.Error()
+	}
+	return ""
+}
+
+// ticketOf is the raw ticket this node checked for job, or nil.
+func (m *Market) ticketOf(job string) []byte {
+	if info := m.trust.jobs[job]; info != nil {
+		return info.raw
+	}
+	return nil
+}
+
+// startable checks again, as a queued replica starts, that its job's
+// ticket still holds (a revocation or an expiry since the award).
+func (m *Market) startable(k *contract) error {
+	if !m.trusted() || k.ticket == nil {
+		return nil
+	}
+	_, err := m.jobTicket(k.spec.Key.Job, k.ticket)
+	return err
+}
+
+// withTicket is a broadcast call for bids with its job's ticket: its
+// audience is unknown.
+func (m *Market) withTicket(cfp CFP) CFP {
+	if j := m.jobs[cfp.Auction.Key.Job]; m.trusted() && j != nil {
+		cfp.Ticket = j.Ticket
+	}
+	return cfp
+}

