@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
 )
 
 // Ticket is a signed job submission: the spec exactly as the user wrote
