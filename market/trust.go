@@ -407,3 +407,23 @@ func (m *Market) withTicket(cfp CFP) CFP {
 	}
 	return cfp
 }
+
+// MayResumeFrom reports whether a checkpoint that node made at epoch may
+// seed the attempt t starts on self: only one this node made itself, or
+// one made by an earlier placement of the replica that its manager
+// recorded (t.Previous) at that placement's epoch. A peer that never held
+// the award cannot plant the snapshot a task resumes from.
+func (t TaskSpec) MayResumeFrom(self, node NodeID, epoch uint64) bool {
+	if epoch > t.Epoch {
+		return false
+	}
+	if node == self {
+		return true
+	}
+	for _, p := range t.Previous {
+		if p.Node == node && p.Epoch == epoch {
+			return true
+		}
+	}
+	return false
+}

@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
 	}
 
-	n := &Node{cfg: cfg, gater: &Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, gater: &Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
 	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
@@ -359,7 +359,6 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return &ConfigError{Err: err}
 	}
 	n.mkt = m
-	n.events = make(chan func(), loopQueue)
 	if h := n.loadHistory(); len(h) > 0 {
 		m.RestoreHistory(h)
 	}
@@ -374,7 +373,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
-		Checkpoints: checkpoints.New(n.ph, n.store), Peers: n.closestPeers, HostOf: n.hostOf,
+		Checkpoints: checkpoints.New(n.ph, n.store, func(reason string) { n.met.refused.WithLabelValues(reason).Inc() }), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string) bool {
 			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason) })
 		},
@@ -468,7 +467,7 @@ func (n *Node) Kill() {
 func (n *Node) teardown(graceful bool) {
 	if graceful && n.mkt != nil && n.events != nil {
 		ctx, cancel := context.WithTimeout(n.ctx, drainTimeout)
-		if err := n.Drain(ctx); err != nil {
+		if err := n.drain(ctx); err != nil {
 			log.Warnw("graceful stop: drain incomplete", "err", err)
 		}
 		cancel()

@@ -43,6 +43,10 @@ const (
 	// maxHeldManifests is the most task replicas whose manifest a node
 	// keeps; a manifest for a new key beyond it is refused.
 	maxHeldManifests = 4096
+	// maxManifestsFrom is the most manifests one peer may have a node
+	// keep for it (a peer runs at most a few hundred checkpointing
+	// replicas at once).
+	maxManifestsFrom = 1024
 )
 
 // Checkpoint request operations.
@@ -69,6 +73,9 @@ type ckRequest struct {
 	ID       string          `json:"id,omitempty"`       // put, get
 	Data     []byte          `json:"data,omitempty"`     // put (base64)
 	Manifest json.RawMessage `json:"manifest,omitempty"` // manifest
+	// Allow lists the placements whose manifests the asker takes
+	// (get-manifest): the replica's earlier executors and their epochs.
+	Allow []market.Placement `json:"allow,omitempty"`
 }
 
 // ckReply answers a ckRequest. Error set means the request failed.
@@ -79,6 +86,7 @@ type ckReply struct {
 	Found    bool            `json:"found,omitempty"`    // get-manifest, get
 	Seq      uint64          `json:"seq,omitempty"`      // get-manifest
 	Manifest json.RawMessage `json:"manifest,omitempty"` // get-manifest
+	From     string          `json:"from,omitempty"`     // get-manifest: the peer that made it
 	Data     []byte          `json:"data,omitempty"`     // get (base64)
 }
 
@@ -140,7 +148,7 @@ func (s *Service) serve(st network.Stream) {
 	if err := decodeCk(b, &req); err != nil {
 		rep.Error = "bad request: " + err.Error()
 	} else {
-		rep = s.answer(req, time.Now())
+		rep = s.answer(st.Conn().RemotePeer(), req, time.Now())
 	}
 	rep.Error = wire.ClipText(rep.Error, wire.MaxErrorLen)
 	out, err := json.Marshal(rep)
@@ -154,8 +162,9 @@ func (s *Service) serve(st network.Stream) {
 	}
 }
 
-// answer answers one request from the local checkpoint store.
-func (s *Service) answer(req ckRequest, now time.Time) ckReply {
+// answer answers one request of peer from from the local checkpoint
+// store.
+func (s *Service) answer(from peer.ID, req ckRequest, now time.Time) ckReply {
 	cs := s.cs
 	fail := func(err error) ckReply { return ckReply{Error: err.Error()} }
 	switch req.Op {
@@ -174,12 +183,15 @@ func (s *Service) answer(req ckRequest, now time.Time) ckReply {
 		}
 		return ckReply{Missing: lack}
 	case opPut:
+		if err := s.mayPut(from, now); err != nil {
+			return fail(err)
+		}
 		if err := cs.putRemote(req.ID, req.Data, now); err != nil {
 			return fail(err)
 		}
 		return ckReply{}
 	case opManifest:
-		stored, err := s.acceptManifest(req.Key, req.Manifest, now)
+		stored, err := s.acceptManifest(from, req.Key, req.Manifest, now)
 		if err != nil {
 			return fail(err)
 		}
@@ -188,14 +200,31 @@ func (s *Service) answer(req ckRequest, now time.Time) ckReply {
 		if err := req.Key.validate(); err != nil {
 			return fail(err)
 		}
-		m, raw, ok, err := cs.Manifest(req.Key.String())
+		if len(req.Allow) > wire.MaxPrevious+1 {
+			return fail(fmt.Errorf("allow: %d placements, over the limit of %d", len(req.Allow), wire.MaxPrevious+1))
+		}
+		self := s.self.String()
+		h, ok, err := cs.Manifest(req.Key.String(), func(maker string, epoch uint64) bool {
+			if maker == "" {
+				maker = self
+			}
+			for _, p := range req.Allow {
+				if string(p.Node) == maker && p.Epoch == epoch {
+					return true
+				}
+			}
+			return false
+		})
 		if err != nil {
 			return fail(err)
 		}
 		if !ok {
 			return ckReply{}
 		}
-		return ckReply{Found: true, Seq: m.Seq, Manifest: raw}
+		if h.From == "" {
+			h.From = self
+		}
+		return ckReply{Found: true, Seq: h.M.Seq, Manifest: h.Raw, From: h.From}
 	case opGet:
 		if !validChunkID(req.ID) {
 			return fail(fmt.Errorf("id: invalid chunk id %q", clipID(req.ID)))
@@ -209,9 +238,13 @@ func (s *Service) answer(req ckRequest, now time.Time) ckReply {
 	return fail(fmt.Errorf("op: unknown operation %q", clipID(req.Op)))
 }
 
-// acceptManifest keeps a manifest a peer pushed if it is valid, belongs
-// to key, is complete here and is newer than the one held.
-func (s *Service) acceptManifest(key *Key, raw []byte, now time.Time) (bool, error) {
+// acceptManifest keeps a manifest peer from pushed if it is valid,
+// belongs to key, binds its seq to its epoch, is complete here and is
+// newer than the one held from that peer. Each peer's manifests are held
+// apart (Store.Keep), so a peer that never ran the task cannot displace
+// the genuine executor's; which one a resume takes is the resumer's
+// decision (market.TaskSpec.MayResumeFrom).
+func (s *Service) acceptManifest(from peer.ID, key *Key, raw []byte, now time.Time) (bool, error) {
 	if err := key.validate(); err != nil {
 		return false, err
 	}
@@ -225,6 +258,10 @@ func (s *Service) acceptManifest(key *Key, raw []byte, now time.Time) (bool, err
 	if !key.Matches(m) {
 		return false, errors.New("manifest: job, task or replica differs from the key")
 	}
+	if m.Seq>>32 != m.Epoch {
+		s.refused(RefusedManifest)
+		return false, fmt.Errorf("manifest: seq %d is not of epoch %d", m.Seq, m.Epoch)
+	}
 	cs := s.cs
 	lack, err := checkpoint.Missing(m, cs)
 	if err != nil {
@@ -233,8 +270,8 @@ func (s *Service) acceptManifest(key *Key, raw []byte, now time.Time) (bool, err
 	if len(lack) > 0 {
 		return false, fmt.Errorf("manifest: %d chunks missing, first %s", len(lack), lack[0])
 	}
-	k := key.String()
-	if _, ok, err := cs.manifests.Get(k); err != nil {
+	k, maker := key.String(), from.String()
+	if _, ok, err := cs.manifests.Get(slot(k, maker)); err != nil {
 		return false, err
 	} else if !ok {
 		if c, err := cs.count(); err != nil {
@@ -242,8 +279,14 @@ func (s *Service) acceptManifest(key *Key, raw []byte, now time.Time) (bool, err
 		} else if c >= maxHeldManifests {
 			return false, fmt.Errorf("manifest: this node already keeps %d manifests", c)
 		}
+		if c, err := cs.countFrom(maker); err != nil {
+			return false, err
+		} else if c >= s.maxManifests {
+			s.refused(RefusedManifests)
+			return false, fmt.Errorf("manifest: this node already keeps %d manifests of yours", c)
+		}
 	}
-	switch err := cs.Keep(k, m, raw, now); {
+	switch err := cs.Keep(k, maker, m, raw, now); {
 	case errors.Is(err, ErrNotNewer):
 		return false, nil
 	case err != nil:

@@ -2,10 +2,13 @@ package checkpoints
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	logging "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/store"
 )
@@ -24,13 +27,35 @@ const (
 type Service struct {
 	h       host.Host
 	cs      *Store
+	refused func(reason string)
 	inbound chan struct{} // semaphore of served streams
 	collect chan struct{} // asks the sweep for a GC now
+
+	self    peer.ID
+	// Bounds of what one peer may make this node keep (maxManifestsFrom,
+	// maxChunksFrom).
+	maxManifests, maxChunks int
+
+	mu    sync.Mutex
+	puts  map[peer.ID]int // chunks each peer put in the current window
+	putAt time.Time       // when the window began
 }
 
-// New serves the protocol on h from a store in st.
-func New(h host.Host, st *store.Store) *Service {
-	s := &Service{h: h, cs: NewStore(st), inbound: make(chan struct{}, maxCkInbound), collect: make(chan struct{}, 1)}
+// Reasons a push is refused, as New's refused counts them.
+const (
+	RefusedManifests = "manifest_quota" // a peer has too many manifests kept here
+	RefusedChunks    = "chunk_quota"    // a peer put too many chunks lately
+	RefusedManifest  = "bad_manifest"   // a manifest whose seq is not of its epoch
+)
+
+// New serves the protocol on h from a store in st; refused (when not nil)
+// counts the pushes refused by reason.
+func New(h host.Host, st *store.Store, refused func(reason string)) *Service {
+	if refused == nil {
+		refused = func(string) {}
+	}
+	s := &Service{h: h, cs: NewStore(st), refused: refused, inbound: make(chan struct{}, maxCkInbound), collect: make(chan struct{}, 1),
+		self: h.ID(), maxManifests: maxManifestsFrom, maxChunks: maxChunksFrom, puts: map[peer.ID]int{}}
 	h.SetStreamHandler(Protocol, s.serve)
 	return s
 }
@@ -74,3 +99,31 @@ func (s *Service) Sweep(ctx context.Context, active func(key string) bool) {
 		}
 	}
 }
+
+// Bounds of what one peer may put here: chunks are kept until the next
+// GC finds no manifest using them, so a peer's puts are counted per
+// window.
+const (
+	putWindow     = 10 * time.Minute
+	maxChunksFrom = 4096 // 2 GiB of 512 KiB chunks per window
+)
+
+// mayPut counts a chunk peer p puts, and says whether p is within its
+// bound.
+func (s *Service) mayPut(p peer.ID, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.putAt) > putWindow {
+		clear(s.puts)
+		s.putAt = now
+	}
+	if s.puts[p] >= s.maxChunks {
+		s.refused(RefusedChunks)
+		return fmt.Errorf("put: %d chunks from you in %v, over the limit", s.puts[p], putWindow)
+	}
+	s.puts[p]++
+	return nil
+}
+
+// Self is this node's peer ID.
+func (s *Service) Self() peer.ID { return s.self }

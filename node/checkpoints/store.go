@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,8 @@ type chunkRec struct {
 
 // ckRecord is the newest manifest of one task replica.
 type ckRecord struct {
+	// From is the peer that pushed it; empty for this node's own.
+	From     string          `json:"from,omitempty"`
 	Seq      uint64          `json:"seq"`
 	Updated  time.Time       `json:"updated"`
 	Manifest json.RawMessage `json:"manifest"`
@@ -61,6 +64,9 @@ type Store struct {
 	index     *store.Bucket[chunkRec]
 	manifests *store.Bucket[ckRecord]
 	gcMu      sync.RWMutex
+
+	countMu sync.Mutex
+	perFrom map[string]int // manifests held per maker; nil: not counted
 }
 
 // RLock holds off garbage collection while a snapshot or a restore relies
@@ -190,36 +196,117 @@ func (c *Store) missing(ids []string, now time.Time) ([]string, error) {
 	return lack, nil
 }
 
-// Manifest returns the newest manifest held for key.
-func (c *Store) Manifest(key string) (checkpoint.Manifest, []byte, bool, error) {
-	rec, ok, err := c.manifests.Get(key)
-	if err != nil || !ok {
-		return checkpoint.Manifest{}, nil, false, err
-	}
-	m, err := checkpoint.DecodeManifest(rec.Manifest)
-	if err != nil {
-		return checkpoint.Manifest{}, nil, false, err
-	}
-	return m, rec.Manifest, true, nil
+// Held is a manifest held for a task replica, and who made it.
+type Held struct {
+	M   checkpoint.Manifest
+	Raw []byte
+	// From is the peer that pushed it; empty when this node made it.
+	From string
 }
 
-// Keep stores m (encoded as raw) as key's manifest unless one with the
-// same or a higher Seq is held; then it returns ErrNotNewer.
-func (c *Store) Keep(key string, m checkpoint.Manifest, raw []byte, now time.Time) error {
+// A task replica's manifests are held one per maker: the slot of key
+// made by from. One peer's pushes cannot displace another's.
+func slot(key, from string) string { return key + "@" + from }
+
+// slotKey is the task replica of a slot.
+func slotKey(s string) string {
+	if i := strings.LastIndexByte(s, '@'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Manifest returns the newest manifest held for key (highest Seq, which
+// starts with its epoch) among those allow accepts by maker ("" for this
+// node) and epoch; allow nil accepts every one.
+func (c *Store) Manifest(key string, allow func(from string, epoch uint64) bool) (Held, bool, error) {
+	var best ckRecord
+	found := false
+	err := c.manifests.Scan(key+"@", func(_ string, r ckRecord) (bool, error) {
+		if (!found || r.Seq > best.Seq) && (allow == nil || allow(r.From, r.Seq>>32)) {
+			best, found = r, true
+		}
+		return true, nil
+	})
+	if err != nil || !found {
+		return Held{}, false, err
+	}
+	m, err := checkpoint.DecodeManifest(best.Manifest)
+	if err != nil {
+		return Held{}, false, err
+	}
+	return Held{M: m, Raw: best.Manifest, From: best.From}, true, nil
+}
+
+// Keep stores m (encoded as raw), made by from ("" for this node), as
+// key's manifest of that maker unless one with the same or a higher Seq
+// is held there; then it returns ErrNotNewer.
+func (c *Store) Keep(key, from string, m checkpoint.Manifest, raw []byte, now time.Time) error {
 	if len(raw) > MaxKeptManifest {
 		return fmt.Errorf("manifest of %d bytes exceeds the %d bytes a node keeps", len(raw), MaxKeptManifest)
 	}
-	return c.manifests.Update(key, func(v *ckRecord, exists bool) (bool, error) {
+	added := false
+	err := c.manifests.Update(slot(key, from), func(v *ckRecord, exists bool) (bool, error) {
 		if exists && v.Seq >= m.Seq {
 			return false, ErrNotNewer
 		}
-		*v = ckRecord{Seq: m.Seq, Updated: now, Manifest: raw}
+		*v = ckRecord{From: from, Seq: m.Seq, Updated: now, Manifest: raw}
+		added = !exists
 		return true, nil
 	})
+	if err == nil && added {
+		c.counted(&from)
+	}
+	return err
 }
 
-// Drop forgets key's manifest; its chunks go at the next GC.
-func (c *Store) Drop(key string) error { return c.manifests.Delete(key) }
+// Drop forgets key's manifests; their chunks go at the next GC.
+func (c *Store) Drop(key string) error {
+	var slots []string
+	err := c.manifests.Scan(key+"@", func(s string, _ ckRecord) (bool, error) {
+		slots = append(slots, s)
+		return true, nil
+	})
+	for _, s := range slots {
+		if err == nil {
+			err = c.manifests.Delete(s)
+		}
+	}
+	c.counted(nil)
+	return err
+}
+
+// countFrom is how many manifests from pushed that this node holds. The
+// counts are taken by one scan and kept up to date by Keep; a deletion
+// has them taken again.
+func (c *Store) countFrom(from string) (int, error) {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if c.perFrom == nil {
+		per := map[string]int{}
+		err := c.manifests.Scan("", func(_ string, r ckRecord) (bool, error) {
+			per[r.From]++
+			return true, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		c.perFrom = per
+	}
+	return c.perFrom[from], nil
+}
+
+// counted adjusts the per-maker counts: one more from from, or, with
+// from nil, unknown again.
+func (c *Store) counted(from *string) {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if from == nil {
+		c.perFrom = nil
+	} else if c.perFrom != nil {
+		c.perFrom[*from]++
+	}
+}
 
 // count is the number of manifests held.
 func (c *Store) count() (int, error) { return c.manifests.Count("") }
@@ -235,6 +322,7 @@ func (c *Store) GC(now time.Time) (int, error) {
 		if err != nil {
 			log.Warnw("dropping an unreadable checkpoint manifest", "key", key, "err", err)
 			_ = c.manifests.Delete(key)
+			c.counted(nil)
 			return true, nil
 		}
 		keep = append(keep, m)
@@ -267,7 +355,7 @@ func (c *Store) GC(now time.Time) (int, error) {
 func (c *Store) Sweep(now time.Time, active func(key string) bool) (manifests, chunks int, err error) {
 	var stale []string
 	err = c.manifests.Scan("", func(key string, r ckRecord) (bool, error) {
-		if now.Sub(r.Updated) > manifestTTL && !active(key) {
+		if now.Sub(r.Updated) > manifestTTL && !active(slotKey(key)) {
 			stale = append(stale, key)
 		}
 		return true, nil
@@ -278,11 +366,14 @@ func (c *Store) Sweep(now time.Time, active func(key string) bool) (manifests, c
 	for _, k := range stale {
 		// Re-checked inside the update: a peer may have refreshed it.
 		err := c.manifests.Update(k, func(v *ckRecord, exists bool) (bool, error) {
-			return exists && (now.Sub(v.Updated) <= manifestTTL || active(k)), nil
+			return exists && (now.Sub(v.Updated) <= manifestTTL || active(slotKey(k))), nil
 		})
 		if err != nil {
 			return 0, 0, err
 		}
+	}
+	if len(stale) > 0 {
+		c.counted(nil)
 	}
 	chunks, err = c.GC(now)
 	return len(stale), chunks, err

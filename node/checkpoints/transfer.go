@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/runtime/checkpoint"
 )
 
@@ -54,17 +55,19 @@ func (s *Service) PushTo(ctx context.Context, p peer.ID, key Key, m checkpoint.M
 	}
 }
 
-// Found is a manifest found for a resume, and who had it ("" for this
-// node's store).
+// Found is a manifest found for a resume, who had it ("" for this node's
+// store) and who made it.
 type Found struct {
-	M    checkpoint.Manifest
-	Raw  []byte
-	From peer.ID
+	M     checkpoint.Manifest
+	Raw   []byte
+	From  peer.ID
+	Maker market.NodeID
 }
 
 // AskManifests asks peers, in parallel, for their newest manifest of key
-// and returns the valid ones found.
-func (s *Service) AskManifests(ctx context.Context, key Key, peers []peer.ID) []Found {
+// made by one of the placements in allow, and returns the valid ones
+// found that may seed the resume (may: market.TaskSpec.MayResumeFrom).
+func (s *Service) AskManifests(ctx context.Context, key Key, peers []peer.ID, allow []market.Placement, may func(maker market.NodeID, epoch uint64) bool) []Found {
 	var mu sync.Mutex
 	var out []Found
 	var wg sync.WaitGroup
@@ -72,7 +75,7 @@ func (s *Service) AskManifests(ctx context.Context, key Key, peers []peer.ID) []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := s.call(ctx, p, ckRequest{Op: opGetManifest, Key: &key})
+			rep, err := s.call(ctx, p, ckRequest{Op: opGetManifest, Key: &key, Allow: allow})
 			if err != nil {
 				log.Debugw("ask checkpoint manifest", "peer", p, "err", err)
 				return
@@ -87,12 +90,15 @@ func (s *Service) AskManifests(ctx context.Context, key Key, peers []peer.ID) []
 			if err == nil && len(rep.Manifest) > MaxKeptManifest {
 				err = fmt.Errorf("manifest of %d bytes", len(rep.Manifest))
 			}
+			if err == nil && (m.Seq>>32 != m.Epoch || !may(market.NodeID(rep.From), m.Epoch)) {
+				err = fmt.Errorf("manifest made by %s at epoch %d, not a placement of the task", rep.From, m.Epoch)
+			}
 			if err != nil {
 				log.Infow("ignoring a bad checkpoint manifest", "peer", p, "err", err)
 				return
 			}
 			mu.Lock()
-			out = append(out, Found{M: m, Raw: rep.Manifest, From: p})
+			out = append(out, Found{M: m, Raw: rep.Manifest, From: p, Maker: market.NodeID(rep.From)})
 			mu.Unlock()
 		}()
 	}

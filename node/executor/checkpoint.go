@@ -52,6 +52,7 @@ func (x *Executor) isActive(key string) bool {
 type ckRun struct {
 	key      checkpoints.Key
 	epoch    uint64
+	task     market.TaskSpec // what a resume may start from (MayResumeFrom)
 	dir      string
 	interval time.Duration
 	looping  bool // a snapshot goroutine was started (set before it runs)
@@ -70,7 +71,7 @@ type ckRun struct {
 
 // newCkRun registers an attempt of a checkpointing task.
 func (x *Executor) newCkRun(t market.TaskSpec, dir string) *ckRun {
-	ck := &ckRun{key: *checkpoints.KeyOf(t.Key), epoch: t.Epoch, dir: dir, interval: t.CheckpointInterval,
+	ck := &ckRun{key: *checkpoints.KeyOf(t.Key), epoch: t.Epoch, task: t, dir: dir, interval: t.CheckpointInterval,
 		stop: make(chan struct{}), stopped: make(chan struct{}), pushed: map[peer.ID]string{}}
 	x.mu.Lock()
 	x.active[ck.key.String()]++
@@ -237,7 +238,7 @@ func (x *Executor) checkpointNow(ck *ckRun, timeout time.Duration) {
 	if content != ck.content || force {
 		raw, err := checkpoint.EncodeManifest(m)
 		if err == nil {
-			err = cs.Keep(key, m, raw, now)
+			err = cs.Keep(key, "", m, raw, now)
 		}
 		cs.RUnlock()
 		if err != nil {

@@ -67,7 +67,7 @@ func executors(t *testing.T, count int, peers func(key string, r int, skip map[p
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc := checkpoints.New(h, st)
+		svc := checkpoints.New(h, st, nil)
 		others := func(_ string, r int, skip map[peer.ID]bool) []peer.ID {
 			var ps []peer.ID
 			for _, o := range hs {
@@ -118,9 +118,9 @@ func TestCheckpointPushAndFetch(t *testing.T) {
 		t.Fatalf("snapshot kept %v, acknowledged by %d replicas (want 2)", ck.raw != nil, len(ck.pushed))
 	}
 	for _, x := range []*testExecutor{b, c} {
-		m, _, ok, err := x.ck.Store().Manifest(key.String())
-		if err != nil || !ok || m.Seq != 3<<32|1 {
-			t.Fatalf("replica %s: manifest %v seq %d (%v)", x.h.ID(), ok, m.Seq, err)
+		h, ok, err := x.ck.Store().Manifest(key.String(), nil)
+		if err != nil || !ok || h.M.Seq != 3<<32|1 || h.From != a.h.ID().String() {
+			t.Fatalf("replica %s: manifest %v seq %d from %s (%v)", x.h.ID(), ok, h.M.Seq, h.From, err)
 		}
 	}
 	// An unchanged directory is not pushed again.
@@ -137,10 +137,18 @@ func TestCheckpointPushAndFetch(t *testing.T) {
 	if n, err := cs.GC(time.Now().Add(time.Hour)); err != nil || n == 0 {
 		t.Fatalf("gc on C dropped %d chunks (%v)", n, err)
 	}
-	dst := filepath.Join(t.TempDir(), "checkpoint")
-	resume := &ckRun{key: key, epoch: 4, dir: dst, pushed: map[peer.ID]string{}}
 	ctx, cancel := context.WithTimeout(context.Background(), ckResumeTimeout)
 	defer cancel()
+	// A resume whose manager recorded no earlier placement of A's takes
+	// nothing A made.
+	stranger := &ckRun{key: key, epoch: 4, dir: t.TempDir(), pushed: map[peer.ID]string{},
+		task: market.TaskSpec{Epoch: 4, Previous: []market.Placement{{Node: market.NodeID(b.h.ID().String()), Epoch: 3}}}}
+	if m, _, err := c.restoreCheckpoint(ctx, stranger); m != nil || err != nil {
+		t.Fatalf("resume from a snapshot of no recorded placement: %v %v", m, err)
+	}
+	dst := filepath.Join(t.TempDir(), "checkpoint")
+	resume := &ckRun{key: key, epoch: 4, dir: dst, pushed: map[peer.ID]string{},
+		task: market.TaskSpec{Epoch: 4, Previous: []market.Placement{{Node: market.NodeID(a.h.ID().String()), Epoch: 3}}}}
 	m, from, err := c.restoreCheckpoint(ctx, resume)
 	if err != nil || m == nil {
 		t.Fatalf("restore on C: %v %v", m, err)
@@ -154,7 +162,7 @@ func TestCheckpointPushAndFetch(t *testing.T) {
 			t.Fatalf("%s: %d bytes restored, want %d (%v)", name, len(got), len(want), err)
 		}
 	}
-	if _, _, ok, _ := cs.Manifest(key.String()); !ok {
+	if _, ok, _ := cs.Manifest(key.String(), nil); !ok {
 		t.Fatal("the fetched manifest was not kept on C")
 	}
 

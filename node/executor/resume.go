@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/checkpoints"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/runtime/checkpoint"
@@ -91,20 +93,34 @@ func (x *Executor) restoreCheckpoint(ctx context.Context, ck *ckRun) (*checkpoin
 	cs := x.ck.Store()
 	cs.RLock()
 	defer cs.RUnlock()
+	// Only a snapshot made here, or by an earlier placement its manager
+	// recorded, may seed the attempt (market.TaskSpec.MayResumeFrom).
+	self := market.NodeID(x.ck.Self().String())
+	may := func(maker market.NodeID, epoch uint64) bool { return ck.task.MayResumeFrom(self, maker, epoch) }
+	allow := append(slices.Clone(ck.task.Previous), market.Placement{Node: self, Epoch: ck.epoch})
 	var cands []checkpoints.Found
-	if m, raw, ok, err := cs.Manifest(key); err != nil {
+	if h, ok, err := cs.Manifest(key, func(from string, epoch uint64) bool {
+		if from == "" {
+			return epoch <= ck.epoch
+		}
+		return may(market.NodeID(from), epoch)
+	}); err != nil {
 		log.Warnw("read local checkpoint manifest", "task", key, "err", err)
 	} else if ok {
-		cands = append(cands, checkpoints.Found{M: m, Raw: raw})
+		maker := market.NodeID(h.From)
+		if maker == "" {
+			maker = self
+		}
+		cands = append(cands, checkpoints.Found{M: h.M, Raw: h.Raw, Maker: maker})
 	}
 	closest := x.opts.Peers(key, ckReplicas, nil)
-	cands = append(cands, x.ck.AskManifests(ctx, ck.key, closest)...)
+	cands = append(cands, x.ck.AskManifests(ctx, ck.key, closest, allow, may)...)
 	if len(cands) == 0 {
 		skip := map[peer.ID]bool{}
 		for _, p := range closest {
 			skip[p] = true
 		}
-		cands = x.ck.AskManifests(ctx, ck.key, x.opts.Peers(key, -1, skip))
+		cands = x.ck.AskManifests(ctx, ck.key, x.opts.Peers(key, -1, skip), allow, may)
 	}
 	if len(cands) == 0 {
 		if err := ctx.Err(); err != nil {
@@ -148,7 +164,11 @@ func (x *Executor) restoreCheckpoint(ctx context.Context, ck *ckRun) (*checkpoin
 		return nil, "", err
 	}
 	if best.From != "" {
-		if err := cs.Keep(key, best.M, best.Raw, time.Now()); err != nil && !errors.Is(err, checkpoints.ErrNotNewer) {
+		maker := string(best.Maker)
+		if best.Maker == self {
+			maker = ""
+		}
+		if err := cs.Keep(key, maker, best.M, best.Raw, time.Now()); err != nil && !errors.Is(err, checkpoints.ErrNotNewer) {
 			log.Warnw("keep fetched checkpoint manifest", "task", key, "err", err)
 		}
 	}
