@@ -108,6 +108,14 @@ func (j *JobRecord) Clone() JobRecord {
 	return c
 }
 
+// Summary is what anyone may see of a job in a network with an
+// authority: its name, owner, manager, state and times; not its tasks,
+// spec, reasons or ticket.
+func (j *JobRecord) Summary() JobRecord {
+	return JobRecord{ID: j.ID, Spec: spec.Job{Name: j.Spec.Name}, Manager: j.Manager, Submitted: j.Submitted,
+		State: j.State, Finished: j.Finished, Owner: j.Owner}
+}
+
 // isGang reports whether the job's task of that name is a gang: replicas
 // that start together, all or none.
 func (j *JobRecord) isGang(task string) bool {

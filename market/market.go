@@ -222,7 +222,7 @@ func (m *Market) Step(now time.Time, from NodeID, msg Msg) {
 
 func (m *Market) step(from NodeID, msg Msg) {
 	if s := msg.Sender(); s != "" && s != from {
-		m.event("", fmt.Sprintf("dropped a %s from %s that claims to come from %s", Kind(msg), from, s))
+		m.refuse(RefuseSender, from, "", fmt.Sprintf("dropped a %s from %s that claims to come from %s", Kind(msg), from, s))
 		return
 	}
 	switch x := msg.(type) {

@@ -192,7 +192,7 @@ func TestGPUCandidatesTightestFirst(t *testing.T) {
 
 // TestStepDropsForgedSender: a message whose sender field names another
 // node than the one that delivered it changes nothing; the market only
-// notes the drop in its events.
+// counts the refusal and notes the drop in its events.
 func TestStepDropsForgedSender(t *testing.T) {
 	k := TaskKey{Job: "j", Task: "t"}
 	id := AuctionID{Key: k, Epoch: 1}
@@ -214,11 +214,14 @@ func TestStepDropsForgedSender(t *testing.T) {
 		}
 		m.Step(t0, "n9", msg)
 		effs := m.Ready()
-		if len(effs) != 1 {
+		if len(effs) != 2 {
 			t.Fatalf("%s from a forger: effects %+v", Kind(msg), effs)
 		}
-		if ev, ok := effs[0].(Event); !ok || !strings.Contains(ev.Text, "claims to come from n1") {
-			t.Fatalf("%s from a forger: effect %+v", Kind(msg), effs[0])
+		if r, ok := effs[0].(Refused); !ok || r.Reason != RefuseSender || r.From != "n9" {
+			t.Fatalf("%s from a forger: first effect %+v, want a refusal counted", Kind(msg), effs[0])
+		}
+		if ev, ok := effs[1].(Event); !ok || !strings.Contains(ev.Text, "claims to come from n1") {
+			t.Fatalf("%s from a forger: effect %+v", Kind(msg), effs[1])
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/api"
@@ -63,7 +64,38 @@ func newJobID() string {
 // first copies are stored on its replica peers, so that it survives this
 // node from the moment its submitter hears it was accepted.
 func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
+	if n.trust != nil {
+		return "", fmt.Errorf("%w: this network runs signed jobs only: give --credential FILE (or set $AGORA_CREDENTIAL)", api.ErrForbidden)
+	}
 	id := newJobID()
+	return n.accept(ctx, id, api.ErrRefused, func(now time.Time) error { return n.mkt.Submit(now, id, js) })
+}
+
+// SubmitTicket implements api.Backend. In an open network the ticket's
+// spec is submitted as a plain one: there is no authority to check it
+// against.
+func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
+	t, err := auth.DecodeTicket(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
+	}
+	if n.trust == nil {
+		js, err := spec.Parse(t.Spec, time.Now())
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
+		}
+		return n.Submit(ctx, *js)
+	}
+	id := t.JobID()
+	return n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
+		_, err := n.mkt.SubmitTicket(now, raw)
+		return err
+	})
+}
+
+// accept runs submit on the loop and waits for the job's first copies;
+// a refusal is wrapped in refused.
+func (n *Node) accept(ctx context.Context, id string, refused error, submit func(time.Time) error) (string, error) {
 	copied := n.copied.wait(id)
 	defer n.copied.forget(id)
 	var serr error
@@ -71,14 +103,14 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 	// known after it.
 	copying := make(chan bool, 1)
 	if err := n.call(func() {
-		if serr = n.mkt.Submit(time.Now(), id, js); serr == nil {
+		if serr = submit(time.Now()); serr == nil {
 			n.afterTurn = append(n.afterTurn, func() { copying <- n.mkt.Copying(id) })
 		}
 	}); err != nil {
 		return "", err
 	}
 	if serr != nil {
-		return "", fmt.Errorf("%w: %v", api.ErrRefused, serr)
+		return "", fmt.Errorf("%w: %v", refused, serr)
 	}
 	var sent bool
 	select {
@@ -94,52 +126,76 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 		}
 	}
 	n.met.submitted.Inc()
-	log.Infow("job submitted", "job", id, "name", js.Name, "tasks", len(js.Tasks))
+	log.Infow("job submitted", "job", id)
 	return id, nil
 }
 
 // Jobs implements api.Backend.
-func (n *Node) Jobs(context.Context) ([]market.JobRecord, error) {
+func (n *Node) Jobs(ctx context.Context) ([]market.JobRecord, error) {
+	shown, err := n.mayList(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var jobs []market.JobRecord
 	if err := n.call(func() { jobs = append(n.mkt.Jobs(), n.mkt.Held()...) }); err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	out := jobs[:0]
+	for _, j := range jobs {
+		if shown(j) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // Job implements api.Backend.
 func (n *Node) Job(ctx context.Context, id string) (market.JobRecord, error) {
-	return n.findJob(ctx, id)
+	return n.findJob(ctx, id, api.Credential(ctx))
 }
 
 // Cancel implements api.Backend.
 func (n *Node) Cancel(ctx context.Context, id string) error {
-	found, err := n.cancelLocal(id)
+	cred := api.Credential(ctx)
+	found, err := n.cancelLocal(id, cred)
 	if found {
 		return err
 	}
-	rep, _, ferr := n.fanout(ctx, wire.Query{Kind: "cancel", Job: id})
+	rep, _, ferr := n.fanout(ctx, wire.Query{Kind: "cancel", Job: id, Credential: cred})
 	if ferr != nil {
 		return api.ErrNotFound
 	}
 	if rep.Error != "" {
-		return errors.New(rep.Error)
+		return remoteError(rep.Error)
 	}
 	return nil
 }
 
+// remoteError is an error a peer answered a query with; a refusal stays
+// one.
+func remoteError(msg string) error {
+	if rest, ok := strings.CutPrefix(msg, api.ErrForbidden.Error()+": "); ok {
+		return fmt.Errorf("%w: %s", api.ErrForbidden, rest)
+	}
+	return errors.New(msg)
+}
+
 // TaskLog implements api.Backend.
 func (n *Node) TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (api.LogPage, bool, error) {
+	cred := api.Credential(ctx)
 	if node == market.NodeID(n.host.ID().String()) {
-		return n.ex.Log(k, attempt, from, maxLogReplyBytes)
+		return n.ex.Log(k, attempt, from, maxLogReplyBytes, n.logAllowed(cred, k.Job))
 	}
 	p, err := peer.Decode(string(node))
 	if err != nil {
 		return api.LogPage{}, false, err
 	}
-	rep, err := n.ask(ctx, p, wire.Query{Kind: "logs", Job: k.Job, Task: k.Task, Replica: int32(k.Replica), Attempt: int32(attempt), From: from, MaxBytes: maxLogReplyBytes})
+	rep, err := n.ask(ctx, p, wire.Query{Kind: "logs", Job: k.Job, Task: k.Task, Replica: int32(k.Replica), Attempt: int32(attempt), From: from, MaxBytes: maxLogReplyBytes, Credential: cred})
 	if err != nil || !rep.Found {
 		return api.LogPage{}, false, err
+	}
+	if rep.Error != "" {
+		return api.LogPage{}, true, remoteError(rep.Error)
 	}
 	var lp api.LogPage
 	if err := json.Unmarshal(rep.Body, &lp); err != nil {

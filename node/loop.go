@@ -317,6 +317,8 @@ func (n *Node) loopEffects(effects []market.Effect) {
 			line := x.Time.UTC().Format(time.RFC3339Nano) + " " + x.Text + "\n"
 			evs = append(evs, store.LogAppend{Stream: eventsStream(x.Job), Data: []byte(line)})
 			log.Debugw("market", "job", x.Job, "event", x.Text)
+		case market.Refused:
+			n.met.refused.WithLabelValues(x.Reason).Inc()
 		case market.RoundClosed:
 			n.met.rounds.Observe(x.Closed.Sub(x.Opened).Seconds())
 			if f := n.cfg.OnRoundClosed; f != nil {
@@ -476,6 +478,7 @@ func (n *Node) marketConfig() market.Config {
 	mc.Self = market.NodeID(n.host.ID().String())
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
 	mc.AdvertInterval = n.cfg.AdvertInterval
+	mc.Trust = n.marketBook()
 	return mc
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/wire"
 )
 
@@ -32,16 +33,20 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 			}
 			j = r.Record
 		}
+		j, aerr := n.visible(q.Credential, j)
 		body, err := json.Marshal(j)
 		if err != nil {
 			return wire.QueryReply{Error: err.Error()}
 		}
+		if aerr != nil {
+			return wire.QueryReply{Found: true, Body: body, Error: wire.ClipText(aerr.Error(), wire.MaxErrorLen)}
+		}
 		return wire.QueryReply{Found: true, Body: body}
 	case "logs":
 		k := market.TaskKey{Job: q.Job, Task: q.Task, Replica: int(q.Replica)}
-		lr, ok, err := n.ex.Log(k, int(q.Attempt), q.From, int(q.MaxBytes))
+		lr, ok, err := n.ex.Log(k, int(q.Attempt), q.From, int(q.MaxBytes), n.logAllowed(q.Credential, q.Job))
 		if err != nil {
-			return wire.QueryReply{Error: err.Error()}
+			return wire.QueryReply{Found: ok, Error: wire.ClipText(err.Error(), wire.MaxErrorLen)}
 		}
 		if !ok {
 			return wire.QueryReply{}
@@ -49,7 +54,7 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 		body, _ := json.Marshal(lr)
 		return wire.QueryReply{Found: true, Body: body}
 	case "cancel":
-		found, err := n.cancelLocal(q.Job)
+		found, err := n.cancelLocal(q.Job, q.Credential)
 		if err != nil {
 			return wire.QueryReply{Found: found, Error: err.Error()}
 		}
@@ -59,18 +64,22 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 }
 
 // findJob returns a job record from this node or, failing that, from the
-// first live peer that manages it.
-func (n *Node) findJob(ctx context.Context, id string) (market.JobRecord, error) {
+// first live peer that manages it, as the caller of credential cred may
+// see it (see visible).
+func (n *Node) findJob(ctx context.Context, id string, cred []byte) (market.JobRecord, error) {
 	if j, ok := n.localJob(id); ok {
-		return j, nil
+		return n.visible(cred, j)
 	}
-	rep, _, err := n.fanout(ctx, wire.Query{Kind: "status", Job: id})
+	rep, _, err := n.fanout(ctx, wire.Query{Kind: "status", Job: id, Credential: cred})
 	if err != nil {
 		return market.JobRecord{}, err
 	}
 	var j market.JobRecord
 	if err := json.Unmarshal(rep.Body, &j); err != nil {
 		return market.JobRecord{}, fmt.Errorf("bad job record from peer: %w", err)
+	}
+	if rep.Error != "" {
+		return j, remoteError(rep.Error)
 	}
 	return j, nil
 }
@@ -104,15 +113,30 @@ func (n *Node) localJob(id string) (market.JobRecord, bool) {
 	return j, ok
 }
 
-// cancelLocal cancels a job this node manages.
-func (n *Node) cancelLocal(id string) (bool, error) {
+// cancelLocal cancels a job this node manages, if the caller of
+// credential cred may.
+func (n *Node) cancelLocal(id string, cred []byte) (bool, error) {
 	var found bool
+	var owner string
 	var err error
 	cerr := n.call(func() {
-		if _, ok := n.mkt.Job(id); !ok && !n.mkt.Holds(id) {
+		j, ok := n.mkt.Job(id)
+		if !ok && !n.mkt.Holds(id) {
 			return
 		}
-		found = true
+		found, owner = true, j.Owner
+	})
+	if cerr != nil || !found {
+		return false, cerr
+	}
+	if _, err := n.authorize(cred, id, owner, auth.ActCancel); err != nil {
+		return true, err
+	}
+	cerr = n.call(func() {
+		if _, ok := n.mkt.Job(id); !ok && !n.mkt.Holds(id) {
+			found = false
+			return
+		}
 		err = n.mkt.Cancel(time.Now(), id, "cancelled by user")
 	})
 	if cerr != nil {

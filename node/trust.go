@@ -62,12 +62,35 @@ func (n *Node) startAdmission() error {
 		Block:   n.gater.BlockFor,
 		Refused: func(reason string) { n.met.refused.WithLabelValues(reason).Inc() },
 		Dropped: n.peerDropped,
-		Learned: n.trust.revs.Keep})
+		Learned: n.revocationLearned})
 	if err != nil {
 		return configErr("--cert %s: %v", n.cfg.CertFile, err)
 	}
 	n.trust.adm, n.ph = adm, adm.Host()
 	return nil
+}
+
+// revocationLearned keeps a new revocation and hands it to the market
+// (through the loop, which runs it once the market exists).
+func (n *Node) revocationLearned(r auth.Revocation) {
+	n.trust.revs.Keep(r)
+	n.exec(func() { n.mkt.Revoked(time.Now(), r) })
+}
+
+// marketBook is the market's trust: the authority and every revocation
+// the admission layer holds now; nil without --trust.
+func (n *Node) marketBook() *auth.Book {
+	if n.trust == nil {
+		return nil
+	}
+	b := auth.NewBook(n.trust.book.Authority())
+	now := time.Now()
+	for _, r := range n.trust.adm.Revocations() {
+		if _, err := b.Revoke(r, now); err != nil {
+			log.Warnw("revocation dropped", "target", r.Target, "err", err)
+		}
+	}
+	return b
 }
 
 // joinRevocations joins the revocations topic.

@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,21 +10,39 @@ import (
 	"sort"
 	"time"
 
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/node/api"
 )
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-// API sends one request to the node's HTTP API and returns the status code
+// API sends one request to the node's HTTP API, signed with the node's
+// credential when it has one (SetCredential), and returns the status code
 // and body.
 func (nd *Node) API(method, path string, body []byte) (int, []byte, error) {
+	return nd.APIAs(nd.credential(), method, path, body)
+}
+
+// APIAs is API signed with cred (none when nil), as agora --credential
+// signs.
+func (nd *Node) APIAs(cred *auth.Credential, method, path string, body []byte) (int, []byte, error) {
+	sg, err := api.Sign(cred, method, path, "application/json", body, time.Now(), rand.Reader)
+	if err != nil {
+		return 0, nil, err
+	}
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if sg.Body != nil {
+		rd = bytes.NewReader(sg.Body)
 	}
 	req, err := http.NewRequest(method, "http://"+nd.APIAddr()+path, rd)
 	if err != nil {
 		return 0, nil, err
+	}
+	if sg.Body != nil {
+		req.Header.Set("Content-Type", sg.ContentType)
+	}
+	if sg.Token != "" {
+		req.Header.Set(api.CredentialHeader, sg.Token)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -34,9 +53,17 @@ func (nd *Node) API(method, path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// Submit posts a job spec and returns the job ID.
-func (nd *Node) Submit(specText string) (string, error) {
-	code, b, err := nd.API("POST", "/v1/jobs", []byte(specText))
+// SetCredential makes API sign as the user of cred (nil: unsigned).
+func (nd *Node) SetCredential(cred *auth.Credential) { nd.cred.Store(cred) }
+
+func (nd *Node) credential() *auth.Credential {
+	c, _ := nd.cred.Load().(*auth.Credential)
+	return c
+}
+
+// SubmitAs posts a job spec signed by cred and returns the job ID.
+func (nd *Node) SubmitAs(cred *auth.Credential, specText string) (string, error) {
+	code, b, err := nd.APIAs(cred, "POST", "/v1/jobs", []byte(specText))
 	if err != nil {
 		return "", err
 	}
@@ -48,6 +75,12 @@ func (nd *Node) Submit(specText string) (string, error) {
 		return "", err
 	}
 	return r.ID, nil
+}
+
+// Submit posts a job spec, signed with the node's credential, and returns
+// the job ID.
+func (nd *Node) Submit(specText string) (string, error) {
+	return nd.SubmitAs(nd.credential(), specText)
 }
 
 // Status asks the node for a job's status.

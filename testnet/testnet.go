@@ -65,6 +65,7 @@ type Node struct {
 	// from the node's goroutines, so it is not read through Node, which
 	// the test goroutine sets and clears.
 	self atomic.Value
+	cred atomic.Value // *auth.Credential that API signs with
 }
 
 // New starts n nodes one after the other, each bootstrapping according to

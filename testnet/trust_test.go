@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/gossip"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/node"
 )
 
@@ -27,6 +28,10 @@ func trustNet(t *testing.T) (*Net, *Authority) {
 				c.Market.SchedulingTimeout = 3 * time.Second
 			}
 		}})
+	ops, other := x.User("ops", true, auth.NoQuota), y.User("ops", true, auth.NoQuota)
+	net.Node(0).SetCredential(&ops)
+	net.Node(1).SetCredential(&ops)
+	net.Node(2).SetCredential(&other)
 	return net, x
 }
 
@@ -112,4 +117,84 @@ func has(peers []gossip.Member, nd *Node) bool {
 		}
 	}
 	return false
+}
+
+// TestRevokedNodeDropped: A, B and C are admitted; B runs a task of a job
+// A manages. The authority's revocation of B, handed to A, reaches C;
+// within 10 s A and C have dropped B, B's task is placed again on A or C,
+// and no later work goes to B.
+func TestRevokedNodeDropped(t *testing.T) {
+	x := NewAuthority(t)
+	labels := []string{"a", "b", "c"}
+	net := New(t, 3, Options{Topology: Star, Resources: func(i int) string { return "cpu: 2\nmemory: 4GiB\ngpus: []\n" },
+		Configure: func(i int, c *node.Config) {
+			x.Admit(c, "lab")
+			c.Labels = map[string]string{"n": labels[i]}
+		}})
+	ops := x.User("ops", true, auth.NoQuota)
+	a, b, c := net.Node(0), net.Node(1), net.Node(2)
+	for _, nd := range []*Node{a, b, c} {
+		nd.SetCredential(&ops)
+	}
+	WaitFor(t, 10*time.Second, "every node to see the others", func() bool {
+		return has(a.Peers(), b) && has(a.Peers(), c) && has(c.Peers(), b)
+	})
+	// Fill A and C for a few seconds, so that the next job can only go
+	// to B.
+	fill := map[*Node]string{}
+	for _, nd := range []*Node{a, c} {
+		l := labels[nd.Index]
+		id, err := a.Submit(fmt.Sprintf(`{"name": "fill-%s", "tasks": [{"name": "t", "command": ["sleep", "3"], "resources": {"cpu": "2", "labels": {"n": %q}}}]}`, l, l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill[nd] = id
+	}
+	WaitFor(t, 10*time.Second, "the fillers to run", func() bool {
+		for nd, id := range fill {
+			if exs, _ := nd.Executions(id); len(exs) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	job, err := a.Submit(`{"name": "long", "tasks": [{"name": "t", "command": ["sleep", "8"], "resources": {"cpu": "2"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 10*time.Second, "the job to run on B", func() bool {
+		exs, _ := b.Executions(job)
+		return len(exs) > 0 && exs[0].Finished.IsZero()
+	})
+
+	rev := x.Revocation(b.ID().String())
+	if code, body, err := a.API("POST", "/v1/revocations", rev.Encode()); err != nil || code != 200 {
+		t.Fatalf("revoke through A: %d %s %v", code, body, err)
+	}
+	revoked := time.Now()
+	WaitFor(t, 10*time.Second, "A and C to drop B", func() bool {
+		return !has(a.Peers(), b) && !has(c.Peers(), b)
+	})
+	t.Logf("B dropped after %v", time.Since(revoked))
+	WaitFor(t, 15*time.Second, "B's task to run again on A or C", func() bool {
+		for _, nd := range []*Node{a, c} {
+			if exs, _ := nd.Executions(job); len(exs) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("task placed again after %v", time.Since(revoked))
+	after, err := a.Submit(`{"name": "after", "tasks": [{"name": "t", "replicas": 3, "command": ["true"], "resources": {"cpu": "500m"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 30*time.Second, "both jobs to succeed", func() bool {
+		s1, err1 := a.Status(job)
+		s2, err2 := a.Status(after)
+		return err1 == nil && err2 == nil && s1.State == "succeeded" && s2.State == "succeeded"
+	})
+	if exs, _ := b.Executions(after); len(exs) > 0 {
+		t.Fatal("work submitted after B's revocation ran on B")
+	}
 }

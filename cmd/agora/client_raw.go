@@ -8,12 +8,19 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/agora-sched/agora/node/api"
 )
 
 // send is do for a body that is already encoded, such as a YAML job spec
 // sent as the user wrote it: it posts body with the given content type and
 // decodes a JSON answer into out (when not nil), errors as *apiError.
 func (c *client) send(method, path, contentType string, body []byte, out any) error {
+	sg, err := sign(method, path, contentType, body)
+	if err != nil {
+		return err
+	}
+	contentType, body = sg.ContentType, sg.Body
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -24,6 +31,9 @@ func (c *client) send(method, path, contentType string, body []byte, out any) er
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if sg.Token != "" {
+		req.Header.Set(api.CredentialHeader, sg.Token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

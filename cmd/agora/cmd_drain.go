@@ -14,9 +14,13 @@ func init() {
 func cmdDrain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("drain", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "drain", stderr); code != exitOK {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora drain: unexpected argument %q\n", pos[0])

@@ -20,10 +20,14 @@ func init() {
 func cmdJobs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("jobs", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print the node's JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "jobs", stderr); code != exitOK {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora jobs: unexpected argument %q\n", pos[0])
@@ -77,17 +81,26 @@ func parseTime(s string) time.Time {
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print the node's JSON")
+	specOnly := fs.Bool("spec", false, "print the job's spec (JSON) instead")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "status", stderr); code != exitOK {
+		return code
 	}
 	id, ok := onlyArg("status", "JOB", pos, stderr)
 	if !ok {
 		return exitBadUsage
 	}
+	suffix := ""
+	if *specOnly {
+		suffix = "/spec"
+	}
 	var raw json.RawMessage
-	if err := newClient(*api).do("GET", jobPath(id, ""), nil, &raw); err != nil {
+	if err := newClient(*api).do("GET", jobPath(id, suffix), nil, &raw); err != nil {
 		if isStatus(err, http.StatusNotFound) {
 			fmt.Fprintf(stderr, "agora status: no job %s\n", id)
 		} else {
@@ -95,7 +108,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailed
 	}
-	if *asJSON {
+	if *asJSON || *specOnly {
 		if err := printIndented(stdout, raw); err != nil {
 			fmt.Fprintf(stderr, "agora status: bad answer from node: %v\n", err)
 			return exitFailed
@@ -117,6 +130,9 @@ func printStatus(w io.Writer, st *jobStatus) {
 	fmt.Fprintf(tw, "id:\t%s\n", st.ID)
 	fmt.Fprintf(tw, "name:\t%s\n", st.Name)
 	fmt.Fprintf(tw, "state:\t%s\n", st.State)
+	if st.Owner != "" {
+		fmt.Fprintf(tw, "owner:\t%s\n", st.Owner)
+	}
 	if st.Reason != "" {
 		fmt.Fprintf(tw, "reason:\t%s\n", flatten(st.Reason))
 	}
@@ -153,9 +169,13 @@ func printStatus(w io.Writer, st *jobStatus) {
 func cmdCancel(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cancel", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "cancel", stderr); code != exitOK {
+		return code
 	}
 	id, ok := onlyArg("cancel", "JOB", pos, stderr)
 	if !ok {

@@ -48,12 +48,16 @@ func logsQuery(id, task string, replica int, withReplica bool, from uint64) stri
 func cmdLogs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("logs", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	task := fs.String("task", "", "show only this task")
 	replica := fs.Int("replica", 0, "show only this replica")
 	follow := fs.Bool("follow", false, "keep printing new output until the job ends")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "logs", stderr); code != exitOK {
+		return code
 	}
 	id, ok := onlyArg("logs", "JOB", pos, stderr)
 	if !ok {

@@ -79,6 +79,7 @@ type runOpts struct {
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	var o runOpts
 	fs.StringVar(&o.cpu, "cpu", "1", "CPU cores (2, 0.5) or millicores (500m)")
 	fs.StringVar(&o.mem, "mem", "", "memory, e.g. 512MiB or 4GiB")
@@ -99,6 +100,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	argv, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "run", stderr); code != exitOK {
+		return code
 	}
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "agora run: missing command (usage: agora run [flags] -- CMD ARGS...)")

@@ -20,11 +20,15 @@ func init() {
 func cmdSubmit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("submit", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	wait := fs.Bool("wait", false, "wait for the job to finish; exit 0 only if it succeeded")
 	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID`)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if code := loadCredential(*cred, "submit", stderr); code != exitOK {
+		return code
 	}
 	file, ok := onlyArg("submit", "FILE", pos, stderr)
 	if !ok {

@@ -33,6 +33,7 @@ func main() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
+	credential = nil // a command that signs loads it (loadCredential)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

@@ -267,7 +267,7 @@ func TestTicketAndToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := w.book.VerifyToken(&parsed, ActCancel, "j-1", t0.Add(time.Minute)); err != nil || id.Name != "bob" {
+	if id, err := w.book.VerifyToken(&parsed, "j-1", t0.Add(time.Minute), ActCancel); err != nil || id.Name != "bob" {
 		t.Fatalf("token: %+v %v", id, err)
 	}
 	for _, c := range []struct {
@@ -276,12 +276,12 @@ func TestTicketAndToken(t *testing.T) {
 		now  time.Time
 		want string
 	}{
-		{ActLogs, "j-1", t0, "used for logs"},
-		{ActCancel, "j-2", t0, "used for cancel"},
+		{ActLogs, "j-1", t0, "used for [logs]"},
+		{ActCancel, "j-2", t0, "used for [cancel]"},
 		{ActCancel, "j-1", t0.Add(Skew + time.Second), "from this node's clock"},
 		{ActCancel, "j-1", t0.Add(-Skew - time.Second), "from this node's clock"},
 	} {
-		if _, err := w.book.VerifyToken(&parsed, c.act, c.job, c.now); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := w.book.VerifyToken(&parsed, c.job, c.now, c.act); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s at %v: %v, want %q", c.act, c.job, c.now.Sub(t0), err, c.want)
 		}
 	}

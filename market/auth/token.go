@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -116,11 +117,12 @@ func NewToken(act Action, job string, now time.Time, key ed25519.PrivateKey, cha
 	return t, nil
 }
 
-// VerifyToken checks that t asks for act on job, is fresh at now, and is
-// signed by the user its chain names, and returns that user.
-func (b *Book) VerifyToken(t *Token, act Action, job string, now time.Time) (Identity, error) {
-	if t.Action != act || t.Job != job {
-		return Identity{}, fmt.Errorf("request credential for %s %q used for %s %q", t.Action, clip(t.Job), act, clip(job))
+// VerifyToken checks that t is a request about job (one of acts, when
+// any are given), fresh at now, and signed by the user its chain names,
+// and returns that user.
+func (b *Book) VerifyToken(t *Token, job string, now time.Time, acts ...Action) (Identity, error) {
+	if t.Job != job || (len(acts) > 0 && !slices.Contains(acts, t.Action)) {
+		return Identity{}, fmt.Errorf("request credential for %s %q used for %v %q", t.Action, clip(t.Job), acts, clip(job))
 	}
 	if d := now.Sub(t.Time); d > Skew || d < -Skew {
 		return Identity{}, fmt.Errorf("request credential signed at %s, more than %v from this node's clock", t.Time.Format(time.RFC3339), Skew)

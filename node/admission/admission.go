@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -223,6 +224,9 @@ func (a *Admission) handshake(p peer.ID, done chan struct{}) {
 		a.refuse(p, ReasonNoCertificate, fmt.Sprintf("admission handshake: %v", err))
 		return
 	}
+	// Closing tells the serving side that its hello arrived: only then
+	// may it refuse us and cut the connection.
+	_ = s.Close()
 	a.check(p, b)
 }
 
@@ -240,6 +244,10 @@ func (a *Admission) serve(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
+	// Wait for the opener to close (it has read our hello) before a
+	// refusal cuts the connection, so that a peer of another authority
+	// learns why rather than seeing a broken handshake.
+	_, _ = io.Copy(io.Discard, io.LimitReader(s, 1))
 	a.check(p, b)
 }
 
@@ -413,4 +421,18 @@ func (a *Admission) Verify(check func(*auth.Book) error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return check(a.book)
+}
+
+// VerifyToken checks a request credential (an encoded market/auth token)
+// about job, naming one of acts when any are given, against the
+// admission's book, and returns its user and the action it names.
+func (a *Admission) VerifyToken(raw []byte, job string, acts ...auth.Action) (auth.Identity, auth.Action, error) {
+	t, err := auth.DecodeToken(raw)
+	if err != nil {
+		return auth.Identity{}, "", err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, err := a.book.VerifyToken(&t, job, a.opts.Now(), acts...)
+	return id, t.Action, err
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,14 +27,19 @@ type Backend interface {
 	// Capacity is the node's resource vector.
 	Capacity() resource.Vector
 	// Submit accepts a validated job and returns its ID. An error that
-	// wraps ErrRefused is the client's fault (400); any other, the
+	// wraps ErrRefused is the client's fault (400), one that wraps
+	// ErrForbidden a missing or refused credential (403); any other, the
 	// node's (503).
 	Submit(ctx context.Context, js spec.Job) (string, error)
+	// SubmitTicket accepts a signed job (a market/auth ticket), as Submit.
+	SubmitTicket(ctx context.Context, ticket []byte) (string, error)
 	// Jobs lists the jobs this node manages, those held back after a
 	// restart included.
 	Jobs(ctx context.Context) ([]market.JobRecord, error)
 	// Job finds a job's record here or on any live peer; ErrNotFound when
-	// none knows it.
+	// none knows it. In a network with an authority a caller who may not
+	// see the job's detail (Credential) gets its summary — no tasks, no
+	// spec — and an error wrapping ErrForbidden.
 	Job(ctx context.Context, id string) (market.JobRecord, error)
 	// Cancel cancels a job managed here or by any live peer; ErrNotFound
 	// when none knows it.
@@ -52,9 +58,32 @@ type Backend interface {
 
 // Errors a Backend returns.
 var (
-	ErrNotFound = errors.New("not found")
-	ErrRefused  = errors.New("refused")
+	ErrNotFound  = errors.New("not found")
+	ErrRefused   = errors.New("refused")
+	ErrForbidden = errors.New("forbidden")
 )
+
+// CredentialHeader carries a client's signed request (market/auth token,
+// base64url) in a network with an authority.
+const CredentialHeader = "Agora-Credential"
+
+// TicketType is the content type of a signed job submission: its body is
+// a market/auth ticket.
+const TicketType = "application/vnd.agora.ticket"
+
+type credentialKey struct{}
+
+// WithCredential is ctx carrying a request's credential (the encoded
+// token) to the Backend.
+func WithCredential(ctx context.Context, cred []byte) context.Context {
+	return context.WithValue(ctx, credentialKey{}, cred)
+}
+
+// Credential is the credential of the request ctx belongs to, or nil.
+func Credential(ctx context.Context) []byte {
+	b, _ := ctx.Value(credentialKey{}).([]byte)
+	return b
+}
 
 // LogPage is a page of a task attempt's output.
 type LogPage struct {
@@ -86,11 +115,12 @@ func New(b Backend, metrics http.Handler) *Server {
 	mux.HandleFunc("GET /v1/jobs", s.handleJobs)
 	mux.HandleFunc("GET /v1/jobs/{id}", s.handleJob)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.handleLogs)
+	mux.HandleFunc("GET /v1/jobs/{id}/spec", s.handleSpec)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", s.handleCancel)
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	mux.HandleFunc("POST /v1/revocations", s.handleRevoke)
 	mux.Handle("GET /metrics", metrics)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	s.srv = &http.Server{Handler: withCredential(mux), ReadHeaderTimeout: readHeaderTimeout}
 	return s
 }
 
@@ -144,13 +174,20 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	js, err := spec.Parse(body, time.Now())
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
+	var id string
+	if r.Header.Get("Content-Type") == TicketType {
+		id, err = s.b.SubmitTicket(r.Context(), body)
+	} else {
+		js, perr := spec.Parse(body, time.Now())
+		if perr != nil {
+			writeError(w, http.StatusBadRequest, perr.Error())
+			return
+		}
+		id, err = s.b.Submit(r.Context(), *js)
 	}
-	id, err := s.b.Submit(r.Context(), *js)
 	switch {
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, ErrRefused):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case err != nil:
@@ -162,6 +199,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	jobs, err := s.b.Jobs(r.Context())
+	if errors.Is(err, ErrForbidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return
@@ -176,16 +217,37 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	j, err := s.b.Job(r.Context(), id)
-	if err != nil {
-		writeError(w, http.StatusNotFound, "no job "+id)
+	if err != nil && (!errors.Is(err, ErrForbidden) || j.ID == "") {
+		jobError(w, id, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatusOf(j))
+	writeJSON(w, http.StatusOK, StatusOf(j)) // a summary when the detail is forbidden
+}
+
+// jobError answers a failed job lookup.
+func jobError(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, ErrForbidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	writeError(w, http.StatusNotFound, "no job "+id)
+}
+
+func (s *Server) handleSpec(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	j, err := s.b.Job(r.Context(), id)
+	if err != nil {
+		jobError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, j.Spec)
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	switch err := s.b.Cancel(r.Context(), id); {
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, ErrNotFound):
 		writeError(w, http.StatusNotFound, "no job "+id)
 	case err != nil:
@@ -218,7 +280,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := s.b.Job(r.Context(), id)
 	if err != nil {
-		writeError(w, http.StatusNotFound, "no job "+id)
+		jobError(w, id, err)
 		return
 	}
 	resp := LogsResponse{ID: id, State: string(j.State), Logs: []LogEntry{}}
@@ -251,7 +313,10 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), drainTimeout)
 	defer cancel()
-	if err := s.b.Drain(ctx); err != nil {
+	if err := s.b.Drain(ctx); errors.Is(err, ErrForbidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	} else if err != nil {
 		writeError(w, http.StatusGatewayTimeout, err.Error())
 		return
 	}
@@ -280,4 +345,20 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"target": target, "new": added})
 	}
+}
+
+// withCredential hands a request's credential header to the Backend
+// through the request's context.
+func withCredential(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(CredentialHeader); v != "" {
+			b, err := base64.RawURLEncoding.DecodeString(v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, CredentialHeader+": not base64url")
+				return
+			}
+			r = r.WithContext(WithCredential(r.Context(), b))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

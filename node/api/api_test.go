@@ -39,6 +39,10 @@ func (f *fake) Submit(_ context.Context, js spec.Job) (string, error) {
 	return "j-2", nil
 }
 
+func (f *fake) SubmitTicket(context.Context, []byte) (string, error) {
+	return "", fmt.Errorf("%w: no authority", ErrForbidden)
+}
+
 func (f *fake) job() market.JobRecord {
 	return market.JobRecord{ID: "j-1", State: market.JobRunning, Manager: "n1", Submitted: t0,
 		Tasks: []market.TaskRecord{{Key: market.TaskKey{Job: "j-1", Task: "a"}, State: market.TaskRunning, Node: "n2", Attempts: 1,

@@ -57,6 +57,7 @@ type JobStatus struct {
 	State     string       `json:"state"`
 	Reason    string       `json:"reason"`
 	Manager   string       `json:"manager"`
+	Owner     string       `json:"owner,omitempty"`
 	Submitted string       `json:"submitted"`
 	Finished  string       `json:"finished"`
 	Tasks     []TaskStatus `json:"tasks"`
@@ -101,7 +102,7 @@ func ts(t time.Time) string {
 
 // StatusOf renders a job record for the API.
 func StatusOf(j market.JobRecord) JobStatus {
-	s := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Reason: j.Reason, Manager: string(j.Manager),
+	s := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Reason: j.Reason, Manager: string(j.Manager), Owner: j.Owner,
 		Submitted: ts(j.Submitted), Finished: ts(j.Finished), Tasks: []TaskStatus{}}
 	for _, t := range j.Tasks {
 		node := string(t.Node)

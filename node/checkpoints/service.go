@@ -31,7 +31,7 @@ type Service struct {
 	inbound chan struct{} // semaphore of served streams
 	collect chan struct{} // asks the sweep for a GC now
 
-	self    peer.ID
+	self peer.ID
 	// Bounds of what one peer may make this node keep (maxManifestsFrom,
 	// maxChunksFrom).
 	maxManifests, maxChunks int

@@ -169,6 +169,9 @@ type Execution struct {
 	Finished time.Time      `json:"finished,omitzero"`
 	ExitCode int            `json:"exit_code"`
 	Reason   string         `json:"reason,omitempty"`
+	// Owner is the user whose job it is, in a network with an authority
+	// (who may read its log).
+	Owner string `json:"owner,omitempty"`
 }
 
 // onTasks queues fn for the task goroutine, which starts and stops
@@ -228,7 +231,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	}
 	stream := logStream(k, st.Task.Attempt)
 	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
-		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs}
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner}
 	if err := x.execs.Put(stream, ex); err != nil {
 		log.Warnw("save execution", "err", err)
 	}

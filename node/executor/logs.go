@@ -64,7 +64,10 @@ func (x *Executor) removeTaskDirs(job string) {
 
 // Log reads an attempt's output from this node's store; attempt
 // 0 means the latest attempt this node ran.
-func (x *Executor) Log(k market.TaskKey, attempt int, from uint64, maxBytes int) (api.LogPage, bool, error) {
+//
+// allow, when set, is asked whether the caller may read a log of the
+// job's owner; its error is returned.
+func (x *Executor) Log(k market.TaskKey, attempt int, from uint64, maxBytes int, allow func(owner string) error) (api.LogPage, bool, error) {
 	if attempt <= 0 {
 		prefix := fmt.Sprintf("task/%s/%s/%d/", k.Job, k.Task, k.Replica)
 		exs, err := x.execs.List(prefix)
@@ -82,6 +85,11 @@ func (x *Executor) Log(k market.TaskKey, attempt int, from uint64, maxBytes int)
 	ex, ok, err := x.execs.Get(stream)
 	if err != nil || !ok {
 		return api.LogPage{}, false, err
+	}
+	if allow != nil {
+		if err := allow(ex.Owner); err != nil {
+			return api.LogPage{}, true, err
+		}
 	}
 	if from == 0 {
 		from = 1

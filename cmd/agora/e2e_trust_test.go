@@ -1,0 +1,111 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// trustedNode initialises a node's identity, admits it with the authority
+// in ca and starts it trusting that authority.
+func trustedNode(t *testing.T, ca string, args ...string) *proc {
+	t.Helper()
+	data := t.TempDir()
+	out, errs, code := agora(t, "node", "--data", data, "--init")
+	if code != 0 {
+		t.Fatalf("node --init: %d %s", code, errs)
+	}
+	cert := filepath.Join(t.TempDir(), "node.crt")
+	if _, errs, code := agora(t, "admit", "--authority", ca, strings.TrimSpace(out), "--site", "lab", "--out", cert); code != 0 {
+		t.Fatalf("admit: %s", errs)
+	}
+	return startNode(t, data, append([]string{"--trust", filepath.Join(ca, "authority.pub"), "--cert", cert}, args...)...)
+}
+
+// TestUsersAndRoles: in a network with an authority, bob (a user) may not
+// cancel, read the logs of or read the spec of alice's job, on the node
+// that manages it or through another; carol (an admin) may cancel it;
+// alice's quota of no GPUs refuses a GPU job at submit; a submission
+// without a credential is refused; a revoked user can no longer submit
+// anywhere.
+func TestUsersAndRoles(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca")
+	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
+		t.Fatal(errs)
+	}
+	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
+	a := trustedNode(t, ca, "--resources", res)
+	b := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
+	cred := map[string]string{}
+	for name, extra := range map[string][]string{"alice": {"--max-gpu", "0"}, "bob": nil, "carol": {"--admin"}} {
+		cred[name] = filepath.Join(t.TempDir(), name+".cred")
+		args := append([]string{"user", "add", "--authority", ca, name, "--out", cred[name]}, extra...)
+		if _, errs, code := agora(t, args...); code != 0 {
+			t.Fatalf("user add %s: %s", name, errs)
+		}
+	}
+	waitFor(t, 10*time.Second, "A and B to see each other", func() bool {
+		_, ok := a.peers()[b.id().PeerID]
+		return ok
+	})
+
+	out, errs, code := agora(t, "run", "--api", a.api, "--credential", cred["alice"], "--cpu", "100m", "--", "sleep", "60")
+	if code != 0 {
+		t.Fatalf("alice's run: exit %d: %s", code, errs)
+	}
+	job := strings.TrimSpace(out)
+	// A job's status is public; its owner shows.
+	out, errs, code = agora(t, "status", "--api", b.api, "--credential", cred["bob"], job)
+	if code != 0 || !strings.Contains(out, "alice") {
+		t.Fatalf("bob's status of alice's job through B: exit %d, %q %q; want the owner shown", code, out, errs)
+	}
+	for _, api := range []string{a.api, b.api} {
+		for _, args := range [][]string{{"cancel", job}, {"logs", job}, {"status", "--spec", job}} {
+			full := append([]string{args[0], "--api", api, "--credential", cred["bob"]}, args[1:]...)
+			_, errs, code := agora(t, full...)
+			if code != 1 || !strings.Contains(errs, "owner-or-admin") {
+				t.Errorf("bob: agora %s through %s: exit %d, stderr %q; want 1 naming the rule owner-or-admin", strings.Join(args, " "), api, code, errs)
+			}
+		}
+	}
+	out, errs, code = agora(t, "status", "--api", a.api, "--credential", cred["alice"], "--spec", job)
+	if code != 0 || !strings.Contains(out, "sleep") {
+		t.Fatalf("alice's own spec read: exit %d, %q %q", code, out, errs)
+	}
+	if st, _, _ := agora(t, "status", "--api", a.api, "--credential", cred["alice"], job); strings.Contains(st, "cancelled") {
+		t.Fatal("bob's refused cancel cancelled the job")
+	}
+	if _, errs, code := agora(t, "cancel", "--api", b.api, "--credential", cred["carol"], job); code != 0 {
+		t.Fatalf("carol's cancel through B: exit %d: %s", code, errs)
+	}
+	waitFor(t, 10*time.Second, "the job to be cancelled", func() bool {
+		st, _, _ := agora(t, "status", "--api", a.api, "--credential", cred["alice"], job)
+		return strings.Contains(st, "cancelled")
+	})
+
+	_, errs, code = agora(t, "run", "--api", a.api, "--credential", cred["alice"], "--gpu", "1", "--", "true")
+	if code != 1 || !strings.Contains(errs, "quota.max-gpu") {
+		t.Errorf("alice's GPU job: exit %d, %q; want 1 naming quota.max-gpu", code, errs)
+	}
+	_, errs, code = agora(t, "run", "--api", a.api, "--", "true")
+	if code != 1 || !strings.Contains(errs, "--credential") {
+		t.Errorf("a submission without a credential: exit %d, %q; want 1 asking for --credential", code, errs)
+	}
+
+	// Revoke alice through A: B refuses her next submission too.
+	rev := filepath.Join(t.TempDir(), "alice.rev")
+	if _, errs, code := agora(t, "revoke", "--authority", ca, "user:alice", "--out", rev); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := agora(t, "revoke", "--api", a.api, rev); code != 0 {
+		t.Fatalf("revoke --api: %s", errs)
+	}
+	waitFor(t, 10*time.Second, "B to refuse alice", func() bool {
+		_, errs, code := agora(t, "run", "--api", b.api, "--credential", cred["alice"], "--cpu", "100m", "--", "true")
+		return code == 1 && strings.Contains(errs, "revoked")
+	})
+	if _, errs, code := agora(t, "run", "--api", b.api, "--credential", cred["bob"], "--cpu", "100m", "--", "true"); code != 0 {
+		t.Fatalf("bob's submission after alice's revocation: %s", errs)
+	}
+}

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/agora-sched/agora/market/auth"
+)
+
+// Signed is a request in the form a network with an authority takes it.
+type Signed struct {
+	ContentType string
+	Body        []byte
+	// Token goes in CredentialHeader; empty when the request needs none.
+	Token string
+}
+
+// Sign turns a client request into its signed form with cred: a
+// submission's body into a ticket (the spec signed as written), a request
+// about jobs into one carrying a token that names what it asks and of
+// which job. Other requests, and any request when cred is nil, pass
+// unchanged.
+func Sign(cred *auth.Credential, method, path, ctype string, body []byte, now time.Time, rnd io.Reader) (Signed, error) {
+	out := Signed{ContentType: ctype, Body: body}
+	if cred == nil {
+		return out, nil
+	}
+	p, _, _ := strings.Cut(path, "?")
+	if method == "POST" && p == "/v1/jobs" {
+		t, err := auth.NewTicket(body, now, cred.Key, cred.Chain, rnd)
+		if err != nil {
+			return Signed{}, err
+		}
+		return Signed{ContentType: TicketType, Body: t.Encode()}, nil
+	}
+	act, job, ok := ActionOf(method, path)
+	if !ok {
+		return out, nil
+	}
+	t, err := auth.NewToken(act, job, now, cred.Key, cred.Chain, rnd)
+	if err != nil {
+		return Signed{}, err
+	}
+	out.Token = t.Text()
+	return out, nil
+}
+
+// ActionOf is what an API request asks, and about which job; false for
+// requests that need no signature.
+func ActionOf(method, path string) (auth.Action, string, bool) {
+	p, _, _ := strings.Cut(path, "?")
+	switch {
+	case method == "GET" && p == "/v1/jobs":
+		return auth.ActJobs, "", true
+	case method == "POST" && p == "/v1/drain":
+		return auth.ActDrain, "", true
+	}
+	rest, ok := strings.CutPrefix(p, "/v1/jobs/")
+	if !ok {
+		return "", "", false
+	}
+	idEsc, suffix, _ := strings.Cut(rest, "/")
+	id, err := url.PathUnescape(idEsc)
+	if err != nil {
+		return "", "", false
+	}
+	switch {
+	case method == "DELETE" && suffix == "":
+		return auth.ActCancel, id, true
+	case method == "GET" && suffix == "":
+		return auth.ActStatus, id, true
+	case method == "GET" && suffix == "logs":
+		return auth.ActLogs, id, true
+	case method == "GET" && suffix == "spec":
+		return auth.ActSpec, id, true
+	}
+	return "", "", false
+}
