@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"reflect"
 	"time"
 
@@ -260,13 +261,26 @@ func (m *Market) ticketLost(job string, peer NodeID) {
 // ticketDone forgets whom a finished job's ticket went to.
 func (m *Market) ticketDone(job string) { delete(m.trust.sent, job) }
 
+// HeldCopy is what a node holds of a job whose record a peer pushes: the
+// manager of its copy and the nodes that copy was replicated to.
+type HeldCopy struct {
+	Manager NodeID
+	Holders []NodeID
+}
+
 // CheckReplica says why a job-record copy pushed by from must not be
 // kept, or nil: its manager must be the sender, its spec valid and, in
 // a network with an authority (book not nil), its ticket must verify at
 // now, name the job and its owner, and sign the spec the record holds.
-func CheckReplica(book *auth.Book, now time.Time, from NodeID, rec JobRecord) error {
+// A copy that moves a job held here (held not nil) to another manager is
+// kept only from one of the held copy's holders: a job changes manager
+// only when one of the nodes holding its record adopts it.
+func CheckReplica(book *auth.Book, now time.Time, from NodeID, rec JobRecord, held *HeldCopy) error {
 	if rec.Manager != from {
 		return fmt.Errorf("record's manager %s is not the sender %s", rec.Manager, from)
+	}
+	if held != nil && held.Manager != from && !slices.Contains(held.Holders, from) {
+		return fmt.Errorf("job %s is managed by %s; %s does not hold its record", rec.ID, held.Manager, from)
 	}
 	if rec.ID == "" {
 		return errors.New("invalid job record: no job ID")

@@ -277,7 +277,7 @@ func TestCheckReplicaVerifiesTheTicket(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := c.job(0, id)
-	if err := CheckReplica(a.book, c.now, "n0", rec); err != nil {
+	if err := CheckReplica(a.book, c.now, "n0", rec, nil); err != nil {
 		t.Fatalf("genuine record: %v", err)
 	}
 	for _, tc := range []struct {
@@ -293,11 +293,25 @@ func TestCheckReplicaVerifiesTheTicket(t *testing.T) {
 		r := rec.Clone()
 		r.Spec.Tasks = append(r.Spec.Tasks[:0:0], rec.Spec.Tasks...)
 		tc.mod(&r)
-		if err := CheckReplica(a.book, c.now, "n0", r); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := CheckReplica(a.book, c.now, "n0", r, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if err := CheckReplica(nil, c.now, "n0", rec); err != nil {
+	if err := CheckReplica(nil, c.now, "n0", rec, nil); err != nil {
 		t.Fatalf("without an authority: %v", err)
+	}
+	// A job held from n0 moves only to one of its record's holders.
+	held := &HeldCopy{Manager: "n0", Holders: []NodeID{"n1", "n2"}}
+	if err := CheckReplica(a.book, c.now, "n0", rec, held); err != nil {
+		t.Fatalf("the manager's own copy again: %v", err)
+	}
+	moved := rec.Clone()
+	moved.Manager = "n9"
+	if err := CheckReplica(a.book, c.now, "n9", moved, held); err == nil || !strings.Contains(err.Error(), "does not hold its record") {
+		t.Fatalf("a stranger taking over a held job: %v", err)
+	}
+	moved.Manager = "n2"
+	if err := CheckReplica(a.book, c.now, "n2", moved, held); err != nil {
+		t.Fatalf("a holder adopting the job: %v", err)
 	}
 }

@@ -184,10 +184,17 @@ func InitIdentity(dataDir string) (peer.ID, error) {
 }
 
 // checkReplica says why a job-record copy a peer pushed must not be kept
-// (market.CheckReplica), against the node's current revocations.
-func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord) error {
+// (market.CheckReplica), against the node's current revocations; a
+// refusal is counted.
+func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord, held *market.HeldCopy) error {
+	var err error
 	if n.trust == nil {
-		return market.CheckReplica(nil, time.Now(), from, rec)
+		err = market.CheckReplica(nil, time.Now(), from, rec, held)
+	} else {
+		err = n.trust.adm.Verify(func(b *auth.Book) error { return market.CheckReplica(b, time.Now(), from, rec, held) })
 	}
-	return n.trust.adm.Verify(func(b *auth.Book) error { return market.CheckReplica(b, time.Now(), from, rec) })
+	if err != nil {
+		n.met.refused.WithLabelValues(market.RefuseRecord).Inc()
+	}
+	return err
 }

@@ -72,3 +72,19 @@ func (a *Authority) Revocation(target string) auth.Revocation {
 	}
 	return r
 }
+
+// Book is a book of the authority, as a node trusting it starts with.
+func (a *Authority) Book() *auth.Book {
+	return auth.NewBook(a.key.Public().(ed25519.PublicKey))
+}
+
+// Chain is a node certificate of the authority for peer id, valid for
+// an hour: what Admit writes, for a host that is not a testnet node.
+func (a *Authority) Chain(id string, site string) auth.Chain {
+	a.t.Helper()
+	ch, err := auth.Issuer{Key: a.key}.IssueNode(id, site, nil, time.Now(), time.Hour, rand.Reader)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return ch
+}

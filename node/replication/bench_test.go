@@ -78,7 +78,7 @@ func BenchmarkStoreReplicas(b *testing.B) {
 		}
 		entries := make([]store.Entry[Copy], 0, len(f.Records))
 		for _, c := range f.Records {
-			if err := market.CheckReplica(nil, now, m.id(), c.Record); err != nil {
+			if err := market.CheckReplica(nil, now, m.id(), c.Record, nil); err != nil {
 				b.Fatal(err)
 			}
 			entries = append(entries, store.Entry[Copy]{Key: c.Record.ID, Value: Copy{Record: c.Record, Replicas: c.Replicas, Updated: now}})

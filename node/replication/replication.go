@@ -63,7 +63,7 @@ type Options struct {
 	Copies *store.Bucket[Copy]
 	// Check says why a record pushed by from must not be kept, or nil
 	// (market.CheckReplica).
-	Check func(from market.NodeID, rec market.JobRecord) error
+	Check func(from market.NodeID, rec market.JobRecord, held *market.HeldCopy) error
 	// Stored is told of the copies stored, and of those deleted because
 	// their replica set no longer holds this node, after each frame (the
 	// node hands them to its market: ReplicaStored).
@@ -344,7 +344,13 @@ func (s *Service) storeFrame(from market.NodeID, b []byte, now time.Time) answer
 	entries := make([]store.Entry[Copy], 0, len(elems))
 	var dropped []Copy
 	for _, e := range elems {
-		if err := s.opts.Check(from, e.rec); err != nil {
+		var held *market.HeldCopy
+		if c, ok, err := s.opts.Copies.Get(e.rec.ID); err != nil {
+			return answer{Error: err.Error()}
+		} else if ok {
+			held = &market.HeldCopy{Manager: c.Record.Manager, Holders: c.Replicas}
+		}
+		if err := s.opts.Check(from, e.rec, held); err != nil {
 			if a.Errors == nil {
 				a.Errors = map[string]string{}
 			}

@@ -58,8 +58,8 @@ func newEnds(t testing.TB, n int) []*end {
 		}
 		t.Cleanup(func() { _ = st.Close() })
 		e := &end{h: h, copies: store.NewBucket[Copy](st, "replicas").AllowLarge(MaxFrame).WithCodec(EncodeCopy, DecodeCopy)}
-		e.svc = New(h, Options{Copies: e.copies, Check: func(from market.NodeID, rec market.JobRecord) error {
-			return market.CheckReplica(nil, time.Now(), from, rec)
+		e.svc = New(h, Options{Copies: e.copies, Check: func(from market.NodeID, rec market.JobRecord, held *market.HeldCopy) error {
+			return market.CheckReplica(nil, time.Now(), from, rec, held)
 		}, Stored: func(cs []Copy) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
