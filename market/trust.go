@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/agora-sched/agora/market/auth"
