@@ -32,11 +32,11 @@ func (n *Node) authorize(cred []byte, job, owner string, acts ...auth.Action) (a
 	}
 	id, act, err := n.trust.adm.VerifyToken(cred, job, acts...)
 	if err != nil {
-		n.met.refused.WithLabelValues("bad_credential").Inc()
+		n.countRefused("bad_credential")
 		return auth.Identity{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
 	}
 	if err := auth.Allow(act, id, owner); err != nil {
-		n.met.refused.WithLabelValues("not_allowed").Inc()
+		n.countRefused("not_allowed")
 		return id, fmt.Errorf("%w: %v", api.ErrForbidden, err)
 	}
 	return id, nil

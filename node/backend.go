@@ -65,6 +65,7 @@ func newJobID() string {
 // node from the moment its submitter hears it was accepted.
 func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 	if n.trust != nil {
+		n.countRefused(market.RefuseSubmission)
 		return "", fmt.Errorf("%w: this network runs signed jobs only: give --credential FILE (or set $AGORA_CREDENTIAL)", api.ErrForbidden)
 	}
 	id := newJobID()
@@ -89,6 +90,9 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 	id := t.JobID()
 	return n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
 		_, err := n.mkt.SubmitTicket(now, raw)
+		if err != nil {
+			n.countRefused(market.RefuseSubmission)
+		}
 		return err
 	})
 }

@@ -373,7 +373,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
-		Checkpoints: checkpoints.New(n.ph, n.store, func(reason string) { n.met.refused.WithLabelValues(reason).Inc() }), Peers: n.closestPeers, HostOf: n.hostOf,
+		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string) bool {
 			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason) })
 		},
@@ -385,7 +385,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err != nil {
 		return fmt.Errorf("node: market transport: %w", err)
 	}
-	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: n.checkReplica,
+	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: n.checkReplica, Refused: n.countRefused,
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
 	// settled, and the copies below would otherwise look orphaned.

@@ -60,7 +60,7 @@ func (n *Node) startAdmission() error {
 	}
 	adm, err := admission.New(n.host, admission.Options{Book: n.trust.book, Chain: n.trust.chain,
 		Block:   n.gater.BlockFor,
-		Refused: func(reason string) { n.met.refused.WithLabelValues(reason).Inc() },
+		Refused: n.countRefused,
 		Dropped: n.peerDropped,
 		Learned: n.revocationLearned})
 	if err != nil {
@@ -194,7 +194,11 @@ func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord, held *mark
 		err = n.trust.adm.Verify(func(b *auth.Book) error { return market.CheckReplica(b, time.Now(), from, rec, held) })
 	}
 	if err != nil {
-		n.met.refused.WithLabelValues(market.RefuseRecord).Inc()
+		n.countRefused(market.RefuseRecord)
 	}
 	return err
 }
+
+// countRefused counts a refusal on /metrics (agora_refused_total) by
+// its reason (docs/security.md).
+func (n *Node) countRefused(reason string) { n.met.refused.WithLabelValues(reason).Inc() }

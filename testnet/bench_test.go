@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/runtime"
@@ -119,12 +120,29 @@ func trivialJob(name string, n int) string {
 // converge. With runner nil its nodes start real processes; else each
 // node runs its tasks with the runner runner returns.
 func newPlacementNet(tb testing.TB, n int, runner func() node.TaskRunner) *Net {
+	return newPlacementNetTrust(tb, n, runner, nil)
+}
+
+// newPlacementNetTrust is newPlacementNet with every node admitted by au
+// (none when nil) and signing its API requests as an admin of it.
+func newPlacementNetTrust(tb testing.TB, n int, runner func() node.TaskRunner, au *Authority) *Net {
 	tb.Helper()
 	opts := Options{Resources: func(int) string { return bigNode }}
-	if runner != nil {
-		opts.Configure = func(_ int, c *node.Config) { c.Runner = runner() }
+	opts.Configure = func(_ int, c *node.Config) {
+		if runner != nil {
+			c.Runner = runner()
+		}
+		if au != nil {
+			au.Admit(c, "bench")
+		}
 	}
 	net := New(tb, n, opts)
+	if au != nil {
+		admin := au.User("bench", true, auth.NoQuota)
+		for _, nd := range net.Up() {
+			nd.SetCredential(&admin)
+		}
+	}
 	net.WaitConverged(15 * time.Second)
 	return net
 }

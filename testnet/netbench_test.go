@@ -404,6 +404,12 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // process (work directory, fork and exec, pipes, one goroutine per node)
 // with no scheduler at all — what this machine allows a start rate to
 // reach. placements_vs_spawn_ceiling is their ratio.
+//
+// The cost of trust: the starts-elsewhere cluster is measured in turns
+// with a second one whose nodes an authority admitted and whose jobs are
+// signed (every ticket and chain verified by the manager, each bidder and
+// each executor); awards_trust_vs_open is its award rate over the open
+// cluster's, and under 0.95 fails the benchmark.
 func BenchmarkNetPlacements(b *testing.B) {
 	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute, Poll: 250 * time.Millisecond}
 	m0 := sampleMachine()
@@ -418,14 +424,24 @@ func BenchmarkNetPlacements(b *testing.B) {
 	for i := range net.N() {
 		net.Stop(i)
 	}
+	// And a third beside it, admitted by an authority: every job signed,
+	// its ticket and chain verified by the manager and by each bidder
+	// and executor. The two measure in turns, on the same draws.
 	elsewhere := newPlacementNet(b, 4, func() node.TaskRunner { return &startsElsewhere{} })
-	rng := rand.New(rand.NewPCG(3, 4))
-	var sched placementResult
-	for range iters {
-		sched.add(measurePlacement(b, elsewhere, cfg, rng))
+	trusted := newPlacementNetTrust(b, 4, func() node.TaskRunner { return &startsElsewhere{} }, NewAuthority(b))
+	rng, rngT := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+	var sched, schedT placementResult
+	for i := range 2 * max(iters, 2) {
+		if i%2 == 0 {
+			sched.add(measurePlacement(b, elsewhere, cfg, rng))
+		} else {
+			schedT.add(measurePlacement(b, trusted, cfg, rngT))
+		}
 	}
-	if sched.Placed < sched.Tasks || sched.Missing > 0 || sched.Awarded < sched.Tasks {
-		b.Fatalf("starts elsewhere: placed %d of %d tasks (%d without a start time, %d with an accepted award)", sched.Placed, sched.Tasks, sched.Missing, sched.Awarded)
+	for _, r := range []placementResult{sched, schedT} {
+		if r.Placed < r.Tasks || r.Missing > 0 || r.Awarded < r.Tasks {
+			b.Fatalf("starts elsewhere: placed %d of %d tasks (%d without a start time, %d with an accepted award)", r.Placed, r.Tasks, r.Missing, r.Awarded)
+		}
 	}
 	b.ReportMetric(total.PlacementsPerSec(), "placements_per_s")
 	b.ReportMetric(total.AwardsPerSec(), "awards_per_s")
@@ -435,11 +451,20 @@ func BenchmarkNetPlacements(b *testing.B) {
 	b.ReportMetric(quantile(total.Latency, 0.99), "start_p99_ms")
 	b.ReportMetric(sched.AwardsPerSec(), "awards_per_s_starts_elsewhere")
 	b.ReportMetric(sched.AwardsPerSec()/total.AwardsPerSec(), "awards_starts_elsewhere_vs_here")
+	b.ReportMetric(schedT.AwardsPerSec(), "awards_per_s_trust")
+	b.ReportMetric(schedT.AwardsPerSec()/sched.AwardsPerSec(), "awards_trust_vs_open")
 	reportMachine(b, m0)
 	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start, %d with an accepted award; span %v, to the last award %v",
 		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Awarded, total.Span.Round(time.Millisecond), total.AwardSpan.Round(time.Millisecond))
 	b.Logf("starts elsewhere: %d tasks, %d placed, %d succeeded, %d with an accepted award; to the last award %v",
 		sched.Tasks, sched.Placed, sched.Succeeded, sched.Awarded, sched.AwardSpan.Round(time.Millisecond))
+	b.Logf("starts elsewhere, with trust: %d tasks, %d with an accepted award; to the last award %v",
+		schedT.Tasks, schedT.Awarded, schedT.AwardSpan.Round(time.Millisecond))
+	// Issue 21's target: signatures and chains cost under 5 % of the
+	// award rate.
+	if r := schedT.AwardsPerSec() / sched.AwardsPerSec(); r < 0.95 {
+		b.Fatalf("with trust the cluster accepted %.3fx the awards per second of the open one (target at least 0.95)", r)
+	}
 }
 
 // advertTracer counts one node's traffic on the adverts topic.

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // proc is one running `agora node`.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	data string
 	api  string
@@ -64,7 +64,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,7 +76,7 @@ func freePort(t *testing.T) int {
 
 // startNode starts `agora node` with the given extra flags and waits until
 // its API answers.
-func startNode(t *testing.T, data string, args ...string) *proc {
+func startNode(t testing.TB, data string, args ...string) *proc {
 	t.Helper()
 	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms"}, args...)
 	if !hasFlag(args, "--listen") {
@@ -123,7 +123,7 @@ func (p *proc) kill() {
 }
 
 // agora runs a client command and returns stdout and the exit code.
-func agora(t *testing.T, args ...string) (string, string, int) {
+func agora(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(agoraBin, args...)
 	var out, errb bytes.Buffer
@@ -186,7 +186,7 @@ func (p *proc) peers() map[string]peerJSON {
 	return m
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -197,7 +197,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func tcpAddr(t *testing.T, id idJSON) string {
+func tcpAddr(t testing.TB, id idJSON) string {
 	for _, a := range id.Addrs {
 		if strings.Contains(a, "/tcp/") {
 			return a
@@ -207,7 +207,7 @@ func tcpAddr(t *testing.T, id idJSON) string {
 	return ""
 }
 
-func writeFile(t *testing.T, name, body string) string {
+func writeFile(t testing.TB, name, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {

@@ -9,7 +9,7 @@ import (
 
 // trustedNode initialises a node's identity, admits it with the authority
 // in ca and starts it trusting that authority.
-func trustedNode(t *testing.T, ca string, args ...string) *proc {
+func trustedNode(t testing.TB, ca string, args ...string) *proc {
 	t.Helper()
 	data := t.TempDir()
 	out, errs, code := agora(t, "node", "--data", data, "--init")

@@ -70,7 +70,25 @@ type Options struct {
 	Stored func([]Copy)
 	// Timeout bounds a push to one peer; 3s.
 	Timeout time.Duration
+	// Refused counts the copies refused for being over a peer's bound
+	// (reason RefusedQuota); nil: not counted.
+	Refused func(reason string)
+	// MaxNew is the most new copies one peer may have this node keep per
+	// NewWindow; maxNewCopies when zero.
+	MaxNew int
 }
+
+// RefusedQuota is the reason a copy over its manager's bound is refused.
+const RefusedQuota = "record_quota"
+
+// Bound on new copies from one peer: a manager replicates each job once
+// to each holder, so this is a submission rate of about 33 jobs a second
+// sustained; finished jobs' copies expire after their retention, which
+// with it bounds what one peer can make a node hold.
+const (
+	NewWindow    = 10 * time.Minute
+	maxNewCopies = 20000
+)
 
 // Service pushes copies to peers and serves their pushes.
 type Service struct {
@@ -78,6 +96,10 @@ type Service struct {
 	opts  Options
 	mu    sync.Mutex
 	links map[peer.ID]*link
+
+	newMu sync.Mutex
+	news  map[market.NodeID]int // new copies per peer in the window
+	newAt time.Time             // when the window began
 }
 
 // New starts serving the protocol on h.
@@ -85,7 +107,13 @@ func New(h host.Host, opts Options) *Service {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 3 * time.Second
 	}
-	s := &Service{h: h, opts: opts, links: map[peer.ID]*link{}}
+	if opts.MaxNew <= 0 {
+		opts.MaxNew = maxNewCopies
+	}
+	if opts.Refused == nil {
+		opts.Refused = func(string) {}
+	}
+	s := &Service{h: h, opts: opts, links: map[peer.ID]*link{}, news: map[market.NodeID]int{}}
 	h.SetStreamHandler(Protocol, s.serve)
 	return s
 }
@@ -350,7 +378,11 @@ func (s *Service) storeFrame(from market.NodeID, b []byte, now time.Time) answer
 		} else if ok {
 			held = &market.HeldCopy{Manager: c.Record.Manager, Holders: c.Replicas}
 		}
-		if err := s.opts.Check(from, e.rec, held); err != nil {
+		err := s.opts.Check(from, e.rec, held)
+		if err == nil && held == nil {
+			err = s.countNew(from, now)
+		}
+		if err != nil {
 			if a.Errors == nil {
 				a.Errors = map[string]string{}
 			}
@@ -379,4 +411,21 @@ func (s *Service) storeFrame(from market.NodeID, b []byte, now time.Time) answer
 	}
 	a.Stored = len(cs)
 	return a
+}
+
+// countNew counts a new copy from peer from, and refuses it past the
+// peer's bound.
+func (s *Service) countNew(from market.NodeID, now time.Time) error {
+	s.newMu.Lock()
+	defer s.newMu.Unlock()
+	if now.Sub(s.newAt) > NewWindow {
+		clear(s.news)
+		s.newAt = now
+	}
+	if s.news[from] >= s.opts.MaxNew {
+		s.opts.Refused(RefusedQuota)
+		return fmt.Errorf("%d new records from you in %v, over the limit", s.news[from], NewWindow)
+	}
+	s.news[from]++
+	return nil
 }

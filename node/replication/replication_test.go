@@ -284,3 +284,34 @@ func TestRequestFrame(t *testing.T) {
 		})
 	}
 }
+
+// TestNewCopiesBounded: one manager may have a node keep only so many
+// new copies per window; updates of copies held pass, and the refusal
+// is counted.
+func TestNewCopiesBounded(t *testing.T) {
+	ends := newEnds(t, 2)
+	a, b := ends[0], ends[1]
+	refused := 0
+	b.svc.opts.MaxNew = 2
+	b.svc.opts.Refused = func(r string) {
+		if r == RefusedQuota {
+			refused++
+		}
+	}
+	set := []market.NodeID{b.id()}
+	push := func(id string) error {
+		_, err := a.svc.Push(context.Background(), []market.ReplicaCopy{{Record: record(t, id, a.id()), Peers: set}})
+		return err
+	}
+	for _, id := range []string{"j-1", "j-2", "j-1"} {
+		if err := push(id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	if err := push("j-3"); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("a third new copy: %v", err)
+	}
+	if _, ok := held(t, b, "j-3"); ok || refused != 1 {
+		t.Fatalf("j-3 held %v, %d refusals counted", ok, refused)
+	}
+}
