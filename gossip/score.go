@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -80,4 +81,43 @@ func PeerScore(network string, app func(peer.ID) float64) (*pubsub.PeerScorePara
 		GraylistThreshold:    GraylistThreshold,
 	}
 	return p, th
+}
+
+// Misbehaving peers. A peer whose score, leaving out the application
+// score, falls below GraylistThreshold has flooded or sent invalid
+// messages: GossipSub already drops its RPCs, but only after reading and
+// decoding them, so a flood still costs every node it reaches. CutOff
+// has the node cut it off instead (close its connections and refuse new
+// ones for a while), checking every CutOffEvery.
+const CutOffEvery = 250 * time.Millisecond
+
+// CutOff is the pubsub option that calls cut, off the router's
+// goroutines, for each peer whose own behaviour put it below the
+// graylist; a peer is reported again only after a minute.
+func CutOff(cut func(peer.ID)) pubsub.Option {
+	var mu sync.Mutex
+	last := map[peer.ID]time.Time{}
+	inspect := func(scores map[peer.ID]*pubsub.PeerScoreSnapshot) {
+		now := time.Now()
+		for p, s := range scores {
+			if s.Score-s.AppSpecificScore >= GraylistThreshold {
+				continue
+			}
+			mu.Lock()
+			fresh := now.Sub(last[p]) > time.Minute
+			if fresh {
+				last[p] = now
+			}
+			mu.Unlock()
+			if fresh {
+				inv := 0.0
+				for _, t := range s.Topics {
+					inv += t.InvalidMessageDeliveries
+				}
+				log.Warnw("peer graylisted for its own behaviour", "peer", p, "score", s.Score, "invalid", inv, "behaviour", s.BehaviourPenalty)
+				cut(p)
+			}
+		}
+	}
+	return pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), CutOffEvery)
 }

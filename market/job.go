@@ -95,6 +95,10 @@ type JobRecord struct {
 	// empty otherwise.
 	Owner  string `json:"owner,omitempty"`
 	Ticket []byte `json:"ticket,omitempty"`
+	// specSigned says that Spec was decoded from the very bytes Ticket
+	// signs (DecodeJobRecord read a ticket stored without them), so the
+	// two cannot differ; CheckReplica then need not compare them.
+	specSigned bool
 }
 
 // Clone returns a deep copy, safe to hand to another goroutine.

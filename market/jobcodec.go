@@ -1,11 +1,14 @@
 package market
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agora-sched/agora/market/auth"
 )
 
 // The binary job-record encoding: what a node stores for each job it
@@ -39,7 +42,7 @@ import (
 //	  reason, awarded, started, finished
 const (
 	jobRecordMagic   = 0xA7
-	jobRecordVersion = 2 // 2 added owner and ticket; 1 still reads
+	jobRecordVersion = 3 // 2 added owner and ticket, 3 stores the ticket without the spec; 1 and 2 still read
 )
 
 // EncodeJobRecord encodes j in the binary job-record encoding.
@@ -73,7 +76,16 @@ func EncodeJobRecord(j JobRecord) ([]byte, error) {
 	e.str(j.Reason)
 	e.time(j.Finished)
 	e.str(j.Owner)
-	e.bytes(j.Ticket)
+	// The ticket signs the spec's canonical form, the bytes just written:
+	// it is stored without them (flag 1), else whole (flag 0).
+	if head, sp, rest, err := auth.SplitTicket(j.Ticket); len(j.Ticket) > 0 && err == nil && bytes.Equal(sp, specJSON) {
+		e.uint(1)
+		e.uint(uint64(len(head) + 1 + len(rest)))
+		e.b = append(append(append(e.b, head...), 0), rest...)
+	} else {
+		e.uint(0)
+		e.bytes(j.Ticket)
+	}
 	e.uint(uint64(len(table)))
 	for _, n := range table {
 		e.str(string(n))
@@ -139,7 +151,8 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 	}
 	var r JobRecord
 	r.ID = d.str("id")
-	if spec := d.bytes("spec"); d.err == nil {
+	spec := d.bytes("spec")
+	if d.err == nil {
 		if err := json.Unmarshal(spec, &r.Spec); err != nil {
 			return fmt.Errorf("job record %s: spec: %w", r.ID, err)
 		}
@@ -151,8 +164,16 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 	r.Finished = d.time("finished")
 	if v >= 2 {
 		r.Owner = d.str("owner")
-		if t := d.bytes("ticket"); len(t) > 0 {
+		detached := v >= 3 && d.uint("ticket form") == 1
+		if t := d.bytes("ticket"); len(t) > 0 && d.err == nil {
 			r.Ticket = t
+			if detached {
+				full, err := auth.AttachSpec(t, spec)
+				if err != nil {
+					return fmt.Errorf("job record %s: ticket: %w", r.ID, err)
+				}
+				r.Ticket, r.specSigned = full, true
+			}
 		}
 	}
 	table := make([]NodeID, d.count("node table", 1))

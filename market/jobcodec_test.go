@@ -150,8 +150,9 @@ func TestDecodeJobRecordVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Version 2 adds the owner and the ticket, both empty here, as two
-	// zero lengths after the finish time: drop them and mark version 1.
+	// Versions 2 and 3 add the owner, the ticket's form and the ticket,
+	// empty here, as three zero bytes after the finish time: drop them and
+	// mark version 1.
 	var e recEncoder
 	e.b = append(e.b, jobRecordMagic, 1)
 	e.str(j.ID)
@@ -162,7 +163,7 @@ func TestDecodeJobRecordVersion1(t *testing.T) {
 	e.str(string(j.State))
 	e.str(j.Reason)
 	e.time(j.Finished)
-	rest := b[len(e.b)+2:] // the v2 encoding's owner and ticket lengths follow the same prefix
+	rest := b[len(e.b)+3:] // the owner, ticket form and ticket length follow the same prefix
 	v1 := append(e.b, rest...)
 	var got JobRecord
 	if err := DecodeJobRecord(v1, &got); err != nil {
@@ -198,7 +199,7 @@ func TestDecodeJobRecordBadInput(t *testing.T) {
 	}{
 		{"empty", nil, "empty"},
 		{"not JSON either", []byte("{not json"), "neither binary nor JSON"},
-		{"future version", withVersion(3), "encoding version 3"},
+		{"future version", withVersion(4), "encoding version 4"},
 		{"version 0", withVersion(0), "encoding version 0"},
 		{"trailing bytes", append(bytes.Clone(good), 0), "bytes after the record"},
 		{"magic only", []byte{jobRecordMagic}, "version: truncated"},

@@ -14,9 +14,9 @@ import (
 )
 
 // Trust. A market with an authority (Config.Trust) runs signed jobs
-// only: a job is submitted as a ticket (market/auth: the spec as its
-// user wrote it, signed with the user's key, with the user's certificate
-// chain), its ID derived from the signature, its owner the signer. The
+// only: a job is submitted as a ticket (market/auth: the spec in
+// canonical form, spec.Canonical, signed with the user's key, with the
+// user's certificate chain), its ID derived from the signature, its owner the signer. The
 // ticket travels with the job: in its record (so that an adopter checks
 // it too), and in the calls for bids, awards and holds a manager sends a
 // peer that does not have it yet. Every contractor checks a job's ticket
@@ -79,7 +79,7 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	if !m.trusted() {
 		return "", errors.New("this node has no authority to check a signed job against (start it with --trust)")
 	}
-	info, err := m.checkTicket(raw)
+	info, err := m.checkTicket(raw, spec.FromCanonical)
 	if err != nil {
 		return "", err
 	}
@@ -119,9 +119,10 @@ func (m *Market) Revoked(now time.Time, r auth.Revocation) {
 	}
 }
 
-// checkTicket decodes and verifies a ticket and parses the spec it
-// signs.
-func (m *Market) checkTicket(raw []byte) (*ticketInfo, error) {
+// checkTicket decodes and verifies a ticket and reads the spec it signs
+// with read (the node the job is submitted to checks its canonical form:
+// spec.FromCanonical).
+func (m *Market) checkTicket(raw []byte, read func([]byte) (*spec.Job, error)) (*ticketInfo, error) {
 	t, err := auth.DecodeTicket(raw)
 	if err != nil {
 		return nil, err
@@ -130,7 +131,7 @@ func (m *Market) checkTicket(raw []byte) (*ticketInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := spec.Parse(t.Spec, t.Time)
+	js, err := read(t.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
 	}
@@ -162,7 +163,7 @@ var errNeedTicket = errors.New("no ticket of the job here")
 func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
 	info := m.trust.jobs[job]
 	if raw != nil && (info == nil || info.digest != sha256.Sum256(raw)) {
-		checked, err := m.checkTicket(raw)
+		checked, err := m.checkTicket(raw, spec.FromSigned)
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +277,33 @@ type HeldCopy struct {
 // kept only from one of the held copy's holders: a job changes manager
 // only when one of the nodes holding its record adopts it.
 func CheckReplica(book *auth.Book, now time.Time, from NodeID, rec JobRecord, held *HeldCopy) error {
+	return (&ReplicaChecker{}).Check(book, now, from, rec, held)
+}
+
+// ReplicaChecker is CheckReplica with a memory of the tickets it
+// verified: a manager sends a job's record at every change, and
+// verifying its ticket and parsing the spec it signs each time would
+// cost a holder far more than the change. A remembered ticket is taken
+// again while the book holds no new revocation and its chain has not
+// expired. Not safe for concurrent use.
+type ReplicaChecker struct {
+	revs int // the book's revocations when the memory was made
+	seen map[[32]byte]checkedTicket
+}
+
+// checkedTicket is what a verified ticket says.
+type checkedTicket struct {
+	job, owner string
+	spec       string // the JSON of the spec it signs
+	until      time.Time
+}
+
+// maxCheckedTickets bounds a ReplicaChecker's memory; it starts afresh
+// when full.
+const maxCheckedTickets = 4096
+
+// Check is CheckReplica.
+func (c *ReplicaChecker) Check(book *auth.Book, now time.Time, from NodeID, rec JobRecord, held *HeldCopy) error {
 	if rec.Manager != from {
 		return fmt.Errorf("record's manager %s is not the sender %s", rec.Manager, from)
 	}
@@ -291,30 +319,50 @@ func CheckReplica(book *auth.Book, now time.Time, from NodeID, rec JobRecord, he
 	if book == nil {
 		return nil
 	}
-	t, err := auth.DecodeTicket(rec.Ticket)
+	ct, err := c.ticket(book, now, rec)
 	if err != nil {
-		return fmt.Errorf("job record %s: %w", rec.ID, err)
-	}
-	user, err := book.VerifyTicket(&t, now)
-	if err != nil {
-		return fmt.Errorf("job record %s: %w", rec.ID, err)
-	}
-	js, err := spec.Parse(t.Spec, t.Time)
-	if err != nil {
-		return fmt.Errorf("job record %s: ticket: %w", rec.ID, err)
+		return err
 	}
 	switch {
-	case t.JobID() != rec.ID:
-		return fmt.Errorf("job record %s: its ticket names job %s", rec.ID, t.JobID())
-	case rec.Owner != user.Name:
-		return fmt.Errorf("job record %s: owner %q, its ticket's signer is %s", rec.ID, rec.Owner, user.Name)
+	case ct.job != rec.ID:
+		return fmt.Errorf("job record %s: its ticket names job %s", rec.ID, ct.job)
+	case rec.Owner != ct.owner:
+		return fmt.Errorf("job record %s: owner %q, its ticket's signer is %s", rec.ID, rec.Owner, ct.owner)
 	}
-	a, _ := json.Marshal(js)
-	b, _ := json.Marshal(rec.Spec)
-	if string(a) != string(b) {
+	if rec.specSigned {
+		return nil
+	}
+	if b, _ := json.Marshal(rec.Spec); string(b) != ct.spec {
 		return fmt.Errorf("job record %s: the spec is not the one its ticket signs", rec.ID)
 	}
 	return nil
+}
+
+// ticket verifies a record's ticket, or recalls having done so.
+func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (checkedTicket, error) {
+	digest := sha256.Sum256(rec.Ticket)
+	if n := book.Len(); n != c.revs || len(c.seen) >= maxCheckedTickets {
+		c.revs, c.seen = n, nil
+	}
+	if ct, ok := c.seen[digest]; ok && now.Before(ct.until) {
+		return ct, nil
+	}
+	t, err := auth.DecodeTicket(rec.Ticket)
+	if err != nil {
+		return checkedTicket{}, fmt.Errorf("job record %s: %w", rec.ID, err)
+	}
+	user, err := book.VerifyTicket(&t, now)
+	if err != nil {
+		return checkedTicket{}, fmt.Errorf("job record %s: %w", rec.ID, err)
+	}
+	// The ticket signs the spec in canonical form (spec.Canonical): the
+	// record's spec must encode to exactly those bytes.
+	ct := checkedTicket{job: t.JobID(), owner: user.Name, spec: string(t.Spec), until: user.NotAfter}
+	if c.seen == nil {
+		c.seen = map[[32]byte]checkedTicket{}
+	}
+	c.seen[digest] = ct
+	return ct, nil
 }
 
 // vouch checks, in a network with an authority, that a call for bids is
@@ -409,7 +457,11 @@ func (m *Market) startable(k *contract) error {
 	if !m.trusted() || k.ticket == nil {
 		return nil
 	}
-	_, err := m.jobTicket(k.spec.Key.Job, k.ticket)
+	raw := k.ticket
+	if _, ok := m.trust.jobs[k.spec.Key.Job]; ok {
+		raw = nil // checked when the award came; a revocation since empties the cache
+	}
+	_, err := m.jobTicket(k.spec.Key.Job, raw)
 	return err
 }
 

@@ -1,7 +1,9 @@
 package market
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -42,10 +44,19 @@ func (a *authority) user(t *testing.T, name string, q auth.Quota) auth.Credentia
 	return auth.Credential{Key: k, Chain: ch}
 }
 
-// ticket signs spec text as cred's user at now.
+// ticket signs spec text, parsed at now, as cred's user, as a client
+// does (node/api.Sign).
 func (a *authority) ticket(t *testing.T, cred auth.Credential, text string, now time.Time) []byte {
 	t.Helper()
-	tk, err := auth.NewTicket([]byte(text), now, cred.Key, cred.Chain, a.rng)
+	js, err := spec.Parse([]byte(text), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := spec.Canonical(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := auth.NewTicket(canon, now, cred.Key, cred.Chain, a.rng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +225,7 @@ func TestContractorRefusesWhatNoTicketSigns(t *testing.T) {
 
 func mustTask(t *testing.T, tk auth.Ticket) *spec.Task {
 	t.Helper()
-	js, err := spec.Parse(tk.Spec, tk.Time)
+	js, err := spec.FromCanonical(tk.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +324,38 @@ func TestCheckReplicaVerifiesTheTicket(t *testing.T) {
 	moved.Manager = "n2"
 	if err := CheckReplica(a.book, c.now, "n2", moved, held); err != nil {
 		t.Fatalf("a holder adopting the job: %v", err)
+	}
+}
+
+// TestRecordStoresTicketDetached: a job record stores its ticket without
+// the spec it already holds, and reads back with the whole ticket, whose
+// check then needs no second look at the spec.
+func TestRecordStoresTicketDetached(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, oneTask, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := c.job(0, id)
+	b, err := EncodeJobRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specJSON, _ := json.Marshal(rec.Spec)
+	if bytes.Count(b, specJSON) != 1 {
+		t.Fatalf("the spec is stored %d times in the record", bytes.Count(b, specJSON))
+	}
+	var got JobRecord
+	if err := DecodeJobRecord(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Ticket, rec.Ticket) || !got.specSigned {
+		t.Fatalf("ticket read back differs (signed spec %v)", got.specSigned)
+	}
+	var rc ReplicaChecker
+	if err := rc.Check(a.book, c.now, "n0", got, nil); err != nil {
+		t.Fatal(err)
 	}
 }

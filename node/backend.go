@@ -81,7 +81,7 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 		return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
 	}
 	if n.trust == nil {
-		js, err := spec.Parse(t.Spec, time.Now())
+		js, err := spec.FromCanonical(t.Spec)
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
 		}

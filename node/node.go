@@ -223,7 +223,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// override them.
 	score, thresholds := gossip.PeerScore(cfg.Network, n.appScore())
 	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams()),
-		pubsub.WithPeerScore(score, thresholds)}, cfg.PubSubOptions...)
+		pubsub.WithPeerScore(score, thresholds), gossip.CutOff(n.cutOff)}, cfg.PubSubOptions...)
 	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.ph, psOpts...); err != nil {
 		return nil, fmt.Errorf("node: start gossipsub: %w", err)
 	}

@@ -26,6 +26,9 @@ type trust struct {
 	revs  *admission.Revocations
 	adm   *admission.Admission
 	topic *admission.Topic
+	// replicas checks pushed job records, under the admission's lock
+	// (Admission.Verify).
+	replicas market.ReplicaChecker
 }
 
 // loadTrust reads --trust and --cert and the stored revocations, and
@@ -191,7 +194,7 @@ func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord, held *mark
 	if n.trust == nil {
 		err = market.CheckReplica(nil, time.Now(), from, rec, held)
 	} else {
-		err = n.trust.adm.Verify(func(b *auth.Book) error { return market.CheckReplica(b, time.Now(), from, rec, held) })
+		err = n.trust.adm.Verify(func(b *auth.Book) error { return n.trust.replicas.Check(b, time.Now(), from, rec, held) })
 	}
 	if err != nil {
 		n.countRefused(market.RefuseRecord)
@@ -202,3 +205,12 @@ func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord, held *mark
 // countRefused counts a refusal on /metrics (agora_refused_total) by
 // its reason (docs/security.md).
 func (n *Node) countRefused(reason string) { n.met.refused.WithLabelValues(reason).Inc() }
+
+// cutOff disconnects a peer that flooded or sent invalid messages until
+// GossipSub graylisted it (gossip.CutOff) and refuses it for a minute.
+func (n *Node) cutOff(p peer.ID) {
+	log.Warnw("peer cut off for a minute: it flooded or sent invalid messages", "peer", p)
+	n.countRefused("flood")
+	n.gater.BlockFor(p, time.Minute)
+	_ = n.host.Network().ClosePeer(p)
+}

@@ -30,6 +30,34 @@ func (nd *Node) APIAs(cred *auth.Credential, method, path string, body []byte) (
 	if err != nil {
 		return 0, nil, err
 	}
+	return nd.send(method, path, sg)
+}
+
+// Signed is a job submission prepared for Node.SubmitSigned: signed with
+// the node's credential when it has one, as a user's client signs on the
+// user's own machine before it sends.
+func (nd *Node) Signed(specText string) (api.Signed, error) {
+	return api.Sign(nd.credential(), "POST", "/v1/jobs", "application/json", []byte(specText), time.Now(), rand.Reader)
+}
+
+// SubmitSigned posts a prepared submission and returns the job ID.
+func (nd *Node) SubmitSigned(sg api.Signed) (string, error) {
+	code, b, err := nd.send("POST", "/v1/jobs", sg)
+	if err != nil {
+		return "", err
+	}
+	if code != http.StatusCreated {
+		return "", fmt.Errorf("submit: %d: %s", code, b)
+	}
+	var r struct{ ID string }
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", err
+	}
+	return r.ID, nil
+}
+
+// send sends a request in its signed form.
+func (nd *Node) send(method, path string, sg api.Signed) (int, []byte, error) {
 	var rd io.Reader
 	if sg.Body != nil {
 		rd = bytes.NewReader(sg.Body)

@@ -241,16 +241,22 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 		err error
 	}
 	subs := make([]sub, cfg.Jobs)
-	specs := make([]string, cfg.Jobs)
+	// Submissions are prepared, and in a network with an authority
+	// signed, before the clock starts: a user's client signs on the
+	// user's machine, not the cluster's.
+	prepared := make([]api.Signed, cfg.Jobs)
 	for i := range subs {
 		subs[i].nd = nodes[rng.IntN(len(nodes))]
-		specs[i] = trivialJob(fmt.Sprintf("bench-%d", i), cfg.Tasks)
+		var err error
+		if prepared[i], err = subs[i].nd.Signed(trivialJob(fmt.Sprintf("bench-%d", i), cfg.Tasks)); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	var wg sync.WaitGroup
 	for i := range subs {
 		wg.Go(func() {
 			subs[i].at = time.Now()
-			subs[i].id, subs[i].err = subs[i].nd.Submit(specs[i])
+			subs[i].id, subs[i].err = subs[i].nd.SubmitSigned(prepared[i])
 		})
 	}
 	wg.Wait()

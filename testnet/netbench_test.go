@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -408,8 +410,12 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // The cost of trust: the starts-elsewhere cluster is measured in turns
 // with a second one whose nodes an authority admitted and whose jobs are
 // signed (every ticket and chain verified by the manager, each bidder and
-// each executor); awards_trust_vs_open is its award rate over the open
-// cluster's, and under 0.95 fails the benchmark.
+// each executor, and the holders of its record); the two measure in
+// neighbouring turns, 16 pairs, which goes first alternating, each turn
+// after half a second's settling. awards_trust_vs_open is the median over
+// the pairs of the trusted cluster's award rate over the open one's
+// (one burst takes about 100 ms, so a single pair varies by ±15 % on a
+// shared machine); under 0.95 fails the benchmark.
 func BenchmarkNetPlacements(b *testing.B) {
 	cfg := placementConfig{Jobs: 16, Tasks: 25, APISamples: 20, Timeout: 2 * time.Minute, Poll: 250 * time.Millisecond}
 	m0 := sampleMachine()
@@ -431,13 +437,32 @@ func BenchmarkNetPlacements(b *testing.B) {
 	trusted := newPlacementNetTrust(b, 4, func() node.TaskRunner { return &startsElsewhere{} }, NewAuthority(b))
 	rng, rngT := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
 	var sched, schedT placementResult
-	for i := range 2 * max(iters, 2) {
-		if i%2 == 0 {
-			sched.add(measurePlacement(b, elsewhere, cfg, rng))
-		} else {
-			schedT.add(measurePlacement(b, trusted, cfg, rngT))
-		}
+	var ratios []float64 // trusted over open, per pair of neighbouring turns
+	var cpuOpen, cpuTrust time.Duration
+	// turn measures one burst on net, and the process's CPU time from its
+	// start until its background work (record copies, reports) settled.
+	turn := func(net *Net, rng *rand.Rand, cpu *time.Duration) placementResult {
+		c0 := processCPU()
+		r := measurePlacement(b, net, cfg, rng)
+		time.Sleep(500 * time.Millisecond)
+		*cpu += processCPU() - c0
+		return r
 	}
+	for i := range 2 * max(iters, 8) {
+		var open, trust placementResult
+		if i%2 == 0 {
+			open = turn(elsewhere, rng, &cpuOpen)
+			trust = turn(trusted, rngT, &cpuTrust)
+		} else {
+			trust = turn(trusted, rngT, &cpuTrust)
+			open = turn(elsewhere, rng, &cpuOpen)
+		}
+		sched.add(open)
+		schedT.add(trust)
+		ratios = append(ratios, trust.AwardsPerSec()/open.AwardsPerSec())
+	}
+	slices.Sort(ratios)
+	trustRatio := ratios[len(ratios)/2]
 	for _, r := range []placementResult{sched, schedT} {
 		if r.Placed < r.Tasks || r.Missing > 0 || r.Awarded < r.Tasks {
 			b.Fatalf("starts elsewhere: placed %d of %d tasks (%d without a start time, %d with an accepted award)", r.Placed, r.Tasks, r.Missing, r.Awarded)
@@ -452,7 +477,9 @@ func BenchmarkNetPlacements(b *testing.B) {
 	b.ReportMetric(sched.AwardsPerSec(), "awards_per_s_starts_elsewhere")
 	b.ReportMetric(sched.AwardsPerSec()/total.AwardsPerSec(), "awards_starts_elsewhere_vs_here")
 	b.ReportMetric(schedT.AwardsPerSec(), "awards_per_s_trust")
-	b.ReportMetric(schedT.AwardsPerSec()/sched.AwardsPerSec(), "awards_trust_vs_open")
+	b.ReportMetric(trustRatio, "awards_trust_vs_open")
+	cpuRatio := (float64(cpuTrust) / float64(schedT.Awarded)) / (float64(cpuOpen) / float64(sched.Awarded))
+	b.ReportMetric(cpuRatio, "cpu_per_award_trust_vs_open")
 	reportMachine(b, m0)
 	b.Logf("%d tasks, %d placed, %d succeeded, %d timed by their process start, %d with an accepted award; span %v, to the last award %v",
 		total.Tasks, total.Placed, total.Succeeded, total.ProcStarts, total.Awarded, total.Span.Round(time.Millisecond), total.AwardSpan.Round(time.Millisecond))
@@ -462,8 +489,9 @@ func BenchmarkNetPlacements(b *testing.B) {
 		schedT.Tasks, schedT.Awarded, schedT.AwardSpan.Round(time.Millisecond))
 	// Issue 21's target: signatures and chains cost under 5 % of the
 	// award rate.
-	if r := schedT.AwardsPerSec() / sched.AwardsPerSec(); r < 0.95 {
-		b.Fatalf("with trust the cluster accepted %.3fx the awards per second of the open one (target at least 0.95)", r)
+	b.Logf("trusted over open award rate, per pair of turns: %.3f; process CPU per award, trusted over open: %.3f", ratios, cpuRatio)
+	if trustRatio < 0.95 {
+		b.Fatalf("with trust the cluster accepted %.3fx the awards per second of the open one (median of %d pairs; target at least 0.95)", trustRatio, len(ratios))
 	}
 }
 
@@ -731,4 +759,13 @@ func BenchmarkNetIdleMemory(b *testing.B) {
 	b.ReportMetric(heap, "idle_heap_bytes_per_node")
 	b.ReportMetric(alloc, "idle_heap_alloc_bytes_per_node")
 	b.ReportMetric(gor, "idle_goroutines_per_node")
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -14,7 +14,7 @@ import (
 
 // In a network with an authority every client request is signed with the
 // user's credential (agora user add): a submission becomes a ticket (the
-// spec signed as written), any other request carries a token naming what
+// spec parsed here and signed in canonical form), any other request carries a token naming what
 // it asks and of which job (api.CredentialHeader).
 
 // credential is the credential this command signs with; nil: none.

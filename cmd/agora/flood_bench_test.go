@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -196,9 +197,11 @@ func BenchmarkAdvertFlood(b *testing.B) {
 			}
 		})
 		if !ok {
+			logDrops(b, nodes)
 			b.Fatal("a node lost another from its view during the flood")
 		}
 	}
+	logDrops(b, nodes)
 	worst := 0.0
 	for i := range nodes {
 		r := float64(flood[i]) / float64(max(idle[i], 10*time.Millisecond))
@@ -212,5 +215,27 @@ func BenchmarkAdvertFlood(b *testing.B) {
 	}
 	if worst >= 2 {
 		b.Fatalf("a node spent %.2fx its idle CPU during the flood (target under 2x)", worst)
+	}
+}
+
+// logDrops logs each node's advert and refusal counters.
+func logDrops(b *testing.B, nodes []*proc) {
+	for i, p := range nodes {
+		for _, l := range strings.Split(p.log.String(), "\n") {
+			if strings.Contains(l, "graylisted") || strings.Contains(l, "cut off") {
+				b.Logf("node %d: %s", i, l)
+			}
+		}
+		resp, err := http.Get("http://" + p.api + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, l := range strings.Split(string(body), "\n") {
+			if !strings.HasPrefix(l, "#") && (strings.Contains(l, "advert") || strings.Contains(l, "refused")) {
+				b.Logf("node %d: %s", i, l)
+			}
+		}
 	}
 }

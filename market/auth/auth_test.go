@@ -405,3 +405,40 @@ func TestAllowAndQuotas(t *testing.T) {
 		t.Errorf("no quota: %v", err)
 	}
 }
+
+// TestDetachSpec: a ticket without its spec, with the spec put back, is
+// the ticket again; a detached ticket does not verify alone.
+func TestDetachSpec(t *testing.T) {
+	w := newWorld(t)
+	alice := w.user(t, "alice", false, NoQuota)
+	tk, err := NewTicket([]byte(`{"name":"j"}`), t0, alice.Key, alice.Chain, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := tk.Encode()
+	det, sp, err := DetachSpec(raw)
+	if err != nil || string(sp) != `{"name":"j"}` || len(det) >= len(raw) {
+		t.Fatalf("detach: %v %q", err, sp)
+	}
+	back, err := AttachSpec(det, sp)
+	if err != nil || string(back) != string(raw) {
+		t.Fatalf("attach: %v", err)
+	}
+	if _, err := AttachSpec(raw, sp); err == nil {
+		t.Fatal("attached a spec to a ticket that had one")
+	}
+	d, err := DecodeTicket(det)
+	if err == nil {
+		if _, err := w.book.VerifyTicket(&d, t0); err == nil {
+			t.Fatal("a detached ticket verified")
+		}
+	}
+	other, _ := AttachSpec(det, []byte(`{"name":"k"}`))
+	o, err := DecodeTicket(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.book.VerifyTicket(&o, t0); err == nil {
+		t.Fatal("a ticket with another spec attached verified")
+	}
+}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"time"
@@ -23,7 +24,14 @@ type Book struct {
 	authority ed25519.PublicKey
 	revoked   map[string][]revoked // target → when, and by whom
 	all       []Revocation         // as received, for persistence and sync
+	// verified remembers the chains that verified (their encoding's
+	// SHA-256 → until when they stay valid): users sign many jobs and
+	// requests with one chain. Emptied by every new revocation.
+	verified map[[32]byte]time.Time
 }
+
+// maxVerifiedChains bounds Book.verified; it starts afresh when full.
+const maxVerifiedChains = 4096
 
 // revoked is one revocation's effect: certificates of the target issued
 // at or before at, within scope ("" for the authority's: all of them; a
@@ -91,6 +99,7 @@ func (b *Book) Revoke(r Revocation, now time.Time) (bool, error) {
 	}
 	b.revoked[r.Target] = append(b.revoked[r.Target], revoked{at: r.Time, scope: scope})
 	b.all = append(b.all, r)
+	b.verified = nil
 	sort.SliceStable(b.all, func(i, j int) bool { return b.all[i].Time.Before(b.all[j].Time) })
 	return true, nil
 }
@@ -116,6 +125,34 @@ func (b *Book) VerifyChain(ch Chain, now time.Time) error {
 	if len(ch) == 0 || len(ch) > MaxChain {
 		return fmt.Errorf("chain of %d certificates, want 1 to %d", len(ch), MaxChain)
 	}
+	digest := sha256.Sum256(ch.Encode())
+	if until, ok := b.verified[digest]; ok && !now.After(until) && !now.Add(Skew).Before(chainStart(ch)) {
+		return nil
+	}
+	if err := b.verifyChain(ch, now); err != nil {
+		return err
+	}
+	if b.verified == nil || len(b.verified) >= maxVerifiedChains {
+		b.verified = map[[32]byte]time.Time{}
+	}
+	b.verified[digest] = chainExpiry(ch)
+	return nil
+}
+
+// chainStart is when the last certificate of a chain to become valid
+// does.
+func chainStart(ch Chain) time.Time {
+	var t time.Time
+	for i := range ch {
+		if ch[i].NotBefore.After(t) {
+			t = ch[i].NotBefore
+		}
+	}
+	return t
+}
+
+// verifyChain is VerifyChain without the memory.
+func (b *Book) verifyChain(ch Chain, now time.Time) error {
 	for i := range ch {
 		c := &ch[i]
 		if err := c.check(); err != nil {
@@ -206,3 +243,8 @@ func chainExpiry(ch Chain) time.Time {
 	}
 	return t
 }
+
+// Len is how many revocations the book holds: it changes when one is
+// taken, so a cache of checks made against the book can tell it is out
+// of date.
+func (b *Book) Len() int { return len(b.all) }

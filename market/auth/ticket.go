@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,8 +11,9 @@ import (
 	"time"
 )
 
-// Ticket is a signed job submission: the spec exactly as the user wrote
-// it, signed with the user's key, with the user's certificate chain. It
+// Ticket is a signed job submission: the job's spec as the user's client
+// parsed it, in canonical form (market/spec Canonical), signed with the
+// user's key, with the user's certificate chain. It
 // travels with the job (its record, the calls for bids, the awards), so
 // that every node that runs a task of it checks who asked for it.
 type Ticket struct {
@@ -141,3 +143,56 @@ func (t *Ticket) CheckFresh(now time.Time) error {
 	}
 	return nil
 }
+
+// A job record holds its spec; its ticket signs the same bytes (the
+// spec's canonical form), so a record stores the ticket without them.
+
+// DetachSpec splits an encoded ticket into its encoding with an empty
+// spec and the spec.
+func DetachSpec(raw []byte) (detached, spec []byte, err error) {
+	head, spec, rest, err := splitTicket(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	detached = append(append(append(make([]byte, 0, len(head)+1+len(rest)), head...), 0), rest...)
+	return detached, spec, nil
+}
+
+// AttachSpec puts spec back into a ticket DetachSpec detached.
+func AttachSpec(detached, spec []byte) ([]byte, error) {
+	head, empty, rest, err := splitTicket(detached)
+	if err != nil {
+		return nil, err
+	}
+	if len(empty) != 0 {
+		return nil, errors.New("ticket: spec not detached")
+	}
+	out := make([]byte, 0, len(head)+binary.MaxVarintLen64+len(spec)+len(rest))
+	out = append(out, head...)
+	out = binary.AppendUvarint(out, uint64(len(spec)))
+	out = append(out, spec...)
+	return append(out, rest...), nil
+}
+
+// splitTicket finds an encoded ticket's spec field: what comes before
+// its length, its bytes, and what follows them.
+func splitTicket(raw []byte) (head, spec, rest []byte, err error) {
+	if len(raw) == 0 || raw[0] != ticketMagic {
+		return nil, nil, nil, errors.New("ticket: not a ticket")
+	}
+	v, n := binary.Uvarint(raw[1:])
+	if n <= 0 || v != ticketVersion {
+		return nil, nil, nil, fmt.Errorf("ticket: version %d, this node reads version %d", v, ticketVersion)
+	}
+	at := 1 + n
+	l, m := binary.Uvarint(raw[at:])
+	if m <= 0 || l > uint64(len(raw)-at-m) {
+		return nil, nil, nil, errors.New("ticket: spec: truncated")
+	}
+	return raw[:at], raw[at+m : at+m+int(l)], raw[at+m+int(l):], nil
+}
+
+// SplitTicket finds an encoded ticket's spec field: what comes before
+// its length, its bytes, and what follows them. The ticket without its
+// spec is head, a zero byte, rest (DetachSpec).
+func SplitTicket(raw []byte) (head, spec, rest []byte, err error) { return splitTicket(raw) }

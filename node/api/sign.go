@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/market/spec"
 )
 
 // Signed is a request in the form a network with an authority takes it.
@@ -18,7 +19,8 @@ type Signed struct {
 }
 
 // Sign turns a client request into its signed form with cred: a
-// submission's body into a ticket (the spec signed as written), a request
+// submission's body into a ticket (the spec parsed at now and signed in
+// canonical form; a spec that does not parse is an error), a request
 // about jobs into one carrying a token that names what it asks and of
 // which job. Other requests, and any request when cred is nil, pass
 // unchanged.
@@ -29,7 +31,17 @@ func Sign(cred *auth.Credential, method, path, ctype string, body []byte, now ti
 	}
 	p, _, _ := strings.Cut(path, "?")
 	if method == "POST" && p == "/v1/jobs" {
-		t, err := auth.NewTicket(body, now, cred.Key, cred.Chain, rnd)
+		// The user signs the spec as parsed here (spec.Canonical), what
+		// every node then reads.
+		js, err := spec.Parse(body, now)
+		if err != nil {
+			return Signed{}, err
+		}
+		canon, err := spec.Canonical(js)
+		if err != nil {
+			return Signed{}, err
+		}
+		t, err := auth.NewTicket(canon, now, cred.Key, cred.Chain, rnd)
 		if err != nil {
 			return Signed{}, err
 		}
