@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agora-sched/agora/node/admission"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -43,7 +44,7 @@ func isQUIC(a ma.Multiaddr) bool {
 // newHost builds the libp2p host: TCP (and QUIC unless a swarm key is set),
 // Noise, yamux, our gater, and none of relay, hole punching, port mapping or
 // AutoNAT probing.
-func newHost(key crypto.PrivKey, listen []ma.Multiaddr, psk pnet.PSK, gater *Gater) (host.Host, error) {
+func newHost(key crypto.PrivKey, listen []ma.Multiaddr, psk pnet.PSK, gater *admission.Gater) (host.Host, error) {
 	var addrs []ma.Multiaddr
 	for _, a := range listen {
 		if psk != nil && isQUIC(a) {

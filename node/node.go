@@ -55,7 +55,7 @@ type Node struct {
 	dht      *dht.IpfsDHT
 	ps       *pubsub.PubSub
 	gossip   *gossip.Service
-	gater    *Gater
+	gater    *admission.Gater
 	reg      *prometheus.Registry
 	met      *marketMetrics
 	info     devices.Info
@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
 	}
 
-	n := &Node{cfg: cfg, gater: &Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
+	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
 	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
@@ -199,9 +199,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.free = n.capacity.Clone()
 
-	key, err := loadIdentity(cfg.DataDir)
+	key, err := admission.LoadIdentity(cfg.DataDir)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	if n.host, err = newHost(key, listen, psk, n.gater); err != nil {
 		return nil, err
@@ -428,7 +428,7 @@ func (n *Node) ID() peer.ID { return n.host.ID() }
 func (n *Node) Host() host.Host { return n.host }
 
 // Gater is the node's connection gater (used by the testnet for partitions).
-func (n *Node) Gater() *Gater { return n.gater }
+func (n *Node) Gater() *admission.Gater { return n.gater }
 
 // Addrs are the node's full listen multiaddrs, each ending in /p2p/<id>.
 func (n *Node) Addrs() []ma.Multiaddr {

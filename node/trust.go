@@ -179,9 +179,9 @@ func InitIdentity(dataDir string) (peer.ID, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", configErr("data dir %s: %v", dataDir, err)
 	}
-	k, err := loadIdentity(dataDir)
+	k, err := admission.LoadIdentity(dataDir)
 	if err != nil {
-		return "", err
+		return "", &ConfigError{Err: err}
 	}
 	return peer.IDFromPrivateKey(k)
 }

@@ -13,6 +13,11 @@
 // or a site delegate, spread on their own topic and are kept by the
 // node; one that reaches an admitted peer disconnects it at once.
 //
+// It also holds what decides who a node is and who may connect to it at
+// all: the node's identity key in its data dir (LoadIdentity; its peer ID
+// is what a node certificate names) and the connection gater (Gater),
+// which refuses blocked peers before any protocol runs.
+//
 // The checks themselves are market/auth's; this package carries bytes
 // and keeps the peers' state. It must never import package node.
 package admission
