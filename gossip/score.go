@@ -19,14 +19,14 @@ import (
 //     layer's AppScore), so an outsider's RPCs cost nothing; without an
 //     authority it is 0 for everyone.
 //   - Invalid messages (P4) on Agora's topics: every message a validator
-//     rejects — malformed, mis-attributed, an advert beyond its author's
-//     allowance, a revocation that does not verify — costs the peer
-//     that delivered it InvalidWeight times the square of its decaying
-//     count, so a dozen of them graylist it for a while. Validators
-//     reject only what the delivering peer itself is to blame for: an
-//     advert over its author's allowance is rejected when the author
-//     delivered it and ignored (no penalty, not relayed) when another
-//     peer relayed it.
+//     rejects — malformed, mis-attributed, a revocation that does not
+//     verify — costs the peer that delivered it InvalidWeight times the
+//     square of its decaying count, so a dozen of them graylist it for a
+//     while. GossipSub also charges a rejected message to every peer that
+//     delivered a copy while it was being validated, so validators reject
+//     only what no honest relay can have passed on: adverts beyond their
+//     author's allowance are ignored instead (Service counts them against
+//     the author, and Config.Flooded cuts it off).
 //
 // Nothing rewards a peer (P1-P3 off): in a small cluster of trusted
 // members every peer is in the mesh anyway, and rewards would only

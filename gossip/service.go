@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -69,22 +70,39 @@ type Config struct {
 	// Admit, when set, checks the certificate chain an advert carries for
 	// its author; an advert it refuses is rejected.
 	Admit func(peer.ID, []byte) error
+	// Flooded is told, off the validator, of an author that delivered
+	// floodCut adverts of its own beyond its allowance: the node cuts it
+	// off. Nil: nobody is told.
+	Flooded func(peer.ID)
 }
 
 // Flood control: an author's adverts pass at most floodRate a second on
 // average, floodBurst at once. A node publishes once an interval and on
 // large changes at most every minNudgeSpacing, well under it; the rest
-// are rejected before they are decoded, and GossipSub's score sinks the
-// peer that delivered them.
+// are dropped before they are decoded and not relayed. They are ignored,
+// not rejected: GossipSub would also penalise every honest peer that
+// relayed the same advert within its own allowance while it was being
+// validated here. The author itself is counted instead: floodCut of its
+// own adverts beyond the allowance, delivered by itself, and Flooded is
+// told.
 const (
 	floodRate  = 20 // a second: twice a nudge every minNudgeSpacing
 	floodBurst = 20
+	// floodCut is how many adverts beyond its allowance an author may
+	// deliver itself, the count halving every floodForget, before
+	// Flooded is told: an honest node stays under its allowance, bar a
+	// few old adverts a peer asked it for again.
+	floodCut    = 50
+	floodForget = 10 * time.Second
 )
 
 // bucket is an author's advert allowance.
 type bucket struct {
-	tokens float64
-	at     time.Time
+	tokens  float64
+	at      time.Time
+	strikes float64   // own adverts delivered beyond the allowance, decaying
+	struck  time.Time // when strikes last changed
+	told    bool      // Flooded was told
 }
 
 // Service publishes this node's adverts and maintains the membership view
@@ -159,10 +177,10 @@ func (s *Service) validate(ctx context.Context, via peer.ID, msg *pubsub.Message
 	}
 	if !s.allow(from) {
 		s.cfg.Metrics.Dropped.WithLabelValues("flood").Inc()
-		if via == from {
-			return pubsub.ValidationReject // the flooder itself: its score sinks (PeerScore)
+		if via == from && s.strike(from) && s.cfg.Flooded != nil {
+			go s.cfg.Flooded(from)
 		}
-		return pubsub.ValidationIgnore // a relay that took it within its own count
+		return pubsub.ValidationIgnore
 	}
 	a, err := DecodeAdvert(msg.Data)
 	if err != nil {
@@ -200,6 +218,31 @@ func (s *Service) validate(ctx context.Context, via peer.ID, msg *pubsub.Message
 		}
 	}
 	return pubsub.ValidationAccept
+}
+
+// strike counts an advert an author delivered beyond its allowance and
+// reports whether the author has just reached floodCut.
+func (s *Service) strike(from peer.ID) bool {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[from]
+	if b == nil {
+		return false
+	}
+	if !b.struck.IsZero() {
+		b.strikes *= math.Pow(0.5, now.Sub(b.struck).Seconds()/floodForget.Seconds())
+	}
+	b.strikes++
+	b.struck = now
+	if b.strikes >= floodCut && !b.told {
+		b.told = true
+		return true
+	}
+	if b.strikes < floodCut/2 {
+		b.told = false
+	}
+	return false
 }
 
 // allow takes one of an author's advert allowance; false when spent.

@@ -243,6 +243,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		OnChange:   n.onAdvert,
 		OnGone:     n.onGone,
 		Metrics:    metrics,
+		Flooded:    n.cutOff,
 	}
 	if n.trust != nil {
 		gcfg.Cert, gcfg.Admit = n.trust.chain.Encode(), n.trust.adm.AdmitAdvert

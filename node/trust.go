@@ -206,8 +206,9 @@ func (n *Node) checkReplica(from market.NodeID, rec market.JobRecord, held *mark
 // its reason (docs/security.md).
 func (n *Node) countRefused(reason string) { n.met.refused.WithLabelValues(reason).Inc() }
 
-// cutOff disconnects a peer that flooded or sent invalid messages until
-// GossipSub graylisted it (gossip.CutOff) and refuses it for a minute.
+// cutOff disconnects a peer that flooded adverts (gossip Config.Flooded)
+// or sent invalid messages until GossipSub graylisted it (gossip.CutOff),
+// and refuses it for a minute.
 func (n *Node) cutOff(p peer.ID) {
 	log.Warnw("peer cut off for a minute: it flooded or sent invalid messages", "peer", p)
 	n.countRefused("flood")

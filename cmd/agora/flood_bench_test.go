@@ -39,6 +39,10 @@ func procCPU(tb testing.TB, pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
 
+// lastMiss says which view lacked which node when viewsWhole last
+// found one incomplete.
+var lastMiss string
+
 // viewsWhole reports whether every node lists every other node.
 func viewsWhole(nodes []*proc, ids []string) (bool, error) {
 	for i, p := range nodes {
@@ -60,6 +64,7 @@ func viewsWhole(nodes []*proc, ids []string) (bool, error) {
 		}
 		for j, id := range ids {
 			if j != i && !seen[id] {
+				lastMiss = fmt.Sprintf("%s: node %d's view lacks node %d (%d peers listed)", time.Now().Format("15:04:05.000"), i, j, len(ps))
 				return false, nil
 			}
 		}
@@ -198,7 +203,7 @@ func BenchmarkAdvertFlood(b *testing.B) {
 		})
 		if !ok {
 			logDrops(b, nodes)
-			b.Fatal("a node lost another from its view during the flood")
+			b.Fatalf("a node lost another from its view during the flood: %s", lastMiss)
 		}
 	}
 	logDrops(b, nodes)
@@ -222,7 +227,7 @@ func BenchmarkAdvertFlood(b *testing.B) {
 func logDrops(b *testing.B, nodes []*proc) {
 	for i, p := range nodes {
 		for _, l := range strings.Split(p.log.String(), "\n") {
-			if strings.Contains(l, "graylisted") || strings.Contains(l, "cut off") {
+			if strings.Contains(l, "graylisted") || strings.Contains(l, "cut off") || strings.Contains(l, "peer gone") {
 				b.Logf("node %d: %s", i, l)
 			}
 		}
