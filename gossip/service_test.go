@@ -161,3 +161,65 @@ func TestValidateHoldsRelay(t *testing.T) {
 		t.Fatalf("own advert: %v, want accept", r)
 	}
 }
+
+// TestFloodCut: adverts beyond an author's allowance are ignored, never
+// rejected (a rejection would also sink honest relays of the same copy);
+// those the author delivers itself are counted, and Flooded is told once
+// when floodCut of them arrived; relayed ones are not counted.
+func TestFloodCut(t *testing.T) {
+	hs := mockHosts(t, 3)
+	ps, err := pubsub.NewGossipSub(context.Background(), hs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	flooded := make(chan peer.ID, 4)
+	s, err := New(hs[0], ps, Config{Network: "test", RelayDelay: time.Nanosecond,
+		Local: func() Advert { return Advert{} }, Flooded: func(p peer.ID) { flooded <- p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	author, relay := hs[1].ID(), hs[2].ID()
+	seq := uint64(0)
+	msg := func() *pubsub.Message {
+		seq++
+		b, err := (&Advert{Peer: author, Boot: 1, Seq: seq, Interval: time.Second}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pubsub.Message{Message: &pb.Message{From: []byte(author), Data: b}}
+	}
+	for range floodBurst {
+		if r := s.validate(context.Background(), author, msg()); r != pubsub.ValidationAccept {
+			t.Fatalf("within the allowance: %v", r)
+		}
+	}
+	for range 2 * floodCut {
+		if r := s.validate(context.Background(), relay, msg()); r != pubsub.ValidationIgnore {
+			t.Fatalf("relayed beyond the allowance: %v, want ignore", r)
+		}
+	}
+	select {
+	case p := <-flooded:
+		t.Fatalf("%s told as a flooder for adverts others relayed", p)
+	default:
+	}
+	for range floodCut + 10 {
+		if r := s.validate(context.Background(), author, msg()); r != pubsub.ValidationIgnore {
+			t.Fatalf("the author's own beyond the allowance: %v, want ignore", r)
+		}
+	}
+	select {
+	case p := <-flooded:
+		if p != author {
+			t.Fatalf("told of %s, want the author", p)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the flooding author was not reported")
+	}
+	select {
+	case <-flooded:
+		t.Fatal("the flooder was reported twice")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
