@@ -46,6 +46,10 @@ func (n *Node) loadTrust() error {
 	if err != nil {
 		return &ConfigError{Err: err}
 	}
+	// One memo of verified tickets for the admission layer's book (it
+	// checks job records pushed here) and the market's (it checks calls
+	// for bids): one signature check per job serves both.
+	book.ShareTickets(auth.NewTicketMemo())
 	t := &trust{book: book, chain: chain, revs: admission.NewRevocations(n.store)}
 	if err := t.revs.LoadInto(book, time.Now()); err != nil {
 		return fmt.Errorf("node: read revocations: %w", err)
@@ -87,6 +91,7 @@ func (n *Node) marketBook() *auth.Book {
 		return nil
 	}
 	b := auth.NewBook(n.trust.book.Authority())
+	b.ShareTickets(n.trust.book.Tickets())
 	now := time.Now()
 	for _, r := range n.trust.adm.Revocations() {
 		if _, err := b.Revoke(r, now); err != nil {

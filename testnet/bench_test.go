@@ -60,6 +60,9 @@ type placementResult struct {
 	ProcStarts int             // placed tasks timed by their process start (the rest by the manager's record)
 	Awarded    int             // placed tasks whose accepted award the manager's events show
 	AwardSpan  time.Duration   // first submit call → last accepted award, summed over rounds
+	// cpuAtSubmit is the process's CPU time just before the submissions
+	// (after they were prepared and signed).
+	cpuAtSubmit time.Duration
 }
 
 func (r *placementResult) add(o placementResult) {
@@ -252,6 +255,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 			tb.Fatal(err)
 		}
 	}
+	res.cpuAtSubmit = processCPU()
 	var wg sync.WaitGroup
 	for i := range subs {
 		wg.Go(func() {

@@ -440,12 +440,12 @@ func BenchmarkNetPlacements(b *testing.B) {
 	var ratios []float64 // trusted over open, per pair of neighbouring turns
 	var cpuOpen, cpuTrust time.Duration
 	// turn measures one burst on net, and the process's CPU time from its
-	// start until its background work (record copies, reports) settled.
+	// first submission (signed before: on a user's machine) until its
+	// background work (record copies, reports) settled.
 	turn := func(net *Net, rng *rand.Rand, cpu *time.Duration) placementResult {
-		c0 := processCPU()
 		r := measurePlacement(b, net, cfg, rng)
 		time.Sleep(500 * time.Millisecond)
-		*cpu += processCPU() - c0
+		*cpu += processCPU() - r.cpuAtSubmit
 		return r
 	}
 	for i := range 2 * max(iters, 8) {

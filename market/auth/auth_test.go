@@ -442,3 +442,46 @@ func TestDetachSpec(t *testing.T) {
 		t.Fatal("a ticket with another spec attached verified")
 	}
 }
+
+// TestTicketMemo: Books sharing a memo take each other's verified
+// tickets, and a revocation taken by either still refuses the ticket
+// there (the memo is emptied).
+func TestTicketMemo(t *testing.T) {
+	w := newWorld(t)
+	alice := w.user(t, "alice", false, NoQuota)
+	tk, err := NewTicket([]byte(`{"name":"j"}`), t0, alice.Key, alice.Chain, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := NewTicketMemo()
+	a, b := w.book.Clone(), w.book.Clone()
+	a.ShareTickets(memo)
+	b.ShareTickets(memo)
+	if _, err := a.VerifyTicket(&tk, t0); err != nil {
+		t.Fatal(err)
+	}
+	if len(memo.m) != 1 {
+		t.Fatalf("memo holds %d tickets after one check", len(memo.m))
+	}
+	if id, err := b.VerifyTicket(&tk, t0); err != nil || id.Name != "alice" {
+		t.Fatalf("the other book: %v %v", id, err)
+	}
+	forged := tk
+	forged.Spec = []byte(`{"name":"k"}`)
+	if _, err := b.VerifyTicket(&forged, t0); err == nil {
+		t.Fatal("a ticket with another spec passed on the memo")
+	}
+	r, err := NewRevocation("user:alice", t0, w.root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Revoke(r, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.VerifyTicket(&tk, t0); err == nil {
+		t.Fatal("a revoked user's ticket passed on the memo")
+	}
+	if len(memo.m) != 0 {
+		t.Fatal("the revocation did not empty the memo")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -121,6 +122,67 @@ func (t *Ticket) JobID() string {
 // the user who signed it. It does not check the ticket's age: a job's
 // tickets are checked long after submission; Submit does (TicketMaxAge).
 func (b *Book) VerifyTicket(t *Ticket, now time.Time) (Identity, error) {
+	var key [32]byte
+	if b.tickets != nil {
+		key = sha256.Sum256(append(t.body(), t.Sig...))
+		if id, ok := b.tickets.get(key, now); ok {
+			return id, nil
+		}
+	}
+	id, err := b.verifyTicket(t, now)
+	if err == nil && b.tickets != nil {
+		b.tickets.put(key, id)
+	}
+	return id, err
+}
+
+// TicketMemo remembers the tickets that verified, for every Book of one
+// node that shares it (ShareTickets): the node's market and its admission
+// layer each meet a job's ticket, as contractor and as holder of its
+// record, and one signature check serves both. Any revocation taken by a
+// sharing Book empties it. Safe for concurrent use.
+type TicketMemo struct {
+	mu sync.Mutex
+	m  map[[32]byte]Identity
+}
+
+// NewTicketMemo is an empty memo.
+func NewTicketMemo() *TicketMemo { return &TicketMemo{m: map[[32]byte]Identity{}} }
+
+// maxMemoTickets bounds a TicketMemo; it starts afresh when full.
+const maxMemoTickets = 4096
+
+func (tm *TicketMemo) get(key [32]byte, now time.Time) (Identity, bool) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	id, ok := tm.m[key]
+	return id, ok && now.Before(id.NotAfter)
+}
+
+func (tm *TicketMemo) put(key [32]byte, id Identity) {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if len(tm.m) >= maxMemoTickets {
+		clear(tm.m)
+	}
+	tm.m[key] = id
+}
+
+func (tm *TicketMemo) clear() {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	clear(tm.m)
+}
+
+// ShareTickets makes b remember the tickets it verifies in tm, and take
+// those verified by the other Books sharing it.
+func (b *Book) ShareTickets(tm *TicketMemo) { b.tickets = tm }
+
+// Tickets is the memo b shares, or nil.
+func (b *Book) Tickets() *TicketMemo { return b.tickets }
+
+// verifyTicket is VerifyTicket without the memo.
+func (b *Book) verifyTicket(t *Ticket, now time.Time) (Identity, error) {
 	id, err := b.VerifyUser(t.Chain, now)
 	if err != nil {
 		return Identity{}, fmt.Errorf("job ticket: %w", err)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agora-sched/agora/market/auth"
@@ -51,12 +52,62 @@ func Sign(cred *auth.Credential, method, path, ctype string, body []byte, now ti
 	if !ok {
 		return out, nil
 	}
+	if tok, ok := tokens.get(cred, act, job, now); ok {
+		out.Token = tok
+		return out, nil
+	}
 	t, err := auth.NewToken(act, job, now, cred.Key, cred.Chain, rnd)
 	if err != nil {
 		return Signed{}, err
 	}
 	out.Token = t.Text()
+	tokens.put(cred, act, job, out.Token, now)
 	return out, nil
+}
+
+// A client that polls (submit --wait, logs --follow) sends the same
+// token again while it is fresh, and the node checks its signature once
+// (auth.Book.VerifyToken); a node accepts a token 5 minutes either side
+// of its time.
+const tokenReuse = time.Minute
+
+// tokenCache holds the tokens signed lately, per credential, action and
+// job.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[tokenKey]signedToken
+}
+
+type tokenKey struct {
+	cred *auth.Credential
+	act  auth.Action
+	job  string
+}
+
+type signedToken struct {
+	text string
+	at   time.Time
+}
+
+var tokens tokenCache
+
+func (c *tokenCache) get(cred *auth.Credential, act auth.Action, job string, now time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[tokenKey{cred, act, job}]
+	if !ok || now.Sub(t.at) > tokenReuse || now.Before(t.at) {
+		return "", false
+	}
+	return t.text, true
+}
+
+func (c *tokenCache) put(cred *auth.Credential, act auth.Action, job, text string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= 1024 {
+		c.m = map[tokenKey]signedToken{}
+	}
+	c.m[tokenKey{cred, act, job}] = signedToken{text, now}
 }
 
 // ActionOf is what an API request asks, and about which job; false for
