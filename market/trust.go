@@ -42,6 +42,7 @@ type ticketCache struct {
 type ticketInfo struct {
 	digest [32]byte
 	raw    []byte
+	ticket auth.Ticket
 	user   auth.Identity
 	spec   *spec.Job
 }
@@ -83,14 +84,13 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, _ := auth.DecodeTicket(raw)
-	if err := t.CheckFresh(m.now); err != nil {
+	if err := info.ticket.CheckFresh(m.now); err != nil {
 		return "", err
 	}
 	if err := auth.CheckJob(info.user.Name, info.user.Quota, info.spec); err != nil {
 		return "", err
 	}
-	id := t.JobID()
+	id := info.ticket.JobID()
 	if _, dup := m.jobs[id]; dup {
 		return "", fmt.Errorf("job %s was submitted already", id)
 	}
@@ -135,7 +135,7 @@ func (m *Market) checkTicket(raw []byte, read func([]byte) (*spec.Job, error)) (
 	if err != nil {
 		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
 	}
-	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, user: user, spec: js}, nil
+	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, ticket: t, user: user, spec: js}, nil
 }
 
 // remember caches a checked ticket for job.
@@ -167,8 +167,8 @@ func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t, _ := auth.DecodeTicket(raw); t.JobID() != job {
-			return nil, fmt.Errorf("job ticket names job %s, not %s", t.JobID(), job)
+		if id := checked.ticket.JobID(); id != job {
+			return nil, fmt.Errorf("job ticket names job %s, not %s", id, job)
 		}
 		m.remember(job, checked)
 		info = checked

@@ -91,18 +91,11 @@ func (nd *Node) credential() *auth.Credential {
 
 // SubmitAs posts a job spec signed by cred and returns the job ID.
 func (nd *Node) SubmitAs(cred *auth.Credential, specText string) (string, error) {
-	code, b, err := nd.APIAs(cred, "POST", "/v1/jobs", []byte(specText))
+	sg, err := api.Sign(cred, "POST", "/v1/jobs", "application/json", []byte(specText), time.Now(), rand.Reader)
 	if err != nil {
 		return "", err
 	}
-	if code != http.StatusCreated {
-		return "", fmt.Errorf("submit: %d: %s", code, b)
-	}
-	var r struct{ ID string }
-	if err := json.Unmarshal(b, &r); err != nil {
-		return "", err
-	}
-	return r.ID, nil
+	return nd.SubmitSigned(sg)
 }
 
 // Submit posts a job spec, signed with the node's credential, and returns

