@@ -98,6 +98,7 @@ type Market struct {
 
 	// trust (trust.go): nil book in an open network
 	book   *auth.Book
+	checks *TicketChecks // with book
 	trust  ticketCache
 	stolen time.Time // when this node last asked for work to steal
 }
@@ -114,12 +115,17 @@ func New(cfg Config) (*Market, error) {
 		return nil, err
 	}
 	var book *auth.Book
+	checks := cfg.TicketChecks
 	if cfg.Trust != nil {
 		book = cfg.Trust.Clone()
+		if checks == nil {
+			checks = NewTicketChecks()
+		}
+		book.ShareTickets(checks.Signatures())
 	}
 	return &Market{
-		book: book,
-		cfg:  cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
+		book: book, checks: checks,
+		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
 	}, nil

@@ -80,7 +80,7 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	if !m.trusted() {
 		return "", errors.New("this node has no authority to check a signed job against (start it with --trust)")
 	}
-	info, err := m.checkTicket(raw, spec.FromCanonical)
+	info, err := m.checkTicket(raw, true)
 	if err != nil {
 		return "", err
 	}
@@ -120,9 +120,10 @@ func (m *Market) Revoked(now time.Time, r auth.Revocation) {
 }
 
 // checkTicket decodes and verifies a ticket and reads the spec it signs
-// with read (the node the job is submitted to checks its canonical form:
-// spec.FromCanonical).
-func (m *Market) checkTicket(raw []byte, read func([]byte) (*spec.Job, error)) (*ticketInfo, error) {
+// (canonical: the node the job is submitted to checks its canonical form
+// and validity, spec.FromCanonical). The parts that depend on the bytes
+// alone may have been done ahead (TicketChecks).
+func (m *Market) checkTicket(raw []byte, canonical bool) (*ticketInfo, error) {
 	t, err := auth.DecodeTicket(raw)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (m *Market) checkTicket(raw []byte, read func([]byte) (*spec.Job, error)) (
 	if err != nil {
 		return nil, err
 	}
-	js, err := read(t.Spec)
+	js, err := m.checks.spec(t.Spec, canonical)
 	if err != nil {
 		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
 	}
@@ -163,7 +164,7 @@ var errNeedTicket = errors.New("no ticket of the job here")
 func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
 	info := m.trust.jobs[job]
 	if raw != nil && (info == nil || info.digest != sha256.Sum256(raw)) {
-		checked, err := m.checkTicket(raw, spec.FromSigned)
+		checked, err := m.checkTicket(raw, false)
 		if err != nil {
 			return nil, err
 		}
@@ -296,6 +297,7 @@ type checkedTicket struct {
 	job, owner string
 	spec       string // the JSON of the spec it signs
 	until      time.Time
+	valid      bool // that spec, read from these bytes, validated
 }
 
 // maxCheckedTickets bounds a ReplicaChecker's memory; it starts afresh
@@ -313,13 +315,13 @@ func (c *ReplicaChecker) Check(book *auth.Book, now time.Time, from NodeID, rec 
 	if rec.ID == "" {
 		return errors.New("invalid job record: no job ID")
 	}
-	if err := rec.Spec.Validate(); err != nil {
-		return fmt.Errorf("invalid job record: %v", err)
-	}
 	if book == nil {
+		if err := rec.Spec.Validate(); err != nil {
+			return fmt.Errorf("invalid job record: %v", err)
+		}
 		return nil
 	}
-	ct, err := c.ticket(book, now, rec)
+	ct, digest, err := c.ticket(book, now, rec)
 	if err != nil {
 		return err
 	}
@@ -329,7 +331,16 @@ func (c *ReplicaChecker) Check(book *auth.Book, now time.Time, from NodeID, rec 
 	case rec.Owner != ct.owner:
 		return fmt.Errorf("job record %s: owner %q, its ticket's signer is %s", rec.ID, rec.Owner, ct.owner)
 	}
+	// A spec read from the ticket's own bytes is the same at every copy:
+	// it is validated once per ticket.
+	if !rec.specSigned || !ct.valid {
+		if err := rec.Spec.Validate(); err != nil {
+			return fmt.Errorf("invalid job record: %v", err)
+		}
+	}
 	if rec.specSigned {
+		ct.valid = true
+		c.seen[digest] = ct
 		return nil
 	}
 	if b, _ := json.Marshal(rec.Spec); string(b) != ct.spec {
@@ -339,21 +350,21 @@ func (c *ReplicaChecker) Check(book *auth.Book, now time.Time, from NodeID, rec 
 }
 
 // ticket verifies a record's ticket, or recalls having done so.
-func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (checkedTicket, error) {
+func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (checkedTicket, [32]byte, error) {
 	digest := sha256.Sum256(rec.Ticket)
 	if n := book.Len(); n != c.revs || len(c.seen) >= maxCheckedTickets {
 		c.revs, c.seen = n, nil
 	}
 	if ct, ok := c.seen[digest]; ok && now.Before(ct.until) {
-		return ct, nil
+		return ct, digest, nil
 	}
 	t, err := auth.DecodeTicket(rec.Ticket)
 	if err != nil {
-		return checkedTicket{}, fmt.Errorf("job record %s: %w", rec.ID, err)
+		return checkedTicket{}, digest, fmt.Errorf("job record %s: %w", rec.ID, err)
 	}
 	user, err := book.VerifyTicket(&t, now)
 	if err != nil {
-		return checkedTicket{}, fmt.Errorf("job record %s: %w", rec.ID, err)
+		return checkedTicket{}, digest, fmt.Errorf("job record %s: %w", rec.ID, err)
 	}
 	// The ticket signs the spec in canonical form (spec.Canonical): the
 	// record's spec must encode to exactly those bytes.
@@ -362,7 +373,7 @@ func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (
 		c.seen = map[[32]byte]checkedTicket{}
 	}
 	c.seen[digest] = ct
-	return ct, nil
+	return ct, digest, nil
 }
 
 // vouch checks, in a network with an authority, that a call for bids is

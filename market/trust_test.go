@@ -359,3 +359,50 @@ func TestRecordStoresTicketDetached(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTicketChecksAheadDecideNothing: a node's receiving goroutines run
+// a ticket's byte-only checks ahead of the market (TicketChecks); the
+// market still decides. A ticket prepared ahead whose user was revoked
+// is refused, a forged one prepared ahead is refused, and a good one
+// prepared ahead is accepted without its signature checked again.
+func TestTicketChecksAheadDecideNothing(t *testing.T) {
+	a := newAuthority(t)
+	alice, bob := a.user(t, "alice", auth.NoQuota), a.user(t, "bob", auth.NoQuota)
+	checks := NewTicketChecks()
+	c := newClusterWith(t, func(i int, cfg *Config) {
+		cfg.Trust = a.book
+		if i == 0 {
+			cfg.TicketChecks = checks
+		}
+	}, cpuNode(0), cpuNode(4))
+	m := c.nodes[0]
+
+	good := a.ticket(t, alice, oneTask, c.now)
+	checks.PrepareSubmission(good)
+	tk, _ := auth.DecodeTicket(good)
+	if !checks.Signatures().Verify(&tk) {
+		t.Fatal("the prepared signature is not remembered")
+	}
+	if _, err := m.SubmitTicket(c.now, good); err != nil {
+		t.Fatalf("prepared good ticket: %v", err)
+	}
+
+	forged, _ := auth.DecodeTicket(a.ticket(t, alice, oneTask, c.now))
+	forged.Spec = []byte(`{"name":"x","type":"x","priority":5,"tasks":[{"name":"t","command":["rm","-rf","/"],"request":{"cpu_milli":1000,"memory":0,"gpu":{}},"retries":3,"replicas":1}]}`)
+	raw := forged.Encode()
+	checks.PrepareSubmission(raw)
+	if _, err := m.SubmitTicket(c.now, raw); err == nil || !strings.Contains(err.Error(), "signature") {
+		t.Fatalf("forged ticket prepared ahead: %v", err)
+	}
+
+	revoked := a.ticket(t, bob, oneTask, c.now)
+	checks.PrepareSubmission(revoked)
+	rev, err := auth.NewRevocation("user:bob", c.now, a.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Revoked(c.now, rev)
+	if _, err := m.SubmitTicket(c.now, revoked); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("revoked user's ticket prepared ahead: %v", err)
+	}
+}

@@ -88,6 +88,7 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 		return n.Submit(ctx, *js)
 	}
 	id := t.JobID()
+	n.trust.checks.PrepareSubmission(raw) // on this request's goroutine, not the loop
 	return n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
 		_, err := n.mkt.SubmitTicket(now, raw)
 		if err != nil {

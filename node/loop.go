@@ -479,6 +479,9 @@ func (n *Node) marketConfig() market.Config {
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
 	mc.AdvertInterval = n.cfg.AdvertInterval
 	mc.Trust = n.marketBook()
+	if n.trust != nil {
+		mc.TicketChecks = n.trust.checks
+	}
 	return mc
 }
 

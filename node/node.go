@@ -381,6 +381,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted,
 		Deliver: func(from market.NodeID, msg market.Msg) {
+			n.prepareTicket(msg)
 			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
 		}})
 	if err != nil {

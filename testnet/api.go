@@ -40,6 +40,15 @@ func (nd *Node) Signed(specText string) (api.Signed, error) {
 	return api.Sign(nd.credential(), "POST", "/v1/jobs", "application/json", []byte(specText), time.Now(), rand.Reader)
 }
 
+// SignStatus signs, ahead, the request credential this node's client
+// sends to ask for job id's status (a client reuses it while fresh: its
+// signature then costs nothing when the status is asked). Nothing to do
+// without a credential.
+func (nd *Node) SignStatus(id string) error {
+	_, err := api.Sign(nd.credential(), "GET", "/v1/jobs/"+id, "", nil, time.Now(), rand.Reader)
+	return err
+}
+
 // SubmitSigned posts a prepared submission and returns the job ID.
 func (nd *Node) SubmitSigned(sg api.Signed) (string, error) {
 	code, b, err := nd.send("POST", "/v1/jobs", sg)

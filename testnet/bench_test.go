@@ -60,6 +60,7 @@ type placementResult struct {
 	ProcStarts int             // placed tasks timed by their process start (the rest by the manager's record)
 	Awarded    int             // placed tasks whose accepted award the manager's events show
 	AwardSpan  time.Duration   // first submit call → last accepted award, summed over rounds
+	AwardAt    []time.Duration // first submit call → each accepted award
 	// cpuAtSubmit is the process's CPU time just before the submissions
 	// (after they were prepared and signed).
 	cpuAtSubmit time.Duration
@@ -254,6 +255,17 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 		if prepared[i], err = subs[i].nd.Signed(trivialJob(fmt.Sprintf("bench-%d", i), cfg.Tasks)); err != nil {
 			tb.Fatal(err)
 		}
+		// And the token that asks for its status, which the wait below
+		// sends while the cluster is still placing.
+		if prepared[i].ContentType == api.TicketType {
+			t, err := auth.DecodeTicket(prepared[i].Body)
+			if err == nil {
+				err = subs[i].nd.SignStatus(t.JobID())
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+		}
 	}
 	res.cpuAtSubmit = processCPU()
 	var wg sync.WaitGroup
@@ -298,6 +310,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	})
 
 	var last, lastAward time.Time
+	var awardAt []time.Time
 	for i, s := range subs {
 		// A task counts as placed when the runtime started its process:
 		// the executor's record of the successful attempt gives that
@@ -342,6 +355,7 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 			res.Placed++
 			if at, ok := awarded[key]; ok {
 				res.Awarded++
+				awardAt = append(awardAt, at)
 				if at.After(lastAward) {
 					lastAward = at
 				}
@@ -369,6 +383,9 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	}
 	if !lastAward.IsZero() {
 		res.AwardSpan = lastAward.Sub(first)
+	}
+	for _, at := range awardAt {
+		res.AwardAt = append(res.AwardAt, at.Sub(first))
 	}
 	return res
 }

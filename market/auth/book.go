@@ -28,8 +28,8 @@ type Book struct {
 	// SHA-256 → until when they stay valid): users sign many jobs and
 	// requests with one chain. Emptied by every new revocation.
 	verified map[[32]byte]time.Time
-	// tickets, when set, is the node's memo of verified tickets
-	// (ShareTickets).
+	// tickets, when set, is the node's memo of verified ticket
+	// signatures (ShareTickets).
 	tickets *TicketMemo
 	// tokens remembers the request tokens that verified (VerifyToken).
 	tokens map[[32]byte]Identity
@@ -106,9 +106,6 @@ func (b *Book) Revoke(r Revocation, now time.Time) (bool, error) {
 	b.revoked[r.Target] = append(b.revoked[r.Target], revoked{at: r.Time, scope: scope})
 	b.all = append(b.all, r)
 	b.verified, b.tokens = nil, nil
-	if b.tickets != nil {
-		b.tickets.clear()
-	}
 	sort.SliceStable(b.all, func(i, j int) bool { return b.all[i].Time.Before(b.all[j].Time) })
 	return true, nil
 }

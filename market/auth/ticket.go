@@ -122,72 +122,11 @@ func (t *Ticket) JobID() string {
 // the user who signed it. It does not check the ticket's age: a job's
 // tickets are checked long after submission; Submit does (TicketMaxAge).
 func (b *Book) VerifyTicket(t *Ticket, now time.Time) (Identity, error) {
-	var key [32]byte
-	if b.tickets != nil {
-		key = sha256.Sum256(append(t.body(), t.Sig...))
-		if id, ok := b.tickets.get(key, now); ok {
-			return id, nil
-		}
-	}
-	id, err := b.verifyTicket(t, now)
-	if err == nil && b.tickets != nil {
-		b.tickets.put(key, id)
-	}
-	return id, err
-}
-
-// TicketMemo remembers the tickets that verified, for every Book of one
-// node that shares it (ShareTickets): the node's market and its admission
-// layer each meet a job's ticket, as contractor and as holder of its
-// record, and one signature check serves both. Any revocation taken by a
-// sharing Book empties it. Safe for concurrent use.
-type TicketMemo struct {
-	mu sync.Mutex
-	m  map[[32]byte]Identity
-}
-
-// NewTicketMemo is an empty memo.
-func NewTicketMemo() *TicketMemo { return &TicketMemo{m: map[[32]byte]Identity{}} }
-
-// maxMemoTickets bounds a TicketMemo; it starts afresh when full.
-const maxMemoTickets = 4096
-
-func (tm *TicketMemo) get(key [32]byte, now time.Time) (Identity, bool) {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	id, ok := tm.m[key]
-	return id, ok && now.Before(id.NotAfter)
-}
-
-func (tm *TicketMemo) put(key [32]byte, id Identity) {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	if len(tm.m) >= maxMemoTickets {
-		clear(tm.m)
-	}
-	tm.m[key] = id
-}
-
-func (tm *TicketMemo) clear() {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	clear(tm.m)
-}
-
-// ShareTickets makes b remember the tickets it verifies in tm, and take
-// those verified by the other Books sharing it.
-func (b *Book) ShareTickets(tm *TicketMemo) { b.tickets = tm }
-
-// Tickets is the memo b shares, or nil.
-func (b *Book) Tickets() *TicketMemo { return b.tickets }
-
-// verifyTicket is VerifyTicket without the memo.
-func (b *Book) verifyTicket(t *Ticket, now time.Time) (Identity, error) {
 	id, err := b.VerifyUser(t.Chain, now)
 	if err != nil {
 		return Identity{}, fmt.Errorf("job ticket: %w", err)
 	}
-	if !ed25519.Verify(id.Key, append([]byte(ticketDomain), t.body()...), t.Sig) {
+	if !b.tickets.verify(t) {
 		return Identity{}, fmt.Errorf("job ticket of %s: signature does not verify", id.Name)
 	}
 	if t.Time.After(now.Add(Skew)) {
@@ -195,6 +134,63 @@ func (b *Book) verifyTicket(t *Ticket, now time.Time) (Identity, error) {
 	}
 	return id, nil
 }
+
+// TicketMemo remembers the ticket signatures that verified under the key
+// of their own chain's first certificate, for every Book of one node that
+// shares it (ShareTickets), and for whatever goroutine checks a ticket
+// ahead of them (Verify). Whether a signature verifies does not change
+// with revocations: a Book checks the chain, against its own
+// revocations, every time. Safe for concurrent use.
+type TicketMemo struct {
+	mu sync.Mutex
+	m  map[[32]byte]struct{}
+}
+
+// NewTicketMemo is an empty memo.
+func NewTicketMemo() *TicketMemo { return &TicketMemo{m: map[[32]byte]struct{}{}} }
+
+// maxMemoTickets bounds a TicketMemo; it starts afresh when full.
+const maxMemoTickets = 4096
+
+// Verify reports whether t's signature verifies under the key of the
+// first certificate of its chain, and remembers it if so. It says nothing
+// of the chain: Book.VerifyTicket does.
+func (tm *TicketMemo) Verify(t *Ticket) bool { return tm.verify(t) }
+
+// verify is Verify, also on a nil memo (no memory).
+func (tm *TicketMemo) verify(t *Ticket) bool {
+	if len(t.Chain) == 0 || len(t.Chain[0].Key) != ed25519.PublicKeySize {
+		return false
+	}
+	signed := append([]byte(ticketDomain), t.body()...)
+	if tm == nil {
+		return ed25519.Verify(t.Chain[0].Key, signed, t.Sig)
+	}
+	key := sha256.Sum256(append(signed, t.Sig...))
+	tm.mu.Lock()
+	_, ok := tm.m[key]
+	tm.mu.Unlock()
+	if ok {
+		return true
+	}
+	if !ed25519.Verify(t.Chain[0].Key, signed, t.Sig) {
+		return false
+	}
+	tm.mu.Lock()
+	if len(tm.m) >= maxMemoTickets {
+		clear(tm.m)
+	}
+	tm.m[key] = struct{}{}
+	tm.mu.Unlock()
+	return true
+}
+
+// ShareTickets makes b remember the ticket signatures it verifies in tm,
+// and take those verified by anyone sharing it.
+func (b *Book) ShareTickets(tm *TicketMemo) { b.tickets = tm }
+
+// Tickets is the memo b shares, or nil.
+func (b *Book) Tickets() *TicketMemo { return b.tickets }
 
 // CheckFresh refuses a ticket signed longer than TicketMaxAge before now:
 // a node accepts a submission only while it is fresh, so that a ticket

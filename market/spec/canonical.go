@@ -51,6 +51,9 @@ func decodeSigned(b []byte) (*Job, error) {
 	if len(b) > MaxSpecBytes {
 		return nil, single("spec is %d bytes, over the limit of %d", len(b), MaxSpecBytes)
 	}
+	if j, ok := quickRead(b); ok {
+		return j, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var j Job
