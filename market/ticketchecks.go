@@ -42,7 +42,7 @@ func (c *TicketChecks) Signatures() *auth.TicketMemo { return c.sigs }
 
 // Prepare runs the byte-only checks of a ticket a peer sent: its
 // signature and its spec's parse. What fails is left for the market to
-// refuse with its reason.
+// refuse with its reason. Nothing to do for a nil ticket or TicketChecks.
 func (c *TicketChecks) Prepare(raw []byte) { c.prepare(raw, false) }
 
 // PrepareSubmission is Prepare for a ticket submitted here: its spec is
@@ -50,6 +50,9 @@ func (c *TicketChecks) Prepare(raw []byte) { c.prepare(raw, false) }
 func (c *TicketChecks) PrepareSubmission(raw []byte) { c.prepare(raw, true) }
 
 func (c *TicketChecks) prepare(raw []byte, canonical bool) {
+	if c == nil || len(raw) == 0 {
+		return
+	}
 	t, err := auth.DecodeTicket(raw)
 	if err != nil || !c.sigs.Verify(&t) {
 		return
@@ -82,4 +85,18 @@ func (c *TicketChecks) spec(b []byte, canonical bool) (*spec.Job, error) {
 	c.specs[key] = parsedSpec{job: js, canonical: canonical}
 	c.mu.Unlock()
 	return js, nil
+}
+
+// TicketOf is the job ticket a message carries (a call for bids, an
+// award, a hold), or nil.
+func TicketOf(msg Msg) []byte {
+	switch x := msg.(type) {
+	case CFP:
+		return x.Ticket
+	case Award:
+		return x.Ticket
+	case Hold:
+		return x.Ticket
+	}
+	return nil
 }

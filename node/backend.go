@@ -29,7 +29,7 @@ import (
 
 // startAPI serves the HTTP API on the node's API listener.
 func (n *Node) startAPI() {
-	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))
+	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), n.apiToken))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -88,7 +88,7 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 		return n.Submit(ctx, *js)
 	}
 	id := t.JobID()
-	n.trust.checks.PrepareSubmission(raw) // on this request's goroutine, not the loop
+	n.checks.PrepareSubmission(raw) // on this request's goroutine, not the loop
 	return n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
 		_, err := n.mkt.SubmitTicket(now, raw)
 		if err != nil {

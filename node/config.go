@@ -67,9 +67,12 @@ type Config struct {
 	// holding it): the node then admits only peers with a valid
 	// certificate of it, and needs its own (CertFile). Empty: an open
 	// node, which may listen on loopback only unless Insecure is set.
+	// Insecure also lets the HTTP API listen beyond loopback.
 	Trust    string
 	CertFile string
 	Insecure bool
+	// PublishAPIToken: copy the API token where the same user's agora command finds it (api.TokenPath).
+	PublishAPIToken bool
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
 	SendDelay func(to string) time.Duration

@@ -84,7 +84,13 @@ func TestTracingHooks(t *testing.T) {
 	}
 	body := []byte(`{"name": "hook", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "100m"}}]}`)
 	before := time.Now()
-	resp, err := http.Post("http://"+n.APIAddr()+"/v1/jobs", "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", "http://"+n.APIAddr()+"/v1/jobs", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+n.apiToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

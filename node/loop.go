@@ -478,10 +478,7 @@ func (n *Node) marketConfig() market.Config {
 	mc.Self = market.NodeID(n.host.ID().String())
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
 	mc.AdvertInterval = n.cfg.AdvertInterval
-	mc.Trust = n.marketBook()
-	if n.trust != nil {
-		mc.TicketChecks = n.trust.checks
-	}
+	mc.Trust, mc.TicketChecks = n.marketBook(), n.checks
 	return mc
 }
 

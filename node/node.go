@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -63,8 +64,10 @@ type Node struct {
 	members  *store.Bucket[memberRecord]
 	mdns     interface{ Close() error }
 
-	api   *api.Server
-	apiLn net.Listener
+	api      *api.Server
+	apiLn    net.Listener
+	apiToken string               // the local API token; none with --trust (signed requests)
+	checks   *market.TicketChecks // a ticket's byte-only checks, run ahead of the loop; with --trust
 
 	// market plane
 	mkt            *market.Market
@@ -123,6 +126,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		if err := admission.CheckExposure(listen); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
+	}
+	if err := api.CheckExposure(cfg.API, cfg.Insecure); err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	boot, err := parseBootstrap(cfg.Bootstrap)
 	if err != nil {
@@ -183,6 +189,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	if n.apiLn, err = net.Listen("tcp", cfg.API); err != nil {
 		return nil, configErr("API address %s: %v", cfg.API, err)
+	}
+	if n.trust == nil {
+		if n.apiToken, err = api.LoadOrCreateToken(cfg.DataDir, rand.Reader); err != nil {
+			return nil, configErr("API token: %v", err)
+		}
 	}
 
 	info, err := devices.Discover(devices.DiscoverOptions{DiskPath: cfg.DataDir, DisableNVML: cfg.DisableNVML})
@@ -260,6 +271,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 
 	n.startAPI()
+	if cfg.PublishAPIToken && n.apiToken != "" { // first: a client that finds the address finds it too
+		if _, err := api.PublishToken(n.APIAddr(), n.apiToken); err != nil {
+			return nil, fmt.Errorf("node: publish the API token: %w", err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiAddrFile), []byte(n.APIAddr()+"\n"), 0o600); err != nil {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
 	}
@@ -381,7 +397,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted,
 		Deliver: func(from market.NodeID, msg market.Msg) {
-			n.prepareTicket(msg)
+			n.checks.Prepare(market.TicketOf(msg)) // here, not on the loop
 			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
 		}})
 	if err != nil {
@@ -523,6 +539,9 @@ func (n *Node) teardown(graceful bool) {
 	if n.host != nil {
 		_ = n.host.Close()
 		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
+	}
+	if n.cfg.PublishAPIToken && n.apiLn != nil {
+		api.UnpublishToken(n.APIAddr(), n.apiToken)
 	}
 	if n.store != nil {
 		if graceful {

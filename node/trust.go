@@ -29,10 +29,6 @@ type trust struct {
 	// replicas checks pushed job records, under the admission's lock
 	// (Admission.Verify).
 	replicas market.ReplicaChecker
-	// checks are the market's ticket checks that depend on a ticket's
-	// bytes alone: run on the goroutine that receives a ticket, ahead of
-	// the market's turn (prepareTicket).
-	checks *market.TicketChecks
 }
 
 // loadTrust reads --trust and --cert and the stored revocations, and
@@ -53,8 +49,9 @@ func (n *Node) loadTrust() error {
 	// One memo of verified ticket signatures for the admission layer's
 	// book (it checks job records pushed here) and the market's (it checks
 	// calls for bids): one signature check per job serves both.
-	t := &trust{book: book, chain: chain, revs: admission.NewRevocations(n.store), checks: market.NewTicketChecks()}
-	book.ShareTickets(t.checks.Signatures())
+	t := &trust{book: book, chain: chain, revs: admission.NewRevocations(n.store)}
+	n.checks = market.NewTicketChecks()
+	book.ShareTickets(n.checks.Signatures())
 	if err := t.revs.LoadInto(book, time.Now()); err != nil {
 		return fmt.Errorf("node: read revocations: %w", err)
 	}
@@ -103,27 +100,6 @@ func (n *Node) marketBook() *auth.Book {
 		}
 	}
 	return b
-}
-
-// prepareTicket runs the checks of a ticket in msg that depend on its
-// bytes alone, on the goroutine that received it: the market's turn then
-// finds them done.
-func (n *Node) prepareTicket(msg market.Msg) {
-	if n.trust == nil {
-		return
-	}
-	var raw []byte
-	switch x := msg.(type) {
-	case market.CFP:
-		raw = x.Ticket
-	case market.Award:
-		raw = x.Ticket
-	case market.Hold:
-		raw = x.Ticket
-	}
-	if raw != nil {
-		n.trust.checks.Prepare(raw)
-	}
 }
 
 // joinRevocations joins the revocations topic.

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/market/auth"
@@ -75,11 +78,18 @@ func (nd *Node) send(method, path string, sg api.Signed) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if sg.Body != nil {
-		req.Header.Set("Content-Type", sg.ContentType)
+	if sg.Body != nil || method != http.MethodGet {
+		ct := sg.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
 	}
 	if sg.Token != "" {
 		req.Header.Set(api.CredentialHeader, sg.Token)
+	}
+	if tok := nd.apiToken(); tok != "" {
+		req.Header.Set(api.TokenHeader, "Bearer "+tok)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -191,4 +201,13 @@ func (nd *Node) TaskStarts(job string) map[string]time.Time {
 		}
 	}
 	return out
+}
+
+// apiToken is the node's local API token (none with an authority).
+func (nd *Node) apiToken() string {
+	b, err := os.ReadFile(filepath.Join(nd.Config.DataDir, api.TokenFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

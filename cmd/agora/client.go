@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	nodeapi "github.com/agora-sched/agora/node/api"
 )
 
 // defaultAPI is where client commands look for a node when neither --api
@@ -21,8 +23,9 @@ func apiFlag(fs *flag.FlagSet) *string {
 
 // client talks to one node's HTTP API.
 type client struct {
-	base string
-	http *http.Client
+	base  string
+	http  *http.Client
+	token string // the node's local API token, when this user can read it
 }
 
 func newClient(api string) *client {
@@ -36,7 +39,8 @@ func newClient(api string) *client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	return &client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}}
+	hostport := strings.TrimRight(base[strings.Index(base, "://")+3:], "/")
+	return &client{base: strings.TrimRight(base, "/"), http: &http.Client{Timeout: 30 * time.Second}, token: nodeapi.FindToken(hostport)}
 }
 
 // apiError is an error answer from the node, with its HTTP status.

@@ -29,11 +29,14 @@ func (c *client) send(method, path, contentType string, body []byte, out any) er
 	if err != nil {
 		return err
 	}
-	if body != nil {
+	if body != nil || (method != http.MethodGet && method != http.MethodHead) {
 		req.Header.Set("Content-Type", contentType)
 	}
 	if sg.Token != "" {
 		req.Header.Set(api.CredentialHeader, sg.Token)
+	}
+	if c.token != "" {
+		req.Header.Set(api.TokenHeader, "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

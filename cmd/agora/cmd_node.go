@@ -68,7 +68,7 @@ func setLogLevel(level string, explicit bool) error {
 
 func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("node", stderr)
-	var cfg node.Config
+	cfg := node.Config{PublishAPIToken: true}
 	var listen, boot, labels multiFlag
 	fs.StringVar(&cfg.DataDir, "data", node.DefaultDataDir(), "data directory (identity, database, task work dirs)")
 	fs.Var(&listen, "listen", "libp2p listen multiaddr (repeatable; default /ip4/127.0.0.1/tcp/4001 and /udp/4001/quic-v1)")
@@ -91,7 +91,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", market.DefaultJobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
 	fs.StringVar(&cfg.Trust, "trust", "", "the cluster authority's public key (authority.pub, or its text): admit only peers it certified")
 	fs.StringVar(&cfg.CertFile, "cert", "", "this node's certificate (from agora admit); required with --trust")
-	fs.BoolVar(&cfg.Insecure, "insecure", false, "without --trust, allow listen addresses beyond loopback: any peer that reaches the node may run commands on it")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow what reaches beyond loopback: without --trust, libp2p listen addresses (any peer that reaches the node may run commands on it); an --api address (anyone who reaches it drives the node)")
 	initOnly := fs.Bool("init", false, "create the node's identity in --data, print its peer ID (for agora admit) and exit")
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
 	pos, err := parseFlags(fs, args)

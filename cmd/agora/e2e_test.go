@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	agoraBin = filepath.Join(dir, "agora")
+	// The nodes publish their API tokens here, and the commands find them
+	// here: not in the home directory of whoever runs the tests.
+	os.Setenv("AGORA_TOKEN_DIR", filepath.Join(dir, "tokens"))
 	out, err := exec.Command("go", "build", "-o", agoraBin, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build agora: %v\n%s", err, out)

@@ -92,9 +92,15 @@ type LogPage struct {
 	Done bool   `json:"done"`
 }
 
-// Limits of the API.
+// Limits of the API: a client has readTimeout to send a whole request
+// (a half-sent body does not hold a connection), and an idle connection
+// is closed after idleTimeout.
 const (
-	readHeaderTimeout = 10 * time.Second
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 64 << 10
 	drainTimeout      = 15 * time.Second
 )
 
@@ -104,8 +110,9 @@ type Server struct {
 	srv *http.Server
 }
 
-// New builds the API of backend b, with metrics served at /metrics.
-func New(b Backend, metrics http.Handler) *Server {
+// New builds the API of backend b, with metrics served at /metrics,
+// behind g.
+func New(b Backend, metrics http.Handler, g Guard) *Server {
 	s := &Server{b: b}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/id", s.handleID)
@@ -120,7 +127,8 @@ func New(b Backend, metrics http.Handler) *Server {
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	mux.HandleFunc("POST /v1/revocations", s.handleRevoke)
 	mux.Handle("GET /metrics", metrics)
-	s.srv = &http.Server{Handler: withCredential(mux), ReadHeaderTimeout: readHeaderTimeout}
+	s.srv = &http.Server{Handler: guarded(g, withCredential(mux)), ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout: readTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	return s
 }
 

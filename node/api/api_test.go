@@ -88,7 +88,7 @@ func (f *fake) Revoke(context.Context, []byte) (string, bool, error) {
 // bad input with 400 naming the problem, an unknown job with 404.
 func TestRoutes(t *testing.T) {
 	f := &fake{}
-	srv := httptest.NewServer(New(f, http.NotFoundHandler()).srv.Handler)
+	srv := httptest.NewServer(New(f, http.NotFoundHandler(), Guard{Token: testToken}).srv.Handler)
 	defer srv.Close()
 	for _, tc := range []struct {
 		method, path, body string
@@ -117,6 +117,8 @@ func TestRoutes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(TokenHeader, "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
