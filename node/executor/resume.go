@@ -160,7 +160,7 @@ func (x *Executor) restoreCheckpoint(ctx context.Context, ck *ckRun) (*checkpoin
 			return nil, "", fmt.Errorf("seq %d: %w", best.M.Seq, err)
 		}
 	}
-	if err := checkpoint.Restore(best.M, ck.dir, cs); err != nil {
+	if err := checkpoint.Restore(ctx, best.M, ck.dir, cs); err != nil {
 		return nil, "", err
 	}
 	if best.From != "" {

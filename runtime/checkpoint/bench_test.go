@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,7 +51,7 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if err := Restore(m, dst, cs); err != nil {
+		if err := Restore(context.Background(), m, dst, cs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -60,9 +60,15 @@
 // directory itself has none), so no entry lies beneath a file or a
 // symlink. Paths and targets are at most [MaxPathLen] bytes of UTF-8;
 // names that are not valid UTF-8 are skipped. A file of n bytes has
-// between ceil(n / 512 KiB) and n chunks. A manifest holds at most
-// [MaxEntries] entries and skipped paths together, [MaxTotalBytes] of
-// files, and encodes to at most [MaxManifestSize] bytes. A decoder
+// between ceil(n / 512 KiB) and n chunks, and no chunk is listed more
+// than [MaxChunkRefs] times in a manifest (a small manifest must not
+// make a restore write gigabytes). A symlink's target is relative and,
+// resolved from the link's directory one element at a time, stays inside
+// the checkpoint directory without passing through another symlink of
+// the manifest (whose target would change what a later ".." means). A
+// manifest holds at most [MaxEntries] entries and skipped paths together,
+// [MaxTotalBytes] of files, and encodes to at most [MaxManifestSize]
+// bytes. A decoder
 // rejects unknown fields, other versions and anything above, naming the
 // field.
 //
@@ -83,7 +89,8 @@
 // Snapshot records regular files, directories and symlinks; symlinks are
 // never followed, and every access goes through an os.Root, so a task
 // cannot make the node read outside its directory. Special files are
-// recorded as skipped. A file that vanishes, or whose size or
+// recorded as skipped, and so are symlinks whose targets lead outside
+// the directory (a restore would refuse them). A file that vanishes, or whose size or
 // modification time changes while it is read, is read once more; if that
 // fails too it is recorded as skipped with the reason. Limits
 // ([MaxEntries], [MaxTotalBytes], [MaxPathLen], [MaxManifestSize]) fail
@@ -106,7 +113,11 @@
 // last, children before parents). Symlinks get the recorded target and
 // the time of their creation. Every operation goes through an os.Root on
 // the destination, on top of the manifest's own path checks. All chunks
-// are checked present before the destination is touched. A restore that
+// are checked present, the destination checked not to be a symlink (a
+// task could plant one to have what it points to deleted as stale), and
+// its file system checked to have room for the snapshot's bytes and 16
+// MiB more ([ErrNoSpace]), before the destination is touched. The
+// caller's context cancels a restore between chunks. A restore that
 // fails later leaves the destination partly restored but never with a
 // torn file, and may be retried; files are not fsynced, since a crashed
 // node restores again.

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,7 +56,7 @@ func TestGCKeepsReferencedChunks(t *testing.T) {
 	if missing, err := Missing(cur, cs); err != nil || len(missing) != 0 {
 		t.Fatalf("after GC, Missing(cur) = %v, %v", missing, err)
 	}
-	if err := Restore(cur, t.TempDir(), cs); err != nil {
+	if err := Restore(context.Background(), cur, t.TempDir(), cs); err != nil {
 		t.Fatal(err)
 	}
 	missing, err := Missing(old, cs)

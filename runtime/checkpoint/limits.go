@@ -30,6 +30,11 @@ const (
 
 	// MaxManifestSize is the maximum size in bytes of an encoded manifest.
 	MaxManifestSize = 64 << 20 // 64 MiB
+
+	// MaxChunkRefs is how many times one chunk may be listed in a
+	// manifest: a file of 2 GiB of one repeated byte, whose chunks are all
+	// the same, is the most that repeats legitimately.
+	MaxChunkRefs = 4096
 )
 
 // limits holds the limits Snapshot and the validator enforce. They are the
@@ -40,6 +45,7 @@ type limits struct {
 	totalBytes   int64
 	pathLen      int
 	manifestSize int
+	chunkRefs    int
 }
 
 var lim = limits{
@@ -47,6 +53,7 @@ var lim = limits{
 	totalBytes:   MaxTotalBytes,
 	pathLen:      MaxPathLen,
 	manifestSize: MaxManifestSize,
+	chunkRefs:    MaxChunkRefs,
 }
 
 // Sentinel errors. Errors returned by the package wrap these, so callers
@@ -63,6 +70,10 @@ var (
 	// ErrMissingChunk reports that a chunk a manifest references is not
 	// in the chunk store; the message names the chunk and the file.
 	ErrMissingChunk = errors.New("checkpoint: missing chunk")
+
+	// ErrNoSpace reports a restore that would not fit in the free space
+	// of its file system.
+	ErrNoSpace = errors.New("checkpoint: not enough free space")
 
 	// ErrCorruptChunk reports a chunk whose bytes do not hash to its ID,
 	// or chunks that do not add up to their file's size; the message

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func lowerLimits(t *testing.T, l limits) {
 }
 
 func TestSnapshotLimitsAtTheEdge(t *testing.T) {
-	lowerLimits(t, limits{entries: 5, totalBytes: 1000, pathLen: 20, manifestSize: MaxManifestSize})
+	lowerLimits(t, limits{entries: 5, totalBytes: 1000, pathLen: 20, manifestSize: MaxManifestSize, chunkRefs: MaxChunkRefs})
 	tests := []struct {
 		name  string
 		tree  []node
@@ -53,11 +54,21 @@ func TestSnapshotLimitsAtTheEdge(t *testing.T) {
 // It validates rather than encodes: encoding 100,000 entries takes seconds
 // under the race detector, and encoding validates first.
 func TestManifestLimitsAtTheEdge(t *testing.T) {
+	// Distinct chunk IDs: one chunk may be listed at most MaxChunkRefs
+	// times.
 	bigFile := func(size int64) Manifest {
 		n := (size + MaxChunkSize - 1) / MaxChunkSize
-		chunks := slices.Repeat([]string{idA}, int(n))
+		chunks := make([]string, n)
+		for i := range chunks {
+			chunks[i] = fmt.Sprintf("%064x", i)
+		}
 		return Manifest{Version: Version, Job: "j", Task: "t", TotalBytes: size,
 			Entries: []Entry{{Path: "f", Type: TypeFile, Size: size, Chunks: chunks}}}
+	}
+	repeated := func(refs int) Manifest {
+		size := int64(refs) * MaxChunkSize
+		return Manifest{Version: Version, Job: "j", Task: "t", TotalBytes: size,
+			Entries: []Entry{{Path: "f", Type: TypeFile, Size: size, Chunks: slices.Repeat([]string{idA}, refs)}}}
 	}
 	// Paths "000000", "000001"... built without fmt, which is slow under
 	// the race detector.
@@ -86,6 +97,8 @@ func TestManifestLimitsAtTheEdge(t *testing.T) {
 	}{
 		{"total bytes at limit", bigFile(MaxTotalBytes), ""},
 		{"total bytes over limit", bigFile(MaxTotalBytes + 1), "MaxTotalBytes"},
+		{"chunk repeated at limit", repeated(MaxChunkRefs), ""},
+		{"chunk repeated over limit", repeated(MaxChunkRefs + 1), "MaxChunkRefs"},
 		{"entries at limit", atLimit, ""},
 		{"entries over limit", overLimit, "MaxEntries"},
 		{"path at limit", longPath(MaxPathLen), ""},
@@ -117,7 +130,7 @@ func TestManifestSizeAtTheEdge(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lowerLimits(t, limits{entries: MaxEntries, totalBytes: MaxTotalBytes, pathLen: MaxPathLen, manifestSize: len(data)})
+	lowerLimits(t, limits{entries: MaxEntries, totalBytes: MaxTotalBytes, pathLen: MaxPathLen, manifestSize: len(data), chunkRefs: MaxChunkRefs})
 	if _, _, err := Snapshot(src, testMeta(1), NewMemStore()); err != nil {
 		t.Fatalf("Snapshot with a manifest at the limit: %v", err)
 	}

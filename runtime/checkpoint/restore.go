@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -27,7 +29,12 @@ const tmpPrefix = ".agora-restore-"
 // ErrCorruptChunk, both naming the chunk and the file. A restore that
 // fails after touching dst leaves it partly restored, but never with a
 // torn file; it may be retried.
-func Restore(m Manifest, dst string, cs ChunkStore) error {
+//
+// dst must not be a symlink (a task could plant one to make the restore
+// delete what its target holds), and its file system must have room for
+// the snapshot's bytes (ErrNoSpace). ctx cancels a restore between
+// chunks: what was written stays, as after any failure.
+func Restore(ctx context.Context, m Manifest, dst string, cs ChunkStore) error {
 	fail := func(err error) error { return fmt.Errorf("checkpoint: restore into %s: %w", dst, err) }
 	if err := m.Validate(); err != nil {
 		return fail(err)
@@ -35,8 +42,14 @@ func Restore(m Manifest, dst string, cs ChunkStore) error {
 	if err := checkChunks(m, cs); err != nil {
 		return fail(err)
 	}
+	if info, err := os.Lstat(dst); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return fail(fmt.Errorf("%w: the checkpoint directory is a symlink", ErrInvalidManifest))
+	}
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return fail(err)
+	}
+	if free, err := freeSpace(dst); err == nil && uint64(m.TotalBytes)+spaceMargin > free {
+		return fail(fmt.Errorf("%w: the snapshot holds %d bytes, the file system has %d free (keeping %d)", ErrNoSpace, m.TotalBytes, free, spaceMargin))
 	}
 	root, err := os.OpenRoot(dst)
 	if err != nil {
@@ -48,11 +61,14 @@ func Restore(m Manifest, dst string, cs ChunkStore) error {
 	for i := range m.Entries {
 		want[m.Entries[i].Path] = &m.Entries[i]
 	}
-	r := &restorer{root: root, cs: cs, want: want}
+	r := &restorer{ctx: ctx, root: root, cs: cs, want: want}
 	if err := r.removeStale("."); err != nil {
 		return fail(err)
 	}
 	for _, e := range m.Entries {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
 		var err error
 		switch e.Type {
 		case TypeDir:
@@ -79,6 +95,19 @@ func Restore(m Manifest, dst string, cs ChunkStore) error {
 	return nil
 }
 
+// spaceMargin is the free space a restore leaves to the file system.
+const spaceMargin = 16 << 20
+
+// freeSpace is the space an unprivileged writer may still use on the file
+// system holding dir; a variable for tests.
+var freeSpace = func(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
 // checkChunks fails with ErrMissingChunk, naming the chunk and a file that
 // uses it, if cs lacks any chunk m references.
 func checkChunks(m Manifest, cs ChunkStore) error {
@@ -103,6 +132,7 @@ func checkChunks(m Manifest, cs ChunkStore) error {
 
 // restorer is the state of one Restore call.
 type restorer struct {
+	ctx  context.Context
 	root *os.Root
 	cs   ChunkStore
 	want map[string]*Entry
@@ -204,6 +234,9 @@ func (r *restorer) writeFile(e Entry) error {
 	}()
 	var n int64
 	for _, id := range e.Chunks {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
 		data, has, err := r.cs.Get(id)
 		if err != nil {
 			return fmt.Errorf("chunk store: get %s: %w", id, err)

@@ -88,6 +88,9 @@ func Snapshot(dir string, meta Meta, cs ChunkStore) (Manifest, SnapshotStats, er
 	if err := s.walk("."); err != nil {
 		return fail(err)
 	}
+	if err := s.skipOutsideLinks(); err != nil {
+		return fail(err)
+	}
 	slices.SortFunc(s.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(s.skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
 	m := Manifest{
@@ -118,6 +121,30 @@ type snapshotter struct {
 	entries []Entry
 	skipped []Skipped
 	stats   SnapshotStats
+}
+
+// skipOutsideLinks moves the symlinks a restore would refuse (their
+// targets lead outside the directory: symlinkProblem) to the skipped
+// paths.
+func (s *snapshotter) skipOutsideLinks() error {
+	links := symlinkSet(s.entries)
+	kept := s.entries[:0]
+	var out []Entry
+	for _, e := range s.entries {
+		if e.Type == TypeSymlink && symlinkProblem(e, links) != "" {
+			out = append(out, e)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	s.entries = kept
+	for _, e := range out {
+		s.stats.Symlinks--
+		if err := s.skip(e.Path, "symlink target outside the checkpoint directory"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // count enforces MaxEntries before one more entry or skipped path.

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +12,7 @@ import (
 )
 
 // roundTripTree has nested and empty directories, empty and 3 MiB files,
-// symlinks (one dangling, absolute), modes including read-only ones, and
+// symlinks (one dangling), modes including read-only ones, and
 // names that sort differently by path and by walk order ("a-b" < "a/").
 func roundTripTree() []node {
 	return []node{
@@ -28,7 +29,7 @@ func roundTripTree() []node {
 		{path: "ro/frozen", data: []byte("read only"), mode: 0o444},
 		{path: "owner-only", data: []byte("s"), mode: 0o400},
 		{path: "link", target: "a/b/c/deep.txt"},
-		{path: "dangling", target: "/nonexistent/elsewhere"},
+		{path: "dangling", target: "a/nonexistent/elsewhere"},
 	}
 }
 
@@ -75,13 +76,13 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Restore(m2, dst, cs); err != nil {
+	if err := Restore(context.Background(), m2, dst, cs); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	sameTree(t, src, dst)
 
 	// Restoring again over the result changes nothing.
-	if err := Restore(m2, dst, cs); err != nil {
+	if err := Restore(context.Background(), m2, dst, cs); err != nil {
 		t.Fatalf("second Restore: %v", err)
 	}
 	sameTree(t, src, dst)
@@ -231,7 +232,7 @@ func TestSnapshotFileChangingWhileRead(t *testing.T) {
 					t.Fatalf("skipped %v", m.Skipped)
 				}
 				dst := t.TempDir()
-				if err := Restore(m, dst, cs); err != nil {
+				if err := Restore(context.Background(), m, dst, cs); err != nil {
 					t.Fatal(err)
 				}
 				if got := fileData(t, dst, "state.json"); string(got) != tc.wantData {
@@ -309,7 +310,7 @@ func TestSnapshotDeduplicatesWithinAFile(t *testing.T) {
 		t.Errorf("repeated content: new %d bytes of %d", st.NewBytes, st.TotalBytes)
 	}
 	dst := t.TempDir()
-	if err := Restore(m, dst, cs); err != nil {
+	if err := Restore(context.Background(), m, dst, cs); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(fileData(t, dst, "copy-of-a"), data) {
@@ -329,7 +330,7 @@ func TestEmptySnapshotEmptiesDestination(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), `"entries":[]`) {
 		t.Fatalf("EncodeManifest: %s, %v", data, err)
 	}
-	if err := Restore(m, dst, cs); err != nil {
+	if err := Restore(context.Background(), m, dst, cs); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(dst); len(entries) != 0 {

@@ -44,6 +44,18 @@ func (m Manifest) Validate() error {
 	if m.TotalBytes != total {
 		return invalidf("total_bytes", "%d, but the files add up to %d", m.TotalBytes, total)
 	}
+	if err := checkChunkRefs(m.Entries); err != nil {
+		return err
+	}
+	links := symlinkSet(m.Entries)
+	for i, e := range m.Entries {
+		if e.Type != TypeSymlink {
+			continue
+		}
+		if problem := symlinkProblem(e, links); problem != "" {
+			return invalidf(fmt.Sprintf("entries[%d].target", i), "%s", problem)
+		}
+	}
 	for i, s := range m.Skipped {
 		field := func(name string) string { return fmt.Sprintf("skipped[%d].%s", i, name) }
 		if s.Path == "" || !utf8.ValidString(s.Path) || strings.ContainsRune(s.Path, 0) {
@@ -176,4 +188,65 @@ func validChunkID(id string) bool {
 		}
 	}
 	return true
+}
+
+// checkChunkRefs bounds how often one chunk may be listed: a small
+// manifest that lists one chunk many times would make a restore write
+// far more than it carries (MaxChunkRefs).
+func checkChunkRefs(entries []Entry) error {
+	refs := map[string]int{}
+	for _, e := range entries {
+		for _, id := range e.Chunks {
+			if refs[id]++; refs[id] > lim.chunkRefs {
+				return limitErr("references to chunk "+id[:12]+"… of "+clip(e.Path), int64(refs[id]), "MaxChunkRefs", int64(lim.chunkRefs))
+			}
+		}
+	}
+	return nil
+}
+
+// symlinkSet is the paths of the symlink entries.
+func symlinkSet(entries []Entry) map[string]bool {
+	links := map[string]bool{}
+	for _, e := range entries {
+		if e.Type == TypeSymlink {
+			links[e.Path] = true
+		}
+	}
+	return links
+}
+
+// symlinkProblem says why symlink e may not be restored, or returns "":
+// its target must be relative and, resolved from e's directory one
+// element at a time, stay inside the checkpoint directory without
+// passing through another symlink of the snapshot (whose own target
+// would change what a later ".." means). A task resumed from a
+// checkpoint must find only its own files behind its links, not the
+// node's.
+func symlinkProblem(e Entry, links map[string]bool) string {
+	if path.IsAbs(e.Target) {
+		return fmt.Sprintf("%q is absolute: a link must stay inside the checkpoint directory", e.Target)
+	}
+	var at []string // the path walked so far
+	if d := path.Dir(e.Path); d != "." {
+		at = strings.Split(d, "/")
+	}
+	elems := strings.Split(e.Target, "/")
+	for i, el := range elems {
+		switch el {
+		case "", ".":
+			continue
+		case "..":
+			if len(at) == 0 {
+				return fmt.Sprintf("%q leads out of the checkpoint directory", e.Target)
+			}
+			at = at[:len(at)-1]
+			continue
+		}
+		at = append(at, el)
+		if i < len(elems)-1 && links[strings.Join(at, "/")] {
+			return fmt.Sprintf("%q passes through the link %s", e.Target, strings.Join(at, "/"))
+		}
+	}
+	return ""
 }
