@@ -28,8 +28,15 @@ import (
 // call on the loop, or a question to the peers.
 
 // startAPI serves the HTTP API on the node's API listener.
-func (n *Node) startAPI() {
-	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), n.apiToken))
+func (n *Node) startAPI() error {
+	var token string // none with --trust: requests are signed
+	if n.trust == nil {
+		var err error
+		if token, err = api.LoadOrCreateToken(n.cfg.DataDir, rand.Reader); err != nil {
+			return configErr("API token: %v", err)
+		}
+	}
+	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), token))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -37,6 +44,10 @@ func (n *Node) startAPI() {
 			log.Errorw("API server stopped", "err", err)
 		}
 	}()
+	if n.cfg.PublishAPIToken {
+		return n.api.Publish(n.APIAddr())
+	}
+	return nil
 }
 
 // Identity implements api.Backend.

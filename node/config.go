@@ -68,11 +68,11 @@ type Config struct {
 	// certificate of it, and needs its own (CertFile). Empty: an open
 	// node, which may listen on loopback only unless Insecure is set.
 	// Insecure also lets the HTTP API listen beyond loopback.
-	Trust    string
-	CertFile string
-	Insecure bool
-	// PublishAPIToken: copy the API token where the same user's agora command finds it (api.TokenPath).
-	PublishAPIToken bool
+	Trust           string
+	CertFile        string
+	Insecure        bool
+	Sandbox         executor.Sandbox // who tasks run as, what they see (--task-user, --task-env); not with Runner
+	PublishAPIToken bool             // copy the API token where this user's agora command finds it (api.TokenPath)
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
 	SendDelay func(to string) time.Duration

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -64,10 +63,9 @@ type Node struct {
 	members  *store.Bucket[memberRecord]
 	mdns     interface{ Close() error }
 
-	api      *api.Server
-	apiLn    net.Listener
-	apiToken string               // the local API token; none with --trust (signed requests)
-	checks   *market.TicketChecks // a ticket's byte-only checks, run ahead of the loop; with --trust
+	api    *api.Server
+	apiLn  net.Listener
+	checks *market.TicketChecks // a ticket's byte-only checks, run ahead of the loop; with --trust
 
 	// market plane
 	mkt            *market.Market
@@ -151,6 +149,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
 	}
+	if cfg.Runner, err = executor.RunnerFor(cfg.Runner, cfg.Sandbox, cfg.DataDir); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 
 	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
 	n.met = newMarketMetrics(n.reg, n)
@@ -189,11 +190,6 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	if n.apiLn, err = net.Listen("tcp", cfg.API); err != nil {
 		return nil, configErr("API address %s: %v", cfg.API, err)
-	}
-	if n.trust == nil {
-		if n.apiToken, err = api.LoadOrCreateToken(cfg.DataDir, rand.Reader); err != nil {
-			return nil, configErr("API token: %v", err)
-		}
 	}
 
 	info, err := devices.Discover(devices.DiscoverOptions{DiskPath: cfg.DataDir, DisableNVML: cfg.DisableNVML})
@@ -270,11 +266,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		n.mdns = svc
 	}
 
-	n.startAPI()
-	if cfg.PublishAPIToken && n.apiToken != "" { // first: a client that finds the address finds it too
-		if _, err := api.PublishToken(n.APIAddr(), n.apiToken); err != nil {
-			return nil, fmt.Errorf("node: publish the API token: %w", err)
-		}
+	if err := n.startAPI(); err != nil { // its token first: a client that finds api.addr finds it too
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiAddrFile), []byte(n.APIAddr()+"\n"), 0o600); err != nil {
 		return nil, configErr("write %s: %v", apiAddrFile, err)
@@ -539,9 +532,6 @@ func (n *Node) teardown(graceful bool) {
 	if n.host != nil {
 		_ = n.host.Close()
 		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
-	}
-	if n.cfg.PublishAPIToken && n.apiLn != nil {
-		api.UnpublishToken(n.APIAddr(), n.apiToken)
 	}
 	if n.store != nil {
 		if graceful {

@@ -19,7 +19,10 @@
 //
 // When a task's main process exits, whatever it left behind in its process
 // group (and, when available, its cgroup) is killed, so a task never outlives
-// its main process.
+// its main process. With Isolation a task runs as a user ID of its own
+// (its directories made its own, every process left with that ID killed
+// when it ends, setsid ones included) or as a given user, and with
+// no_new_privs, set by starting every task from one OS thread that set it.
 //
 // The package is Linux only. Its name shadows the standard library's runtime
 // package; code that needs both imports the latter as goruntime.

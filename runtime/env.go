@@ -62,6 +62,9 @@ func buildEnv(base []string, spec Spec, dir string) []string {
 		gpus[i] = strconv.Itoa(g)
 	}
 	set("PWD", dir)
+	if _, ok := values["HOME"]; !ok {
+		set("HOME", dir) // a sandboxed task's base has none: its own directory
+	}
 	set(EnvJobID, spec.JobID)
 	set(EnvTask, spec.Task)
 	set(EnvReplica, strconv.Itoa(spec.Replica))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"slices"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type Options struct {
 	// cgroups are created, instead of the node's own cgroup as found in
 	// /proc/self/cgroup and /proc/self/mountinfo.
 	CgroupParent string
+	// Isolation confines tasks to identities of their own (see
+	// CheckIsolation for what it needs).
+	Isolation Isolation
 }
 
 // Runner starts task processes and tracks them until they end. It is safe
@@ -40,6 +44,8 @@ type Options struct {
 type Runner struct {
 	opts    Options
 	cgroups *cgroupManager // nil when cgroups are unavailable
+	ids     *idPool        // with Isolation.IDs
+	spawner *spawner       // with Isolation.NoNewPrivs
 
 	mu     sync.Mutex
 	tasks  map[string]*task
@@ -60,7 +66,25 @@ func NewRunner(opts Options) *Runner {
 	if !opts.DisableCgroups {
 		r.cgroups = detectCgroups(opts.CgroupParent)
 	}
+	if opts.Isolation.IDs.Count > 0 {
+		r.ids = &idPool{r: opts.Isolation.IDs, inUse: map[uint32]bool{}}
+	}
+	if opts.Isolation.NoNewPrivs {
+		r.spawner = &spawner{}
+	}
 	return r
+}
+
+// spawn starts cmd, from the no_new_privs thread when there is one.
+func (r *Runner) spawn(cmd *exec.Cmd) error {
+	if r.spawner == nil {
+		return cmd.Start()
+	}
+	var err error
+	if serr := r.spawner.run(func() { err = cmd.Start() }); serr != nil {
+		return serr
+	}
+	return err
 }
 
 func (r *Runner) baseEnv() []string {
@@ -114,7 +138,7 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 		return nil
 	}
 	go func() {
-		r.finish(t, t.supervise(r.opts.DrainTimeout))
+		r.finish(t, t.supervise(r))
 	}()
 	return nil
 }

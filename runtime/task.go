@@ -26,6 +26,8 @@ type task struct {
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd // nil until started, and forever if starting failed
+	uid      uint32    // the task's own user ID (Isolation.IDs), when owned
+	owned    bool      // uid is the task's own, from the Runner's pool
 	pid      int
 	started  time.Time
 	exited   bool // the main process has exited; the group must not be signalled
@@ -50,6 +52,10 @@ func (t *task) start(r *Runner) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create work dir: %w", err)
 	}
+	cred, err := t.identity(r, dir)
+	if err != nil {
+		return err
+	}
 	env := buildEnv(r.baseEnv(), t.spec, dir)
 	path, err := lookPath(t.spec.Command[0], env)
 	if err != nil {
@@ -69,7 +75,7 @@ func (t *task) start(r *Runner) error {
 
 	cg := r.cgroups.create(t.id, t.spec)
 	newCmd := func(cgfd int) *exec.Cmd {
-		attr := &syscall.SysProcAttr{Setpgid: true}
+		attr := &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 		if cgfd >= 0 {
 			attr.UseCgroupFD = true
 			attr.CgroupFD = cgfd
@@ -85,14 +91,14 @@ func (t *task) start(r *Runner) error {
 		}
 	}
 	cmd := newCmd(cg.fd())
-	err = cmd.Start()
+	err = r.spawn(cmd)
 	if err != nil && cg.fd() >= 0 {
 		// The kernel may not support starting straight into a cgroup;
 		// resource limits are best effort, so retry without and move the
 		// process afterwards.
 		log.Debugw("starting in cgroup failed, retrying without", "id", t.id, "err", err)
 		cmd = newCmd(-1)
-		if err = cmd.Start(); err == nil {
+		if err = r.spawn(cmd); err == nil {
 			cg.addProcess(cmd.Process.Pid)
 		}
 	}
@@ -103,6 +109,7 @@ func (t *task) start(r *Runner) error {
 		outR.Close()
 		errR.Close()
 		cg.remove()
+		t.releaseID(r)
 		return err
 	}
 
@@ -124,7 +131,8 @@ func (t *task) start(r *Runner) error {
 
 // supervise waits for the main process to exit, cleans up after it and
 // returns its result. It runs on its own goroutine after a successful start.
-func (t *task) supervise(drainTimeout time.Duration) Result {
+func (t *task) supervise(r *Runner) Result {
+	drainTimeout := r.opts.DrainTimeout
 	waitErr := waitExited(t.pid)
 	finished := time.Now()
 
@@ -168,6 +176,9 @@ func (t *task) supervise(drainTimeout time.Duration) Result {
 	t.stdout.Close()
 	t.stderr.Close()
 	t.cg.remove()
+	t.mu.Lock()
+	t.releaseID(r)
+	t.mu.Unlock()
 
 	res := exitResult(t.cmd.ProcessState, waitErr, st, t.spec.Timeout)
 	res.Started = t.started
@@ -225,5 +236,53 @@ func (t *task) signalLocked(sig syscall.Signal) {
 	}
 	if sig == syscall.SIGKILL {
 		t.cg.kill()
+		if t.owned {
+			// What left the group (setsid) still has the task's ID.
+			killUser(t.uid)
+		}
+	}
+}
+
+// identity prepares the user the task runs as (Isolation) and returns its
+// credential, nil for the node's own: the work and checkpoint
+// directories become the user's.
+func (t *task) identity(r *Runner, dir string) (*syscall.Credential, error) {
+	iso := r.opts.Isolation
+	var id Identity
+	switch {
+	case r.ids != nil:
+		uid, err := r.ids.take()
+		if err != nil {
+			return nil, err
+		}
+		t.uid, t.owned = uid, true
+		id = Identity{UID: uid, GID: uid}
+	case iso.User != nil:
+		id = *iso.User
+	default:
+		return nil, nil
+	}
+	for _, d := range []string{dir, t.spec.CheckpointDir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.releaseID(r)
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+		if err := ownTree(d, id.UID); err != nil {
+			t.releaseID(r)
+			return nil, fmt.Errorf("give %s to the task's user: %w", d, err)
+		}
+	}
+	return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: []uint32{}}, nil
+}
+
+// releaseID gives the task's own user ID back, once nothing runs with it.
+func (t *task) releaseID(r *Runner) {
+	if t.owned {
+		killUser(t.uid)
+		r.ids.give(t.uid)
+		t.owned = false
 	}
 }

@@ -69,7 +69,7 @@ func setLogLevel(level string, explicit bool) error {
 func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("node", stderr)
 	cfg := node.Config{PublishAPIToken: true}
-	var listen, boot, labels multiFlag
+	var listen, boot, labels, taskEnv multiFlag
 	fs.StringVar(&cfg.DataDir, "data", node.DefaultDataDir(), "data directory (identity, database, task work dirs)")
 	fs.Var(&listen, "listen", "libp2p listen multiaddr (repeatable; default /ip4/127.0.0.1/tcp/4001 and /udp/4001/quic-v1)")
 	fs.StringVar(&cfg.API, "api", node.DefaultAPI, "HTTP API listen host:port (loopback by default)")
@@ -77,6 +77,8 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.SwarmKeyFile, "swarm-key", "", "pre-shared swarm key file: join only the private network holding it (TCP only)")
 	fs.StringVar(&cfg.Site, "site", "", "site name advertised to peers")
 	fs.Var(&labels, "label", "k=v label advertised to peers (repeatable)")
+	fs.StringVar(&cfg.Sandbox.TaskUser, "task-user", "auto", "who tasks run as: auto (a root node: a user ID of its own per task, else the node's user), a user name or ID (every task as that user), or node (the node's own user)")
+	fs.Var(&taskEnv, "task-env", "a variable of the node's environment that tasks also get (repeatable; otherwise they see their spec's, Agora's and a default PATH)")
 	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")
 	fs.BoolVar(&cfg.MDNS, "mdns", false, "discover peers on the LAN with mDNS")
 	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
@@ -117,7 +119,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora node: %v\n", err)
 		return exitBadUsage
 	}
-	cfg.Listen, cfg.Bootstrap = listen, boot
+	cfg.Listen, cfg.Bootstrap, cfg.Sandbox.PassEnv = listen, boot, taskEnv
 	if len(labels) > 0 {
 		cfg.Labels = map[string]string{}
 		for _, l := range labels {

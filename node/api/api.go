@@ -106,14 +106,16 @@ const (
 
 // Server is a running API.
 type Server struct {
-	b   Backend
-	srv *http.Server
+	b         Backend
+	srv       *http.Server
+	token     string
+	published string // the API address its token was published for
 }
 
 // New builds the API of backend b, with metrics served at /metrics,
 // behind g.
 func New(b Backend, metrics http.Handler, g Guard) *Server {
-	s := &Server{b: b}
+	s := &Server{b: b, token: g.Token}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/id", s.handleID)
 	mux.HandleFunc("GET /v1/peers", s.handlePeers)
@@ -141,8 +143,26 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops the server, waiting for requests in flight until ctx
-// ends.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+// ends, and takes back its published token.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.published != "" {
+		UnpublishToken(s.published, s.token)
+	}
+	return s.srv.Shutdown(ctx)
+}
+
+// Publish writes the server's token where this user's agora command
+// finds the API at addr (PublishToken); nothing without a token.
+func (s *Server) Publish(addr string) error {
+	if s.token == "" {
+		return nil
+	}
+	if _, err := PublishToken(addr, s.token); err != nil {
+		return fmt.Errorf("node: publish the API token: %w", err)
+	}
+	s.published = addr
+	return nil
+}
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

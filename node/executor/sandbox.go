@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agora-sched/agora/runtime"
+)
+
+// Sandbox settings of a node (agora node --task-user, --task-env).
+type Sandbox struct {
+	// TaskUser is who tasks run as: "" or "auto" (a root node: an ID of
+	// its own per task, runtime.DefaultTaskIDs; another node: its own
+	// user), a user name or numeric ID (every task as that user), or
+	// "node" (the node's own user, root included).
+	TaskUser string
+	// PassEnv names the node's environment variables tasks also get;
+	// otherwise a task sees its spec's variables, Agora's, and PATH.
+	PassEnv []string
+}
+
+// DefaultTaskPath is the PATH a task gets unless the node passes its own
+// through (PassEnv).
+const DefaultTaskPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// RunnerFor is r when set, else the process runtime sandboxed by s
+// (RunnerOptions).
+func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
+	if r != nil {
+		return r, nil
+	}
+	opts, how, err := s.RunnerOptions(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Isolation.IDs.Count == 0 && opts.Isolation.User == nil && os.Geteuid() == 0 {
+		log.Warnw("task sandbox", "user", how)
+	} else {
+		log.Infow("task sandbox", "user", how)
+	}
+	return runtime.NewRunner(opts), nil
+}
+
+// RunnerOptions turns a node's sandbox settings into the runtime's
+// options, checking that the machine can give them and that dataDir
+// lets tasks with other IDs reach their directories; it makes dataDir
+// traversable (0711) but not listable by them. What it says names the
+// flag to change.
+func (s Sandbox) RunnerOptions(dataDir string) (runtime.Options, string, error) {
+	opts := runtime.Options{BaseEnv: []string{"PATH=" + DefaultTaskPath}}
+	for _, name := range s.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			if name == "PATH" {
+				opts.BaseEnv = opts.BaseEnv[1:]
+			}
+			opts.BaseEnv = append(opts.BaseEnv, name+"="+v)
+		}
+	}
+	opts.Isolation.NoNewPrivs = true
+	root := os.Geteuid() == 0
+	switch u := s.TaskUser; {
+	case u == "node":
+		return opts, "tasks run as the node's user", nil
+	case u == "" || u == "auto":
+		if !root {
+			return opts, "tasks run as the node's user (not root: it cannot switch users)", nil
+		}
+		opts.Isolation.IDs = runtime.DefaultTaskIDs
+	default:
+		id, err := lookupUser(u)
+		if err != nil {
+			return opts, "", fmt.Errorf("--task-user %s: %v", u, err)
+		}
+		if id.UID == 0 {
+			return opts, "tasks run as root (--task-user " + u + ")", nil
+		}
+		opts.Isolation.User = &id
+	}
+	err := runtime.CheckIsolation(opts.Isolation, dataDir)
+	if err == nil {
+		err = reachable(dataDir)
+	}
+	if err != nil && (s.TaskUser == "" || s.TaskUser == "auto") {
+		// The default degrades, saying so; an asked-for user does not.
+		opts.Isolation.IDs = runtime.IDRange{}
+		return opts, fmt.Sprintf("tasks run as the node's user, NOT isolated from it or each other: %v", err), nil
+	}
+	if err != nil {
+		return opts, "", fmt.Errorf("--task-user %s: %v (give --task-user node to run tasks as the node's user)", s.TaskUser, err)
+	}
+	if opts.Isolation.IDs.Count > 0 {
+		return opts, fmt.Sprintf("each task runs as a user of its own (IDs %d+)", opts.Isolation.IDs.First), nil
+	}
+	return opts, fmt.Sprintf("tasks run as user %d, group %d, all as the same user", opts.Isolation.User.UID, opts.Isolation.User.GID), nil
+}
+
+// lookupUser reads a user name or numeric ID.
+func lookupUser(s string) (runtime.Identity, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return runtime.Identity{UID: uint32(n), GID: uint32(n)}, nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return runtime.Identity{}, err
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return runtime.Identity{}, fmt.Errorf("user %s has IDs %s:%s", s, u.Uid, u.Gid)
+	}
+	return runtime.Identity{UID: uint32(uid), GID: uint32(gid)}, nil
+}
+
+// reachable makes dataDir traversable by other users and checks that its
+// parents are: a task under another ID must reach its directory beneath.
+func reachable(dataDir string) error {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(abs, 0o711); err != nil {
+		return err
+	}
+	for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("tasks under other users cannot reach the data directory: %s is mode %#o; make it traversable (chmod o+x %s) or put --data elsewhere",
+				d, st.Mode().Perm(), strings.ReplaceAll(d, " ", `\ `))
+		}
+		if d == "/" || d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
