@@ -79,6 +79,9 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 		n.countRefused(market.RefuseSubmission)
 		return "", fmt.Errorf("%w: this network runs signed jobs only: give --credential FILE (or set $AGORA_CREDENTIAL)", api.ErrForbidden)
 	}
+	if err := n.writable(); err != nil {
+		return "", err
+	}
 	id := newJobID()
 	return n.accept(ctx, id, api.ErrRefused, func(now time.Time) error { return n.mkt.Submit(now, id, js) })
 }
@@ -97,6 +100,9 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 			return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
 		}
 		return n.Submit(ctx, *js)
+	}
+	if err := n.writable(); err != nil {
+		return "", err
 	}
 	id := t.JobID()
 	n.checks.PrepareSubmission(raw) // on this request's goroutine, not the loop

@@ -13,6 +13,7 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/predict"
+	"github.com/agora-sched/agora/node/commit"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -84,11 +85,16 @@ func (n *Node) loop() {
 	// after the loop once it has committed every turn and carried out
 	// what waited for it (deferred calls run last first: this one before
 	// closing the event writer's queue).
-	cch := make(chan commitBatch, commitQueue)
+	cch := make(chan commit.Batch, commitQueue)
 	committed := make(chan struct{})
 	n.commitCh = cch
 	n.wg.Add(1)
-	go n.committer(cch, committed)
+	go func() {
+		defer n.wg.Done()
+		defer close(committed)
+		commit.Run(cch, commit.Options{Commit: n.commit, CarryOut: n.carryOut, Failing: n.storeFailing,
+			Stopping: n.ctx.Done(), MaxTurns: turnEvents, Done: func() { n.commitsPending.Add(-1) }})
+	}()
 	defer func() {
 		close(cch)
 		<-committed
@@ -141,7 +147,7 @@ func (n *Node) syncEffects(ctx context.Context) error {
 				return
 			}
 			n.commitsPending.Add(1)
-			n.commitCh <- commitBatch{done: done}
+			n.commitCh <- commit.Batch{Done: done}
 		})
 	})
 	if err != nil {
@@ -218,66 +224,19 @@ func (n *Node) apply(effects []market.Effect) {
 	recs := n.collectSaves(effects)
 	switch {
 	case n.commitCh == nil: // before the loop starts: commit here
-		n.commit(recs)
+		if err := n.commit(recs); err != nil {
+			log.Errorw("save jobs", "jobs", len(recs), "err", err)
+		}
 		n.carryOut(effects)
 	case len(recs) == 0 && n.commitsPending.Load() == 0:
 		n.carryOut(effects)
 	default:
 		n.commitsPending.Add(1)
-		n.commitCh <- commitBatch{recs: slices.Clone(recs), effects: effects}
+		n.commitCh <- commit.Batch{Recs: slices.Clone(recs), Effects: effects}
 	}
 	clear(recs)
 	n.recBuf = recs[:0]
 	n.loopEffects(effects)
-}
-
-// commitBatch is one loop turn's job records and the effects that wait
-// for them (see apply).
-type commitBatch struct {
-	recs    []store.Entry[market.JobRecord]
-	effects []market.Effect
-	done    chan struct{} // closed once carried out (syncEffects' barrier)
-}
-
-// committer commits the loop's job records, as many turns per commit as
-// are queued (a job's last version only), then carries out each turn's
-// waiting effects in order, until the loop closes ch.
-func (n *Node) committer(ch <-chan commitBatch, done chan<- struct{}) {
-	defer n.wg.Done()
-	defer close(done)
-	var batch []commitBatch
-	var recs []store.Entry[market.JobRecord]
-	for b := range ch {
-		batch = append(batch[:0], b)
-	more:
-		for len(batch) < turnEvents {
-			select {
-			case b, ok := <-ch:
-				if !ok {
-					break more
-				}
-				batch = append(batch, b)
-			default:
-				break more
-			}
-		}
-		recs = recs[:0]
-		for _, b := range batch {
-			for _, r := range b.recs {
-				recs = putLatest(recs, r)
-			}
-		}
-		n.commit(recs)
-		for _, b := range batch {
-			n.carryOut(b.effects)
-			if b.done != nil {
-				close(b.done)
-			}
-			n.commitsPending.Add(-1)
-		}
-		clear(batch)
-		clear(recs)
-	}
 }
 
 // carryOut carries out the effects that leave the node or touch its
@@ -419,30 +378,40 @@ func (n *Node) collectSaves(effects []market.Effect) []store.Entry[market.JobRec
 		if !ok {
 			continue
 		}
-		recs = putLatest(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
+		recs = commit.PutLatest(recs, store.Entry[market.JobRecord]{Key: x.Job.ID, Value: x.Job})
 	}
 	return recs
 }
 
-// putLatest adds e to recs, or replaces the version of the same job
-// already there (a later version wins).
-func putLatest(recs []store.Entry[market.JobRecord], e store.Entry[market.JobRecord]) []store.Entry[market.JobRecord] {
-	if i := slices.IndexFunc(recs, func(r store.Entry[market.JobRecord]) bool { return r.Key == e.Key }); i >= 0 {
-		recs[i].Value = e.Value
-		return recs
+// commit persists job records in one store commit.
+func (n *Node) commit(recs []store.Entry[market.JobRecord]) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	return append(recs, e)
+	return n.jobs.PutAll(recs)
 }
 
-// commit persists job records in one store commit and queues them for
-// replication.
-func (n *Node) commit(recs []store.Entry[market.JobRecord]) {
-	if len(recs) == 0 {
-		return
+// storeFailing records whether the store refuses the committer's writes
+// (err nil: it takes them again); the node is degraded meanwhile.
+func (n *Node) storeFailing(err error) {
+	was := n.storeErr.Swap(&err)
+	switch {
+	case err != nil && (was == nil || *was == nil):
+		log.Errorw("degraded: the store refuses job records; messages and task starts wait, submissions are refused", "err", err)
+	case err == nil && was != nil && *was != nil:
+		log.Infow("the store takes job records again")
 	}
-	if err := n.jobs.PutAll(recs); err != nil {
-		log.Errorw("save jobs", "jobs", len(recs), "err", err)
+}
+
+// writable says why the node cannot take new work now, or returns nil.
+func (n *Node) writable() error {
+	if p := n.storeErr.Load(); p != nil && *p != nil {
+		return fmt.Errorf("this node cannot store job records (retrying): %w", *p)
 	}
+	if err := n.store.Writable(); err != nil {
+		return fmt.Errorf("this node cannot store new work: %w", err)
+	}
+	return nil
 }
 
 func eventsStream(job string) string { return "events/" + job }

@@ -63,8 +63,15 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 			defer n.mu.Unlock()
 			return float64(n.free.CPU) / 1000
 		})
+	degraded := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_degraded", Help: "1 while this node cannot store job records (a nearly full disk, a failing store): submissions are refused and its messages wait."},
+		func() float64 {
+			if n.writable() != nil {
+				return 1
+			}
+			return 0
+		})
 	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired, m.refused,
-		queued, freeCPU, &jobsCollector{desc: jobs, n: n})
+		queued, freeCPU, degraded, &jobsCollector{desc: jobs, n: n})
 	return m
 }
 

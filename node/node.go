@@ -29,6 +29,7 @@ import (
 	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/checkpoints"
+	"github.com/agora-sched/agora/node/commit"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
@@ -81,7 +82,8 @@ type Node struct {
 	evBuf          []store.LogAppend               // apply's scratch; loop goroutine only
 	evCh           chan eventBatch                 // to the event writer; set and used by the loop goroutine only
 	afterTurn      []func()                        // run after the current turn's effects; loop goroutine only
-	commitCh       chan commitBatch                // to the committer; set and used by the loop goroutine only
+	commitCh       chan commit.Batch               // to the committer; set and used by the loop goroutine only
+	storeErr       atomic.Pointer[error]           // the store's refusal of the committer's last commit (storeFailing)
 	commitsPending atomic.Int64                    // turns handed to the committer and not yet carried out
 	cpuDeclared    bool                            // CPU capacity comes from --resources, not the machine
 	ex             *executor.Executor              // runs the tasks the market starts

@@ -29,6 +29,9 @@ func (s *Store) Batch(fn func(b *Batch) error) error {
 		return err
 	}
 	defer s.leave()
+	if err := s.Writable(); err != nil {
+		return err
+	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 

@@ -121,7 +121,7 @@ func (b *Bucket[T]) Put(key string, v T) error {
 		return err
 	}
 	defer b.s.leave()
-	return wrapErr(op, b.s.db.Update(func(txn *badger.Txn) error {
+	return wrapErr(op, b.s.update(func(txn *badger.Txn) error {
 		return txn.Set(b.key(key), data)
 	}))
 }
@@ -170,7 +170,7 @@ func (b *Bucket[T]) Delete(key string) error {
 	if b.large > 0 {
 		defer b.s.keys.lock(string(b.key(key)))()
 	}
-	err := b.s.db.Update(func(txn *badger.Txn) error {
+	err := b.s.update(func(txn *badger.Txn) error {
 		return txn.Delete(b.key(key))
 	})
 	if err == nil && b.large > 0 {
@@ -295,7 +295,7 @@ func (b *Bucket[T]) Update(key string, fn func(v *T, exists bool) (keep bool, er
 	defer b.s.keys.lock(string(k))()
 
 	for attempt := 1; ; attempt++ {
-		err := b.s.db.Update(func(txn *badger.Txn) error {
+		err := b.s.update(func(txn *badger.Txn) error {
 			return b.updateTxn(txn, op, k, fn)
 		})
 		if !errors.Is(err, badger.ErrConflict) {

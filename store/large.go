@@ -161,7 +161,7 @@ func (b *Bucket[T]) writeParts(key string, data []byte) (stub, error) {
 	for off := 0; off < len(data); off += MaxValueSize {
 		part := data[off:min(off+MaxValueSize, len(data))]
 		k := partKey(prefix, st.gen, st.parts)
-		if err := b.s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, part) }); err != nil {
+		if err := b.s.update(func(txn *badger.Txn) error { return txn.Set(k, part) }); err != nil {
 			return st, err
 		}
 		st.parts++
@@ -189,7 +189,7 @@ func (b *Bucket[T]) dropParts(key string, keep uint64) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		err = b.s.db.Update(func(txn *badger.Txn) error {
+		err = b.s.update(func(txn *badger.Txn) error {
 			for _, k := range keys {
 				if err := txn.Delete(k); err != nil {
 					return err

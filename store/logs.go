@@ -105,7 +105,7 @@ func (s *Store) AppendLog(stream string, data []byte) (seq uint64, err error) {
 		return 0, kindf(ErrTooLarge, "store: %s: sequence numbers exhausted", op)
 	}
 	seq = st.last + 1
-	err = s.db.Update(func(txn *badger.Txn) error {
+	err = s.update(func(txn *badger.Txn) error {
 		return txn.Set(logKey(prefix, seq), data)
 	})
 	if err != nil {
@@ -225,7 +225,7 @@ func (s *Store) DeleteLog(stream string) error {
 		if len(keys) == 0 {
 			break
 		}
-		err = s.db.Update(func(txn *badger.Txn) error {
+		err = s.update(func(txn *badger.Txn) error {
 			for _, k := range keys {
 				if err := txn.Delete(k); err != nil {
 					return err

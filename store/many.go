@@ -89,6 +89,9 @@ func (b *Bucket[T]) PutAll(entries []Entry[T]) error {
 		}
 	}
 	var first error
+	if err := b.s.Writable(); err != nil {
+		return err
+	}
 	w := newSplitWriter(b.s.db)
 	defer w.discard()
 	for _, e := range entries {
@@ -206,6 +209,9 @@ func (s *Store) AppendLogs(chunks []LogAppend) error {
 		for _, x := range streams {
 			x.st.last = x.next
 		}
+	}
+	if err := s.Writable(); err != nil {
+		return err
 	}
 	w := newSplitWriter(s.db)
 	defer w.discard()

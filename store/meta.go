@@ -90,7 +90,7 @@ func (s *Store) putRaw(op, ns, key string, data []byte) error {
 		return err
 	}
 	defer s.leave()
-	return wrapErr(op, s.db.Update(func(txn *badger.Txn) error {
+	return wrapErr(op, s.update(func(txn *badger.Txn) error {
 		return txn.Set([]byte(ns+key), data)
 	}))
 }
@@ -104,7 +104,7 @@ func (s *Store) deleteRaw(op, ns, key string) error {
 		return err
 	}
 	defer s.leave()
-	return wrapErr(op, s.db.Update(func(txn *badger.Txn) error {
+	return wrapErr(op, s.update(func(txn *badger.Txn) error {
 		return txn.Delete([]byte(ns + key))
 	}))
 }

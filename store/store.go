@@ -22,6 +22,7 @@ type Store struct {
 
 	keys    keyLocks    // serialises Update calls on the same key
 	streams streamTable // per-stream log sequence state
+	space   *spaceGate  // nil in memory
 }
 
 // Open opens (creating if needed) the database in dir. With InMemory the
@@ -58,6 +59,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, wrapErr("open "+name, err)
 	}
 	s := &Store{db: db, dir: dir, inMemory: c.inMemory}
+	if !c.inMemory {
+		s.space = &spaceGate{dir: dir}
+	}
 	s.drained = sync.NewCond(&s.mu)
 	s.keys.init()
 	s.streams.init()
