@@ -24,11 +24,16 @@ const (
 	cgroupMinCPUQuota = 1000   // smallest cpu.max quota the kernel accepts
 )
 
-// cgroupManager creates task cgroups under parent.
+// cgroupManager creates task cgroups under parent (v2), or in the v1
+// hierarchies (v1 set).
 type cgroupManager struct {
 	parent string
 	cpu    bool // the cpu controller is enabled for parent's children
 	memory bool // the memory controller is enabled for parent's children
+	pids   bool // the pids controller is enabled for parent's children
+	v1     *cgroupV1
+	// pidsMax bounds every task's processes (Options.PidsMax); 0: no bound.
+	pidsMax int
 }
 
 // writeCgroupFile writes one value to a cgroup interface file.
@@ -65,8 +70,11 @@ func cpuMax(milli int64) string {
 // taskCgroup is one task's cgroup. Its methods accept a nil receiver, which
 // stands for "no cgroup".
 type taskCgroup struct {
-	dir   string
-	dirFD *os.File // open directory, for starting the process inside it
+	dir    string
+	dirFD  *os.File          // open directory, for starting the process inside it
+	v1     map[string]string // v1: controller → the task's cgroup directory
+	home   map[string]string // v1: controller → the node's own cgroup directory
+	memory int64             // the memory limit, for the reason of an OOM kill
 }
 
 // create makes the cgroup for task id with spec's limits. It returns nil,
@@ -74,6 +82,9 @@ type taskCgroup struct {
 func (m *cgroupManager) create(id string, spec Spec) *taskCgroup {
 	if m == nil {
 		return nil
+	}
+	if m.v1 != nil {
+		return m.v1.create(id, spec, m.pidsMax)
 	}
 	dir := filepath.Join(m.parent, cgroupName(id))
 	err := os.Mkdir(dir, 0o755)
@@ -96,9 +107,13 @@ func (m *cgroupManager) create(id string, spec Spec) *taskCgroup {
 	}
 	if m.memory && spec.Memory > 0 {
 		set("memory.max", strconv.FormatInt(spec.Memory, 10))
+		set("memory.swap.max", "0")
 		set("memory.oom.group", "1")
 	}
-	cg := &taskCgroup{dir: dir}
+	if m.pids && m.pidsMax > 0 {
+		set("pids.max", strconv.Itoa(m.pidsMax))
+	}
+	cg := &taskCgroup{dir: dir, memory: spec.Memory}
 	if f, err := os.Open(dir); err == nil {
 		cg.dirFD = f
 	}
@@ -124,7 +139,7 @@ func (c *taskCgroup) closeFD() {
 // addProcess moves pid into the cgroup, for when it could not be started
 // there directly.
 func (c *taskCgroup) addProcess(pid int) {
-	if c == nil {
+	if c == nil || len(c.v1) > 0 {
 		return
 	}
 	if err := writeCgroupFile(filepath.Join(c.dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
@@ -136,6 +151,10 @@ func (c *taskCgroup) addProcess(pid int) {
 // task's process group, where the kernel supports cgroup.kill.
 func (c *taskCgroup) kill() {
 	if c == nil {
+		return
+	}
+	if len(c.v1) > 0 {
+		c.killV1()
 		return
 	}
 	f, err := os.OpenFile(filepath.Join(c.dir, "cgroup.kill"), os.O_WRONLY, 0)
@@ -155,6 +174,12 @@ func (c *taskCgroup) remove() {
 		return
 	}
 	c.closeFD()
+	if len(c.v1) > 0 {
+		for _, d := range c.v1 {
+			(&taskCgroup{dir: d}).remove()
+		}
+		return
+	}
 	deadline := time.Now().Add(time.Second)
 	for {
 		err := syscall.Rmdir(c.dir)

@@ -18,21 +18,34 @@ import (
 // detectCgroups returns a manager for parent, or for the node's own cgroup
 // when parent is empty, or nil when cgroups cannot be used.
 func detectCgroups(parent string) *cgroupManager {
-	if parent == "" {
-		p, err := ownCgroup("/proc/self/mountinfo", "/proc/self/cgroup")
-		if err != nil {
-			log.Debugw("cgroup limits disabled", "err", err)
-			return nil
+	m, err := detectV2(parent)
+	if err != nil && parent == "" {
+		// No usable v2 tree: the v1 hierarchies, where mounted.
+		v1, err1 := detectV1("/proc/self/mountinfo", "/proc/self/cgroup")
+		if err1 == nil {
+			log.Debugw("cgroup v1 limits enabled", "hierarchies", v1.home)
+			return &cgroupManager{v1: v1, cpu: v1.home["cpu"] != "", memory: v1.home["memory"] != "", pids: v1.home["pids"] != ""}
 		}
-		parent = p
+		err = fmt.Errorf("%v; v1: %v", err, err1)
 	}
-	m, err := probeCgroup(parent)
 	if err != nil {
 		log.Debugw("cgroup limits disabled", "err", err)
 		return nil
 	}
 	log.Debugw("cgroup limits enabled", "parent", m.parent, "cpu", m.cpu, "memory", m.memory)
 	return m
+}
+
+// detectV2 is the cgroup v2 manager for parent, or the node's own cgroup.
+func detectV2(parent string) (*cgroupManager, error) {
+	if parent == "" {
+		p, err := ownCgroup("/proc/self/mountinfo", "/proc/self/cgroup")
+		if err != nil {
+			return nil, err
+		}
+		parent = p
+	}
+	return probeCgroup(parent)
 }
 
 // ownCgroup returns the directory of the process's cgroup v2, from the "0::"
@@ -133,7 +146,7 @@ func probeCgroup(dir string) (*cgroupManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: cgroup %s: %w", dir, err)
 	}
-	for _, c := range []string{"cpu", "memory"} {
+	for _, c := range []string{"cpu", "memory", "pids"} {
 		if slices.Contains(available, c) && !slices.Contains(enabled, c) {
 			// Fails with EBUSY when dir has processes of its own (the
 			// "no internal processes" rule); then the controller stays off.
@@ -149,6 +162,7 @@ func probeCgroup(dir string) (*cgroupManager, error) {
 		parent: dir,
 		cpu:    slices.Contains(enabled, "cpu"),
 		memory: slices.Contains(enabled, "memory"),
+		pids:   slices.Contains(enabled, "pids"),
 	}
 	if !m.cpu && !m.memory {
 		return nil, fmt.Errorf("runtime: cgroup %s: cpu and memory controllers not delegated", dir)

@@ -164,9 +164,10 @@ func processesOf(uid uint32) []int {
 // itself: a child inherits it at fork, and Go forks on the calling
 // thread. The node's other threads keep their rights.
 type spawner struct {
-	once sync.Once
-	reqs chan func()
-	err  error
+	noNewPrivs bool
+	once       sync.Once
+	reqs       chan func()
+	err        error
 }
 
 // prSetNoNewPrivs is prctl's PR_SET_NO_NEW_PRIVS.
@@ -179,9 +180,11 @@ func (s *spawner) run(start func()) error {
 		ready := make(chan error)
 		go func() {
 			goruntime.LockOSThread() // never unlocked: the thread dies with the goroutine's end, which never comes
-			if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
-				ready <- fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", e)
-				return
+			if s.noNewPrivs {
+				if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
+					ready <- fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", e)
+					return
+				}
 			}
 			ready <- nil
 			for f := range s.reqs {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	// Isolation confines tasks to identities of their own (see
 	// CheckIsolation for what it needs).
 	Isolation Isolation
+	// PidsMax bounds the processes of every task, where the pids
+	// controller is available; 0: no bound.
+	PidsMax int
 }
 
 // Runner starts task processes and tracks them until they end. It is safe
@@ -65,26 +69,57 @@ func NewRunner(opts Options) *Runner {
 	}
 	if !opts.DisableCgroups {
 		r.cgroups = detectCgroups(opts.CgroupParent)
+		if r.cgroups != nil {
+			r.cgroups.pidsMax = opts.PidsMax
+		}
 	}
 	if opts.Isolation.IDs.Count > 0 {
 		r.ids = &idPool{r: opts.Isolation.IDs, inUse: map[uint32]bool{}}
 	}
-	if opts.Isolation.NoNewPrivs {
-		r.spawner = &spawner{}
+	if opts.Isolation.NoNewPrivs || (r.cgroups != nil && r.cgroups.v1 != nil) {
+		r.spawner = &spawner{noNewPrivs: opts.Isolation.NoNewPrivs}
 	}
 	return r
 }
 
-// spawn starts cmd, from the no_new_privs thread when there is one.
-func (r *Runner) spawn(cmd *exec.Cmd) error {
+// spawn starts cmd, from the spawner's thread when there is one (in cg's
+// v1 cgroups for the fork).
+func (r *Runner) spawn(cmd *exec.Cmd, cg *taskCgroup) error {
 	if r.spawner == nil {
 		return cmd.Start()
 	}
 	var err error
-	if serr := r.spawner.run(func() { err = cmd.Start() }); serr != nil {
+	if serr := r.spawner.run(func() {
+		cg.enterThread()
+		err = cmd.Start()
+		cg.leaveThread()
+	}); serr != nil {
 		return serr
 	}
 	return err
+}
+
+// Limits says which of a task's limits this Runner enforces, for the
+// node to say at start.
+func (r *Runner) Limits() string {
+	m := r.cgroups
+	if m == nil {
+		return "none: no writable cgroup (v2, or v1 memory and cpu hierarchies); CPU and memory are only accounted by the scheduler"
+	}
+	var on []string
+	for _, x := range []struct {
+		ok   bool
+		what string
+	}{{m.cpu, "cpu"}, {m.memory, "memory"}, {m.pids && m.pidsMax > 0, fmt.Sprintf("pids (%d)", m.pidsMax)}} {
+		if x.ok {
+			on = append(on, x.what)
+		}
+	}
+	v := "cgroup v2 under " + m.parent
+	if m.v1 != nil {
+		v = "cgroup v1"
+	}
+	return strings.Join(on, ", ") + " (" + v + ")"
 }
 
 func (r *Runner) baseEnv() []string {

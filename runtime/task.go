@@ -91,14 +91,14 @@ func (t *task) start(r *Runner) error {
 		}
 	}
 	cmd := newCmd(cg.fd())
-	err = r.spawn(cmd)
+	err = r.spawn(cmd, cg)
 	if err != nil && cg.fd() >= 0 {
 		// The kernel may not support starting straight into a cgroup;
 		// resource limits are best effort, so retry without and move the
 		// process afterwards.
 		log.Debugw("starting in cgroup failed, retrying without", "id", t.id, "err", err)
 		cmd = newCmd(-1)
-		if err = r.spawn(cmd); err == nil {
+		if err = r.spawn(cmd, cg); err == nil {
 			cg.addProcess(cmd.Process.Pid)
 		}
 	}
@@ -175,12 +175,16 @@ func (t *task) supervise(r *Runner) Result {
 	}
 	t.stdout.Close()
 	t.stderr.Close()
+	oom := t.cg.oomKilled()
 	t.cg.remove()
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()
 
 	res := exitResult(t.cmd.ProcessState, waitErr, st, t.spec.Timeout)
+	if oom && !res.TimedOut && !res.Cancelled {
+		res.Reason = fmt.Sprintf("killed: out of memory, over its memory limit of %d MiB (%s)", t.spec.Memory>>20, res.Reason)
+	}
 	res.Started = t.started
 	res.Finished = finished
 	res.Pid = t.pid

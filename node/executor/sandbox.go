@@ -21,6 +21,12 @@ type Sandbox struct {
 	// PassEnv names the node's environment variables tasks also get;
 	// otherwise a task sees its spec's variables, Agora's, and PATH.
 	PassEnv []string
+	// PidsMax bounds each task's processes where the pids controller is
+	// available; 0: no bound.
+	PidsMax int
+	// CgroupParent is the cgroup v2 directory task cgroups are made in;
+	// "": the node's own.
+	CgroupParent string
 }
 
 // DefaultTaskPath is the PATH a task gets unless the node passes its own
@@ -37,12 +43,13 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 	if err != nil {
 		return nil, err
 	}
+	rr := runtime.NewRunner(opts)
 	if opts.Isolation.IDs.Count == 0 && opts.Isolation.User == nil && os.Geteuid() == 0 {
-		log.Warnw("task sandbox", "user", how)
+		log.Warnw("task sandbox", "user", how, "limits enforced", rr.Limits())
 	} else {
-		log.Infow("task sandbox", "user", how)
+		log.Infow("task sandbox", "user", how, "limits enforced", rr.Limits())
 	}
-	return runtime.NewRunner(opts), nil
+	return rr, nil
 }
 
 // RunnerOptions turns a node's sandbox settings into the runtime's
@@ -51,7 +58,10 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 // traversable (0711) but not listable by them. What it says names the
 // flag to change.
 func (s Sandbox) RunnerOptions(dataDir string) (runtime.Options, string, error) {
-	opts := runtime.Options{BaseEnv: []string{"PATH=" + DefaultTaskPath}}
+	if s.PidsMax < 0 {
+		return runtime.Options{}, "", fmt.Errorf("--task-pids %d: negative (0: no bound)", s.PidsMax)
+	}
+	opts := runtime.Options{BaseEnv: []string{"PATH=" + DefaultTaskPath}, PidsMax: s.PidsMax, CgroupParent: s.CgroupParent}
 	for _, name := range s.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			if name == "PATH" {

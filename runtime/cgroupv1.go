@@ -1,0 +1,221 @@
+package runtime
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroup v1. Where the node is in no usable cgroup v2 tree but the v1
+// hierarchies of the memory, cpu and pids controllers are mounted and
+// writable (as on hosts that still mount v1), each task gets a cgroup in
+// each, under the node's own: agora-tasks/<task>. v1 has no
+// CLONE_INTO_CGROUP, so a task is forked from a thread that joined its
+// cgroups just before (a child starts in its parent thread's cgroups)
+// and returns right after: no process of the task ever runs outside them.
+
+// v1Controllers are the hierarchies a task gets a cgroup in; cpuacct
+// measures its CPU time.
+var v1Controllers = []string{"memory", "cpu", "cpuacct", "pids"}
+
+// cgroupV1 is where the node's own cgroups are, per controller.
+type cgroupV1 struct {
+	home map[string]string // controller → the node's cgroup directory in its hierarchy
+}
+
+// detectV1 finds the node's cgroup directory in each v1 hierarchy of
+// v1Controllers that is mounted and writable; it needs at least memory
+// or cpu.
+func detectV1(mountinfo, cgroupFile string) (*cgroupV1, error) {
+	data, err := os.ReadFile(cgroupFile)
+	if err != nil {
+		return nil, err
+	}
+	paths := map[string]string{} // controller → the node's cgroup path in its hierarchy
+	for line := range strings.Lines(string(data)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 || f[1] == "" {
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			paths[c] = f[2]
+		}
+	}
+	mf, err := os.Open(mountinfo)
+	if err != nil {
+		return nil, err
+	}
+	defer mf.Close()
+	v := &cgroupV1{home: map[string]string{}}
+	sc := bufio.NewScanner(mf)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		fields, postFields := strings.Fields(pre), strings.Fields(post)
+		if len(fields) < 5 || len(postFields) < 3 || postFields[0] != "cgroup" {
+			continue
+		}
+		opts := strings.Split(postFields[2], ",")
+		for _, c := range v1Controllers {
+			p, in := paths[c]
+			if !in || !slices.Contains(opts, c) || v.home[c] != "" {
+				continue
+			}
+			rel, ok := relCgroupPath(unescapeMount(fields[3]), p)
+			if !ok {
+				continue
+			}
+			dir := filepath.Join(unescapeMount(fields[4]), rel)
+			if syscall.Access(dir, 2 /* W_OK */) == nil {
+				v.home[c] = dir
+			}
+		}
+	}
+	if v.home["memory"] == "" && v.home["cpu"] == "" {
+		return nil, errors.New("runtime: no writable cgroup v1 memory or cpu hierarchy")
+	}
+	return v, nil
+}
+
+// createV1 makes task id's cgroups with spec's limits (and pids, when
+// above zero).
+func (v *cgroupV1) create(id string, spec Spec, pids int) *taskCgroup {
+	cg := &taskCgroup{v1: map[string]string{}, home: v.home, memory: spec.Memory}
+	for c, home := range v.home {
+		dir := filepath.Join(home, "agora-tasks", cgroupName(id))
+		_ = syscall.Rmdir(dir) // left over from an earlier node process
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			log.Debugw("cannot create task cgroup", "id", id, "controller", c, "err", err)
+			continue
+		}
+		cg.v1[c] = dir
+		set := func(file, value string) {
+			if err := writeCgroupFile(filepath.Join(dir, file), value); err != nil {
+				log.Debugw("cannot set cgroup limit", "id", id, "file", file, "err", err)
+			}
+		}
+		switch c {
+		case "memory":
+			if spec.Memory > 0 {
+				set("memory.limit_in_bytes", strconv.FormatInt(spec.Memory, 10))
+				// Swap must not hold what memory may not: where swap is
+				// accounted, it has the same limit.
+				_ = writeCgroupFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), strconv.FormatInt(spec.Memory, 10))
+			}
+		case "cpu":
+			if spec.CPUMilli > 0 {
+				quota, period, _ := strings.Cut(cpuMax(spec.CPUMilli), " ")
+				set("cpu.cfs_period_us", period)
+				set("cpu.cfs_quota_us", quota)
+			}
+		case "pids":
+			if pids > 0 {
+				set("pids.max", strconv.Itoa(pids))
+			}
+		}
+	}
+	if len(cg.v1) == 0 {
+		return nil
+	}
+	return cg
+}
+
+// enterThread moves the calling OS thread into the task's v1 cgroups, so
+// that what it forks starts there; leaveThread moves it back.
+func (c *taskCgroup) enterThread() { c.moveThread(func(ctrl string) string { return c.v1[ctrl] }) }
+
+func (c *taskCgroup) leaveThread() { c.moveThread(func(ctrl string) string { return c.home[ctrl] }) }
+
+func (c *taskCgroup) moveThread(dir func(string) string) {
+	if c == nil || len(c.v1) == 0 {
+		return
+	}
+	tid := strconv.Itoa(syscall.Gettid())
+	for ctrl := range c.v1 {
+		if err := writeCgroupFile(filepath.Join(dir(ctrl), "tasks"), tid); err != nil {
+			log.Debugw("cannot move the spawning thread", "controller", ctrl, "err", err)
+		}
+	}
+}
+
+// killV1 kills every process in the task's v1 cgroups until none is left.
+func (c *taskCgroup) killV1() {
+	for range 50 {
+		found := false
+		for _, dir := range c.v1 {
+			data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					found = true
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		if !found {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// oomKilled reports whether the kernel killed a process of the task for
+// going over its memory limit.
+func (c *taskCgroup) oomKilled() bool {
+	if c == nil || c.memory <= 0 {
+		return false
+	}
+	file := filepath.Join(c.dir, "memory.events") // v2
+	if d, ok := c.v1["memory"]; ok {
+		file = filepath.Join(d, "memory.oom_control")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			n, _ := strconv.Atoi(v)
+			return n > 0
+		}
+	}
+	return false
+}
+
+// cpuUsage is the CPU time the task's processes used so far.
+func (c *taskCgroup) cpuUsage() (time.Duration, error) {
+	if c == nil {
+		return 0, errors.New("no cgroup")
+	}
+	if d, ok := c.v1["cpuacct"]; ok {
+		data, err := os.ReadFile(filepath.Join(d, "cpuacct.usage"))
+		if err != nil {
+			return 0, err
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		return time.Duration(ns), err
+	}
+	data, err := os.ReadFile(filepath.Join(c.dir, "cpu.stat"))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "usage_usec "); ok {
+			us, err := strconv.ParseInt(v, 10, 64)
+			return time.Duration(us) * time.Microsecond, err
+		}
+	}
+	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", c.dir)
+}
