@@ -107,8 +107,8 @@ func TestCgroupHelpers(t *testing.T) {
 }
 
 func TestCgroupLimitsAgainstFakeRoot(t *testing.T) {
-	parent := fakeCgroup(t, "cpu memory", "cpu memory")
-	r := newTestRunner(t, Options{CgroupParent: parent})
+	parent := fakeCgroup(t, "cpu memory pids", "cpu memory pids")
+	r := newTestRunner(t, Options{CgroupParent: parent, PidsMax: 64})
 	if r.cgroups == nil {
 		t.Fatal("fake cgroup not detected")
 	}
@@ -131,6 +131,12 @@ func TestCgroupLimitsAgainstFakeRoot(t *testing.T) {
 	}
 	if got := readTrim(t, filepath.Join(dir, "memory.max")); got != strconv.Itoa(256<<20) {
 		t.Errorf("memory.max = %q", got)
+	}
+	if got := readTrim(t, filepath.Join(dir, "memory.swap.max")); got != "0" {
+		t.Errorf("memory.swap.max = %q", got)
+	}
+	if got := readTrim(t, filepath.Join(dir, "pids.max")); got != "64" {
+		t.Errorf("pids.max = %q", got)
 	}
 	if got := readTrim(t, filepath.Join(dir, "cgroup.procs")); got != strconv.Itoa(res.Pid) {
 		t.Errorf("cgroup.procs = %q, want pid %d", got, res.Pid)
