@@ -61,8 +61,21 @@ func (m *Market) restore(jobs []JobRecord) {
 		}
 		m.active = append(m.active, j.ID)
 		j.Manager = m.cfg.Self
+		var ended []TaskStatus // attempts here that finished while the node was down
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
+			if x, ok := m.reclaim.exits[t.Key]; ok && x.Epoch == t.Epoch && t.Node == m.cfg.Self && (t.State == TaskAwarded || t.State == TaskRunning) {
+				delete(m.reclaim.exits, t.Key)
+				st := TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode, Reason: x.Reason, Time: x.Time}
+				if x.ExitCode != 0 {
+					st.State = TaskFailed
+				}
+				if t.State == TaskAwarded {
+					ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskRunning, Time: x.Time})
+				}
+				ended = append(ended, st)
+				continue
+			}
 			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
 				if j.isGang(t.Key.Task) {
 					// A gang runs whole or not at all: its other replicas
@@ -74,6 +87,9 @@ func (m *Market) restore(jobs []JobRecord) {
 			} else if t.State == TaskAwarded || t.State == TaskRunning {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
 			}
+		}
+		for _, st := range ended {
+			m.onTaskStatus(st)
 		}
 		m.touch(j.ID)
 	}

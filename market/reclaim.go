@@ -42,6 +42,20 @@ type reclaim struct {
 	asks    int                  // how many times they went out
 	waiting map[string]map[NodeID]bool
 	adopter map[string]NodeID
+	// exits are this node's attempts that finished while it was down
+	// (the executor's durable record): applied as reports when their
+	// jobs are restored, instead of placing them again.
+	exits map[TaskKey]TaskExit
+}
+
+// TaskExit is an attempt of this node's that finished while the node was
+// down, as the executor found it recorded at restart.
+type TaskExit struct {
+	Key      TaskKey
+	Epoch    uint64
+	ExitCode int
+	Reason   string
+	Time     time.Time
 }
 
 // reclaimSettleMax bounds, in advert intervals, the wait for a settled
@@ -55,13 +69,17 @@ const reclaimAsks = 3
 // unfinished ones once the node has asked its peers about them (see
 // above). It also marks the view unsettled until then: nothing is taken
 // over before. A node starting afresh calls it with no records.
-func (m *Market) Reclaim(now time.Time, jobs []JobRecord) {
+func (m *Market) Reclaim(now time.Time, jobs []JobRecord, exits ...TaskExit) {
 	m.enter(now)
 	defer m.leave()
 	var done []JobRecord
 	r := &m.reclaim
 	r.pending, r.start, r.first, r.asked, r.asks = true, m.now, time.Time{}, time.Time{}, 0
 	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
+	r.exits = map[TaskKey]TaskExit{}
+	for _, x := range exits {
+		r.exits[x.Key] = x
+	}
 	for _, j := range jobs {
 		if _, dup := m.jobs[j.ID]; dup {
 			continue

@@ -402,7 +402,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
 	// settled, and the copies below would otherwise look orphaned.
-	m.Reclaim(time.Now(), jobs)
+	m.Reclaim(time.Now(), jobs, n.ex.ExitedWhileDown()...)
 	if err := n.loadCopies(); err != nil {
 		return fmt.Errorf("node: read job-record copies: %w", err)
 	}

@@ -75,6 +75,7 @@ type taskCgroup struct {
 	v1     map[string]string // v1: controller → the task's cgroup directory
 	home   map[string]string // v1: controller → the node's own cgroup directory
 	memory int64             // the memory limit, for the reason of an OOM kill
+	quota  string            // v1: the CPU quota to set once forked ("QUOTA PERIOD")
 }
 
 // create makes the cgroup for task id with spec's limits. It returns nil,

@@ -113,10 +113,11 @@ func (v *cgroupV1) create(id string, spec Spec, pids int) *taskCgroup {
 				_ = writeCgroupFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), strconv.FormatInt(spec.Memory, 10))
 			}
 		case "cpu":
+			// Set once the task is forked (setQuota): the forking thread
+			// joins this cgroup for the fork, and a small quota would
+			// throttle it, and every start behind it.
 			if spec.CPUMilli > 0 {
-				quota, period, _ := strings.Cut(cpuMax(spec.CPUMilli), " ")
-				set("cpu.cfs_period_us", period)
-				set("cpu.cfs_quota_us", quota)
+				cg.quota = cpuMax(spec.CPUMilli)
 			}
 		case "pids":
 			if pids > 0 {
@@ -134,7 +135,23 @@ func (v *cgroupV1) create(id string, spec Spec, pids int) *taskCgroup {
 // that what it forks starts there; leaveThread moves it back.
 func (c *taskCgroup) enterThread() { c.moveThread(func(ctrl string) string { return c.v1[ctrl] }) }
 
-func (c *taskCgroup) leaveThread() { c.moveThread(func(ctrl string) string { return c.home[ctrl] }) }
+func (c *taskCgroup) leaveThread() {
+	c.moveThread(func(ctrl string) string { return c.home[ctrl] })
+	c.setQuota()
+}
+
+// setQuota sets the v1 CPU quota held back for the fork.
+func (c *taskCgroup) setQuota() {
+	if c == nil || c.quota == "" || c.v1["cpu"] == "" {
+		return
+	}
+	quota, period, _ := strings.Cut(c.quota, " ")
+	for file, v := range map[string]string{"cpu.cfs_period_us": period, "cpu.cfs_quota_us": quota} {
+		if err := writeCgroupFile(filepath.Join(c.v1["cpu"], file), v); err != nil {
+			log.Debugw("cannot set cgroup limit", "file", file, "err", err)
+		}
+	}
+}
 
 func (c *taskCgroup) moveThread(dir func(string) string) {
 	if c == nil || len(c.v1) == 0 {
@@ -158,7 +175,9 @@ func (c *taskCgroup) killV1() {
 				continue
 			}
 			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil {
+				// A zombie (the main process, awaiting its reaping) is
+				// listed too, and is past killing.
+				if pid, err := strconv.Atoi(f); err == nil && !zombie(pid) {
 					found = true
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}
@@ -218,4 +237,16 @@ func (c *taskCgroup) cpuUsage() (time.Duration, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", c.dir)
+}
+
+// zombie reports whether pid has exited and awaits its reaping (or is
+// gone).
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }

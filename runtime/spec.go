@@ -58,6 +58,11 @@ type Spec struct {
 	// Memory is the memory limit in bytes; zero means no limit. It is
 	// applied only where cgroups allow it.
 	Memory int64
+	// ExitFile, when set, is where the task's exit status is written, by
+	// a shell that runs the command and outlives the node: a node killed
+	// while its task runs learns on restart that the task finished, and
+	// how, instead of running it again.
+	ExitFile string
 }
 
 // grace returns the effective SIGTERM to SIGKILL delay.

@@ -61,6 +61,11 @@ func (t *task) start(r *Runner) error {
 	if err != nil {
 		return err
 	}
+	argv := t.spec.Command
+	if t.spec.ExitFile != "" {
+		argv = append([]string{"/bin/sh", "-c", exitWrapper, "agora-task", t.spec.ExitFile, path}, t.spec.Command[1:]...)
+		path = "/bin/sh"
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -82,7 +87,7 @@ func (t *task) start(r *Runner) error {
 		}
 		return &exec.Cmd{
 			Path:        path,
-			Args:        t.spec.Command,
+			Args:        argv,
 			Env:         env,
 			Dir:         dir,
 			Stdout:      outW,
@@ -176,7 +181,9 @@ func (t *task) supervise(r *Runner) Result {
 	t.stdout.Close()
 	t.stderr.Close()
 	oom := t.cg.oomKilled()
-	t.cg.remove()
+	// Removal waits out the kernel's release of the exited processes (v1
+	// answers EBUSY meanwhile): the result does not wait for it.
+	go t.cg.remove()
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()
@@ -290,3 +297,9 @@ func (t *task) releaseID(r *Runner) {
 		t.owned = false
 	}
 }
+
+// exitWrapper runs "$@" and writes its exit status to $1 (through a
+// temporary file, so that a reader sees all of it or nothing); it exits
+// as the command did. Run as the task's main process, it goes on when the
+// node dies, and so does the record.
+const exitWrapper = `f=$1; shift; "$@"; s=$?; echo $s > "$f.tmp" && mv -f "$f.tmp" "$f"; exit $s`

@@ -81,6 +81,9 @@ type Executor struct {
 	tasksQ   chan func()
 	stopping atomic.Bool
 	killing  atomic.Bool // Kill: no snapshots, no exit reports
+	// downExits are the previous run's attempts that finished while the
+	// node was down (reapOrphans).
+	downExits []market.TaskExit
 
 	// mu orders task starts against stops and teardown; it guards the
 	// fields below and the stopping flag's changes.
@@ -200,17 +203,31 @@ func (x *Executor) taskLoop() {
 	}
 }
 
+// taskDir is where a task replica's directories are.
+func (x *Executor) taskDir(k market.TaskKey) string {
+	return filepath.Join(x.opts.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
+}
+
+// exitFile is where an attempt's exit status is written by the shell that
+// runs it (runtime.Spec.ExitFile): in its work directory, which the
+// task's user may write.
+func exitFile(dir string, epoch uint64) string {
+	return filepath.Join(dir, "work", fmt.Sprintf(".agora-exit-%d", epoch))
+}
+
 // startTask carries out a StartTask, on the task goroutine; grace is the
 // market's PreemptGrace.
 func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	k := st.Task.Key
-	dir := filepath.Join(x.opts.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
+	dir := x.taskDir(k)
 	spec := runtime.Spec{
 		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
 		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
 		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: grace,
 		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
+		ExitFile: exitFile(dir, st.Task.Epoch),
 	}
+	_ = os.Remove(spec.ExitFile) // planted by an earlier attempt in the same directory, it would lie
 	if len(st.Task.Peers) > 0 {
 		hosts := make([]string, len(st.Task.Peers))
 		for i, p := range st.Task.Peers {

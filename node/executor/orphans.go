@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,8 +10,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/store"
 )
+
+// ExitedWhileDown lists the attempts of the previous run that finished
+// while the node was down, for the market (market.Reclaim).
+func (x *Executor) ExitedWhileDown() []market.TaskExit { return x.downExits }
 
 // reapOrphans kills task processes left behind by a previous run of this
 // node that died without stopping them (kill -9, crash): for every
@@ -71,9 +77,24 @@ func (x *Executor) reapOrphans() {
 			log.Warnw("killed a task process left by the previous run", "pid", pid, "execution", want[sig])
 		}
 	}
+	// An attempt that finished while the node was down left its exit
+	// status (runtime.Spec.ExitFile): it is reported, not run again. This
+	// is read after the orphans are killed, so that one that finished
+	// meanwhile counts as finished.
 	now := time.Now()
 	for i := range exs {
-		exs[i].Value.Finished, exs[i].Value.ExitCode, exs[i].Value.Reason = now, -1, "node restarted"
+		ex := &exs[i].Value
+		ex.Finished, ex.ExitCode, ex.Reason = now, -1, "node restarted"
+		b, err := os.ReadFile(exitFile(x.taskDir(ex.Key), ex.Epoch))
+		if err != nil {
+			continue
+		}
+		code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || code < 0 || code > 255 {
+			continue
+		}
+		ex.ExitCode, ex.Reason = code, fmt.Sprintf("exit status %d (finished while the node was down)", code)
+		x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, ExitCode: code, Reason: ex.Reason, Time: now})
 	}
 	if err := x.execs.PutAll(exs); err != nil {
 		log.Warnw("close the attempts of the previous run", "err", err)

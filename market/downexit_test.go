@@ -1,0 +1,72 @@
+package market
+
+import (
+	"testing"
+	"time"
+)
+
+// TestExitedWhileDown (issue 22): a restarted node whose executor found
+// that an attempt finished while the node was down (the exit status its
+// shell left) applies that exit when it restores the job — succeeded
+// once, or failed by its retries — and does not place it again. An exit
+// of another epoch is not taken: the attempt is lost and placed again.
+func TestExitedWhileDown(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		code    int
+		epoch   uint64 // added to the running attempt's epoch
+		state   JobState
+		restart bool // the attempt is placed again
+	}{
+		{"succeeded", 0, 0, JobSucceeded, false},
+		{"failed", 3, 0, JobFailed, false},
+		{"another epoch", 0, 1, JobRunning, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, cpuNode(4))
+			c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, time.Hour }
+			js := job("j", task("t", 1000))
+			js.Tasks[0].Retries = 0
+			if err := c.nodes[0].Submit(c.now, "j-1", js); err != nil {
+				t.Fatal(err)
+			}
+			c.until(10*time.Second, "the task to run", func() bool { return c.job(0, "j-1").Tasks[0].State == TaskRunning })
+			rec := c.job(0, "j-1")
+			tr := rec.Tasks[0]
+
+			// The node restarts on its store: a new market, the record and
+			// the executor's finding.
+			cfg := c.nodes[0].Config()
+			cfg.Solo = true
+			m, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := c.now.Add(5 * time.Second)
+			m.Reclaim(now, []JobRecord{rec}, TaskExit{Key: tr.Key, Epoch: tr.Epoch + tc.epoch, ExitCode: tc.code, Reason: "exit status (finished while the node was down)", Time: now})
+			starts := 0
+			for range 200 {
+				now = now.Add(50 * time.Millisecond)
+				m.Tick(now)
+				for _, e := range m.Ready() {
+					if st, ok := e.(StartTask); ok && st.Task.Key == tr.Key {
+						starts++
+					}
+				}
+			}
+			j, ok := m.Job("j-1")
+			if !ok {
+				t.Fatal("the job was not restored")
+			}
+			if j.State != tc.state {
+				t.Fatalf("job %s after the restart, want %s (%+v)", j.State, tc.state, j.Tasks[0])
+			}
+			if (starts > 0) != tc.restart {
+				t.Fatalf("%d starts of the attempt after the restart (placed again: %v)", starts, tc.restart)
+			}
+			if !tc.restart && j.Tasks[0].Attempts != 1 {
+				t.Fatalf("%d attempts, want the one that finished", j.Tasks[0].Attempts)
+			}
+		})
+	}
+}
