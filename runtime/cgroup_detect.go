@@ -67,9 +67,35 @@ func ownCgroup(mountinfo, cgroupFile string) (string, error) {
 		return "", errors.New("runtime: process is not in a cgroup v2 hierarchy")
 	}
 
+	var found2 string
+	err = scanMounts(mountinfo, "cgroup2", func(root, mountPoint string, _ []string) bool {
+		rel, ok := relCgroupPath(root, cgPath)
+		if !ok {
+			return true
+		}
+		dir := filepath.Join(mountPoint, rel)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			found2 = dir
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	if found2 != "" {
+		return found2, nil
+	}
+	return "", fmt.Errorf("runtime: no cgroup2 mount holds cgroup %q", cgPath)
+}
+
+// scanMounts calls fn with the root, the mount point and the super
+// options of each mount of type fstype in mountinfo, until fn returns
+// false.
+func scanMounts(mountinfo, fstype string, fn func(root, mountPoint string, superOpts []string) bool) error {
 	f, err := os.Open(mountinfo)
 	if err != nil {
-		return "", fmt.Errorf("runtime: read mounts: %w", err)
+		return fmt.Errorf("runtime: read mounts: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -81,23 +107,21 @@ func ownCgroup(mountinfo, cgroupFile string) (string, error) {
 			continue
 		}
 		fields, postFields := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(postFields) < 1 || postFields[0] != "cgroup2" {
+		if len(fields) < 5 || len(postFields) < 1 || postFields[0] != fstype {
 			continue
 		}
-		root, mountPoint := unescapeMount(fields[3]), unescapeMount(fields[4])
-		rel, ok := relCgroupPath(root, cgPath)
-		if !ok {
-			continue
+		var opts []string
+		if len(postFields) >= 3 {
+			opts = strings.Split(postFields[2], ",")
 		}
-		dir := filepath.Join(mountPoint, rel)
-		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			return dir, nil
+		if !fn(unescapeMount(fields[3]), unescapeMount(fields[4]), opts) {
+			return nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("runtime: read mounts: %w", err)
+		return fmt.Errorf("runtime: read mounts: %w", err)
 	}
-	return "", fmt.Errorf("runtime: no cgroup2 mount holds cgroup %q", cgPath)
+	return nil
 }
 
 // relCgroupPath returns cgPath relative to a mount whose root in the

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -48,38 +47,23 @@ func detectV1(mountinfo, cgroupFile string) (*cgroupV1, error) {
 			paths[c] = f[2]
 		}
 	}
-	mf, err := os.Open(mountinfo)
-	if err != nil {
-		return nil, err
-	}
-	defer mf.Close()
 	v := &cgroupV1{home: map[string]string{}}
-	sc := bufio.NewScanner(mf)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		fields, postFields := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(postFields) < 3 || postFields[0] != "cgroup" {
-			continue
-		}
-		opts := strings.Split(postFields[2], ",")
+	err = scanMounts(mountinfo, "cgroup", func(root, mountPoint string, superOpts []string) bool {
 		for _, c := range v1Controllers {
 			p, in := paths[c]
-			if !in || !slices.Contains(opts, c) || v.home[c] != "" {
+			if !in || !slices.Contains(superOpts, c) || v.home[c] != "" {
 				continue
 			}
-			rel, ok := relCgroupPath(unescapeMount(fields[3]), p)
-			if !ok {
-				continue
-			}
-			dir := filepath.Join(unescapeMount(fields[4]), rel)
-			if syscall.Access(dir, 2 /* W_OK */) == nil {
-				v.home[c] = dir
+			if rel, ok := relCgroupPath(root, p); ok {
+				if dir := filepath.Join(mountPoint, rel); syscall.Access(dir, 2 /* W_OK */) == nil {
+					v.home[c] = dir
+				}
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	if v.home["memory"] == "" && v.home["cpu"] == "" {
 		return nil, errors.New("runtime: no writable cgroup v1 memory or cpu hierarchy")
