@@ -181,9 +181,7 @@ func (t *task) supervise(r *Runner) Result {
 	t.stdout.Close()
 	t.stderr.Close()
 	oom := t.cg.oomKilled()
-	// Removal waits out the kernel's release of the exited processes (v1
-	// answers EBUSY meanwhile): the result does not wait for it.
-	go t.cg.remove()
+	t.cg.remove()
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()
