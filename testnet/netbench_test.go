@@ -411,7 +411,7 @@ func TestNetAuctionRoundSmoke(t *testing.T) {
 // The cost of trust: the starts-elsewhere cluster is measured against
 // the same cluster whose nodes an authority admitted and whose jobs are
 // signed (every ticket and chain verified by the manager, each bidder
-// and executor, and the holders of its record), in 60 pairs of bursts
+// and executor, and the holders of its record), in 120 pairs of bursts
 // (trustPairs). awards_trust_vs_open_paired is the geometric mean of the
 // pairs' ratios of award rates, trusted over open (trust_pair_ratio_p25
 // and _p75 show their spread), awards_trust_vs_open the ratio over all
@@ -435,7 +435,7 @@ func BenchmarkNetPlacements(b *testing.B) {
 	// its ticket and chain verified by the manager, each bidder and
 	// executor, and the holders of its record; the two in pairs of
 	// bursts.
-	sched, schedT, cpuOpen, cpuTrust, pairRatios := trustPairs(b, cfg, 60)
+	sched, schedT, cpuOpen, cpuTrust, pairRatios := trustPairs(b, cfg, 120)
 	for _, r := range []placementResult{sched, schedT} {
 		if r.Placed < r.Tasks || r.Missing > 0 || r.Awarded < r.Tasks {
 			b.Fatalf("starts elsewhere: placed %d of %d tasks (%d without a start time, %d with an accepted award)", r.Placed, r.Tasks, r.Missing, r.Awarded)
