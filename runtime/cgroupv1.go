@@ -151,27 +151,18 @@ func (c *taskCgroup) moveThread(dir func(string) string) {
 
 // killV1 kills every process in the task's v1 cgroups until none is left.
 func (c *taskCgroup) killV1() {
-	for range 50 {
-		found := false
+	killAll(func() []int {
+		var pids []int
 		for _, dir := range c.v1 {
-			data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-			if err != nil {
-				continue
-			}
+			data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 			for _, f := range strings.Fields(string(data)) {
-				// A zombie (the main process, awaiting its reaping) is
-				// listed too, and is past killing.
-				if pid, err := strconv.Atoi(f); err == nil && !zombie(pid) {
-					found = true
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
 				}
 			}
 		}
-		if !found {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return pids
+	})
 }
 
 // oomKilled reports whether the kernel killed a process of the task for

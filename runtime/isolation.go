@@ -112,17 +112,27 @@ func ownTree(dir string, id uint32) error {
 // killUser kills every process whose real or effective user ID is uid,
 // until none is left (a dying process may have forked once more). It
 // returns how many it signalled.
-func killUser(uid uint32) int {
+func killUser(uid uint32) int { return killAll(func() []int { return processesOf(uid) }) }
+
+// killAll kills the processes list names until it names none that runs
+// (a dying process may have forked once more), and returns how many it
+// signalled. A zombie — the task's main process awaiting its reaping —
+// is past killing and does not count.
+func killAll(list func() []int) int {
 	killed := 0
 	for range 50 {
-		pids := processesOf(uid)
-		if len(pids) == 0 {
-			return killed
-		}
-		for _, pid := range pids {
+		found := false
+		for _, pid := range list() {
+			if zombie(pid) {
+				continue
+			}
+			found = true
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
 				killed++
 			}
+		}
+		if !found {
+			return killed
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
