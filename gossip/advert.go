@@ -62,6 +62,9 @@ type Advert struct {
 	// Cert is the node's certificate chain in a network with an
 	// authority (market/auth's encoding), empty otherwise.
 	Cert []byte
+	// Limits says which task limits the node enforces and whether it
+	// runs tasks whose limits it cannot.
+	Limits resource.Enforcement
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -75,22 +78,24 @@ func (a Advert) Newer(b Advert) bool {
 // Encode marshals the advert into its versioned protobuf form.
 func (a Advert) Encode() ([]byte, error) {
 	m := &pb.Advert{
-		Version:         AdvertVersion,
-		PeerId:          []byte(a.Peer),
-		Seq:             a.Seq,
-		Boot:            a.Boot,
-		UnixMillis:      a.Time.UnixMilli(),
-		Site:            a.Site,
-		Labels:          a.Labels,
-		Capacity:        VectorToPB(a.Capacity),
-		Free:            VectorToPB(a.Free),
-		Queue:           uint32(max(a.Queue, 0)),
-		PredictedWaitMs: a.PredictedWait.Milliseconds(),
-		Load:            a.Load,
-		IntervalMs:      uint64(a.Interval.Milliseconds()),
-		Leaving:         a.Leaving,
-		ReservedGang:    a.ReservedGang,
-		Cert:            a.Cert,
+		Version:             AdvertVersion,
+		PeerId:              []byte(a.Peer),
+		Seq:                 a.Seq,
+		Boot:                a.Boot,
+		UnixMillis:          a.Time.UnixMilli(),
+		Site:                a.Site,
+		Labels:              a.Labels,
+		Capacity:            VectorToPB(a.Capacity),
+		Free:                VectorToPB(a.Free),
+		Queue:               uint32(max(a.Queue, 0)),
+		PredictedWaitMs:     a.PredictedWait.Milliseconds(),
+		Load:                a.Load,
+		IntervalMs:          uint64(a.Interval.Milliseconds()),
+		Leaving:             a.Leaving,
+		ReservedGang:        a.ReservedGang,
+		Cert:                a.Cert,
+		UnenforceableLimits: uint32(a.Limits.Missing),
+		RunsUnenforced:      a.Limits.Unenforced,
 	}
 	if a.ReservedGang != "" {
 		m.Unreserved = VectorToPB(a.Unreserved)
@@ -142,6 +147,8 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		PredictedWait: time.Duration(m.PredictedWaitMs) * time.Millisecond, Load: m.Load,
 		Interval: time.Duration(m.IntervalMs) * time.Millisecond, Leaving: m.Leaving,
 		ReservedGang: m.ReservedGang, Cert: m.Cert,
+		// Bits a later version adds mean nothing to this one.
+		Limits: resource.Enforcement{Missing: resource.Limits(m.UnenforceableLimits) & resource.AllLimits, Unenforced: m.RunsUnenforced},
 	}
 	if m.ReservedGang != "" {
 		if a.Unreserved, err = VectorFromPB(m.Unreserved); err != nil {

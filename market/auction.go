@@ -126,8 +126,8 @@ func inviteOneGPUNode(cands []candidate, n int) {
 // random (seeded).
 func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candidate {
 	var cands []candidate
-	consider := func(id NodeID, site string, labels map[string]string, capv, free resource.Vector, wait time.Duration) {
-		if couldHold(site, labels, capv, req) != "" {
+	consider := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, wait time.Duration) {
+		if couldHold(site, labels, lim, capv, req) != "" {
 			return
 		}
 		c := candidate{id: id, tried: tried[id], wait: wait, tie: m.rng.Int63()}
@@ -149,7 +149,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 		}
 		cands = append(cands, c)
 	}
-	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free, m.PredictedWait(m.now))
+	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.PredictedWait(m.now))
 	ids := make([]NodeID, 0, len(m.view))
 	for id := range m.view {
 		ids = append(ids, id)
@@ -157,7 +157,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		p := m.view[id]
-		consider(p.ID, p.Site, p.Labels, p.Capacity, p.Free, p.PredictedWait)
+		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.PredictedWait)
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

@@ -24,6 +24,10 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
+	if why := m.cfg.Limits.Refusal(o.Request); why != "" {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		return
+	}
 	if o.Request.GPU.Wants() {
 		m.c.mix.observe(o.Request) // see demandMix on why GPU work only
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	Site     string
 	Labels   map[string]string
 	Capacity resource.Vector
+	// Limits is what this node does with the limits tasks ask for: it
+	// neither bids for nor takes a task asking for one it does not
+	// enforce, unless Limits.Unenforced; the zero value enforces all.
+	Limits resource.Enforcement
 
 	// D is how many candidates receive a CFP (power of d choices); 3.
 	D int

@@ -102,10 +102,13 @@ func whole(capacity resource.Vector) resource.Vector {
 	return v
 }
 
-// couldHold is why a node (its site, labels and capacity) could never
-// run req, or "" when it could, given time.
-func couldHold(site string, labels map[string]string, capacity resource.Vector, req resource.Request) string {
+// couldHold is why a node (its site, labels, limit enforcement and
+// capacity) could never run req, or "" when it could, given time.
+func couldHold(site string, labels map[string]string, lim resource.Enforcement, capacity resource.Vector, req resource.Request) string {
 	if why := resource.Constraints(site, labels, req); why != "" {
+		return why
+	}
+	if why := lim.Refusal(req); why != "" {
 		return why
 	}
 	_, why := resource.Fit(whole(capacity), req)

@@ -87,8 +87,8 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 // calls for bids on an SWF replay).
 func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 	req, id := g.offer.Request, gangID(g.job, g.task)
-	count := func(site string, labels map[string]string, capv, free resource.Vector, r ReservedRoom) {
-		if couldHold(site, labels, capv, req) != "" {
+	count := func(site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, r ReservedRoom) {
+		if couldHold(site, labels, lim, capv, req) != "" {
 			return
 		}
 		capable++
@@ -99,9 +99,9 @@ func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 			room++
 		}
 	}
-	count(m.cfg.Site, m.cfg.Labels, m.c.capacity, m.c.free, m.Reserved())
+	count(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.Reserved())
 	for _, p := range m.view {
-		count(p.Site, p.Labels, p.Capacity, p.Free, p.Reserved)
+		count(p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.Reserved)
 	}
 	return room, capable
 }

@@ -16,6 +16,7 @@ type Peer struct {
 	ID            NodeID
 	Site          string
 	Labels        map[string]string
+	Limits        resource.Enforcement // the task limits it enforces
 	Capacity      resource.Vector
 	Free          resource.Vector
 	Queue         int

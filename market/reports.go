@@ -220,19 +220,19 @@ func (m *Market) unplaceableReason(a *auction) string {
 		}
 		add(nb.Bidder, nb.Reason, capv)
 	}
-	check := func(id NodeID, site string, labels map[string]string, capv resource.Vector) {
+	check := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv resource.Vector) {
 		if seen[id] {
 			return
 		}
-		why := couldHold(site, labels, capv, a.offer.Request)
+		why := couldHold(site, labels, lim, capv, a.offer.Request)
 		if why == "" {
 			why = "did not bid"
 		}
 		add(id, why, capv)
 	}
-	check(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.c.capacity)
+	check(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity)
 	for _, p := range m.view {
-		check(p.ID, p.Site, p.Labels, p.Capacity)
+		check(p.ID, p.Site, p.Labels, p.Limits, p.Capacity)
 	}
 	if len(misses) == 0 {
 		return "no peer answered"
@@ -255,7 +255,7 @@ func (m *Market) unplaceableReason(a *auction) string {
 // a node that fails only on GPU memory is closer than one with too little
 // CPU.
 func stageOf(reason string) int {
-	for i, p := range []string{"site", "label", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
+	for i, p := range []string{"site", "label", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
 		if strings.HasPrefix(reason, p) {
 			return i
 		}

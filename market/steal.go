@@ -137,7 +137,7 @@ func (m *Market) onTransfer(x Transfer) {
 // advertised capacity can hold it (whatever room it claims) and, in a
 // network with an authority, its site is one the job's user may use.
 func (m *Market) mayMove(k *contract, thief *Peer) bool {
-	if couldHold(thief.Site, thief.Labels, thief.Capacity, k.spec.Request) != "" {
+	if couldHold(thief.Site, thief.Labels, thief.Limits, thief.Capacity, k.spec.Request) != "" {
 		return false
 	}
 	if !m.trusted() {

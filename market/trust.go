@@ -416,6 +416,9 @@ const stealWindow = bidMemory
 // the job's ticket signs.
 func (m *Market) mayTake(a Award) string {
 	c := &m.c
+	if why := m.cfg.Limits.Refusal(a.Task.Request); why != "" {
+		return why
+	}
 	if a.Direct {
 		if m.stolen.IsZero() || m.now.Sub(m.stolen) > stealWindow {
 			m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award of a stolen replica refused: this node asked for no work", a.Task.Key))
@@ -430,6 +433,9 @@ func (m *Market) mayTake(a Award) string {
 
 // mayHold is mayTake for a gang's hold.
 func (m *Market) mayHold(h Hold) string {
+	if why := m.cfg.Limits.Refusal(h.Task.Request); why != "" {
+		return why
+	}
 	if !m.c.bidFor(h.Auction, m.now, false) {
 		m.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
 		return "this node made no bid in that auction"

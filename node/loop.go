@@ -446,6 +446,7 @@ func (n *Node) marketConfig() market.Config {
 	mc := n.cfg.Market
 	mc.Self = market.NodeID(n.host.ID().String())
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
+	mc.Limits = n.cfg.Sandbox.Enforcement(n.cfg.Runner)
 	mc.AdvertInterval = n.cfg.AdvertInterval
 	mc.Trust, mc.TicketChecks = n.marketBook(), n.checks
 	return mc
@@ -454,7 +455,7 @@ func (n *Node) marketConfig() market.Config {
 // peerFromAdvert converts a gossip member's advert to the market's view
 // of it.
 func peerFromAdvert(a gossip.Advert) market.Peer {
-	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
+	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
 		Boot: a.Boot}
 }

@@ -424,6 +424,7 @@ func (n *Node) localAdvert() gossip.Advert {
 	return gossip.Advert{
 		Site:          n.cfg.Site,
 		Labels:        n.cfg.Labels,
+		Limits:        n.cfg.Sandbox.Enforcement(n.cfg.Runner),
 		Capacity:      n.capacity,
 		Free:          n.free.Clone(),
 		Load:          n.load,

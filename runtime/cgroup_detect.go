@@ -16,24 +16,24 @@ import (
 // with cpu and memory limits.
 
 // detectCgroups returns a manager for parent, or for the node's own cgroup
-// when parent is empty, or nil when cgroups cannot be used.
-func detectCgroups(parent string) *cgroupManager {
+// when parent is empty, or nil and why when cgroups cannot be used.
+func detectCgroups(parent string) (*cgroupManager, error) {
 	m, err := detectV2(parent)
 	if err != nil && parent == "" {
 		// No usable v2 tree: the v1 hierarchies, where mounted.
 		v1, err1 := detectV1("/proc/self/mountinfo", "/proc/self/cgroup")
 		if err1 == nil {
 			log.Debugw("cgroup v1 limits enabled", "hierarchies", v1.home)
-			return &cgroupManager{v1: v1, cpu: v1.home["cpu"] != "", memory: v1.home["memory"] != "", pids: v1.home["pids"] != ""}
+			return &cgroupManager{v1: v1, cpu: v1.home["cpu"] != "", memory: v1.home["memory"] != "", pids: v1.home["pids"] != ""}, nil
 		}
 		err = fmt.Errorf("%v; v1: %v", err, err1)
 	}
 	if err != nil {
 		log.Debugw("cgroup limits disabled", "err", err)
-		return nil
+		return nil, err
 	}
 	log.Debugw("cgroup limits enabled", "parent", m.parent, "cpu", m.cpu, "memory", m.memory)
-	return m
+	return m, nil
 }
 
 // detectV2 is the cgroup v2 manager for parent, or the node's own cgroup.

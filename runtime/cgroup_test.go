@@ -84,7 +84,7 @@ func TestProbeCgroup(t *testing.T) {
 	if m, err := probeCgroup(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Errorf("missing dir: %+v accepted", m)
 	}
-	if m := detectCgroups(fakeCgroup(t, "cpu", "")); m != nil {
+	if m, _ := detectCgroups(fakeCgroup(t, "cpu", "")); m != nil {
 		// Enabling fails on a plain file the way it does on a busy cgroup:
 		// the write replaces the list with "+cpu", which is not "cpu".
 		t.Errorf("undelegated: %+v accepted", m)

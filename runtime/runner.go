@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
 )
 
 // DefaultDrainTimeout is how long a Runner waits, after a task's process
@@ -48,6 +50,7 @@ type Options struct {
 type Runner struct {
 	opts    Options
 	cgroups *cgroupManager // nil when cgroups are unavailable
+	noCgErr error          // why, then
 	ids     *idPool        // with Isolation.IDs
 	spawner *spawner       // with Isolation.NoNewPrivs
 
@@ -68,7 +71,7 @@ func NewRunner(opts Options) *Runner {
 		tasks: make(map[string]*task),
 	}
 	if !opts.DisableCgroups {
-		r.cgroups = detectCgroups(opts.CgroupParent)
+		r.cgroups, r.noCgErr = detectCgroups(opts.CgroupParent)
 		if r.cgroups != nil {
 			r.cgroups.pidsMax = opts.PidsMax
 		}
@@ -97,6 +100,29 @@ func (r *Runner) spawn(cmd *exec.Cmd, cg *taskCgroup) error {
 		return serr
 	}
 	return err
+}
+
+// CgroupProblem is why this Runner makes no task cgroups, nil when it
+// does or when Options.DisableCgroups.
+func (r *Runner) CgroupProblem() error { return r.noCgErr }
+
+// Enforces is the set of task limits this Runner enforces.
+func (r *Runner) Enforces() resource.Limits {
+	m := r.cgroups
+	if m == nil {
+		return 0
+	}
+	var l resource.Limits
+	if m.cpu {
+		l |= resource.LimitCPU
+	}
+	if m.memory {
+		l |= resource.LimitMemory
+	}
+	if m.pids && m.pidsMax > 0 {
+		l |= resource.LimitPids
+	}
+	return l
 }
 
 // Limits says which of a task's limits this Runner enforces, for the

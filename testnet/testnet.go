@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -114,6 +115,10 @@ func (net *Net) Add() *Node {
 		AdvertInterval: net.opts.Interval,
 		DisableNVML:    true,
 		Site:           fmt.Sprintf("site-%d", i),
+		// Scheduling tests must pass where cgroups are not writable;
+		// where they are, this changes nothing (TestUnenforcedLimits
+		// tests the default).
+		Sandbox: executor.Sandbox{AllowUnenforcedLimits: true},
 	}
 	if net.opts.Resources != nil {
 		if y := net.opts.Resources(i); y != "" {

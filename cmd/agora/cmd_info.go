@@ -84,12 +84,16 @@ func cmdPeers(args []string, stdout, stderr io.Writer) int {
 	var peers []api.PeerResponse
 	return readCmd("peers", args, stdout, stderr, "/v1/peers", &peers, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tQUEUE\tLAST SEEN")
+		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tQUEUE\tLIMITS\tLAST SEEN")
 		for _, p := range peers {
-			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%d\t%s\n", p.PeerID, dash(p.Site),
+			limits := strings.ReplaceAll(p.Enforces, " ", "")
+			if p.RunsUnenforced {
+				limits += "(+unenforced)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
 				resource.CoresFromMilli(p.Free.CPU), resource.CoresFromMilli(p.Capacity.CPU),
 				resource.FormatSize(p.Free.Memory), resource.FormatSize(p.Capacity.Memory),
-				gpuSummary(p.Capacity), p.Queue, p.LastSeen)
+				gpuSummary(p.Capacity), p.Queue, limits, p.LastSeen)
 		}
 		_ = tw.Flush()
 	})

@@ -38,7 +38,7 @@ type runTask struct {
 }
 
 type runResources struct {
-	CPU    any     `json:"cpu"` // cores as a number, or a string such as "500m"
+	CPU    any     `json:"cpu,omitempty"` // cores as a number, or a string such as "500m"; nil: the spec's default, no limit asked
 	Memory string  `json:"memory,omitempty"`
 	GPU    *runGPU `json:"gpu,omitempty"`
 }
@@ -73,7 +73,7 @@ type runOpts struct {
 	cpu, mem, gpu, gpuMem, gpuModel string
 	name, typ, timeout              string
 	priority, retries               int
-	retriesSet                      bool
+	retriesSet, cpuSet              bool
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -81,7 +81,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	var o runOpts
-	fs.StringVar(&o.cpu, "cpu", "1", "CPU cores (2, 0.5) or millicores (500m)")
+	fs.StringVar(&o.cpu, "cpu", "1", "CPU cores (2, 0.5) or millicores (500m); given, it is a quota the node must enforce")
 	fs.StringVar(&o.mem, "mem", "", "memory, e.g. 512MiB or 4GiB")
 	fs.StringVar(&o.gpu, "gpu", "", "whole GPUs (1, 2), or a fraction of one GPU (0.25)")
 	fs.StringVar(&o.gpuMem, "gpu-mem", "", "GPU memory needed, e.g. 40GiB (with --gpu)")
@@ -108,7 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agora run: missing command (usage: agora run [flags] -- CMD ARGS...)")
 		return exitBadUsage
 	}
-	o.retriesSet = flagWasSet(fs, "retries")
+	o.retriesSet, o.cpuSet = flagWasSet(fs, "retries"), flagWasSet(fs, "cpu")
 	s, err := buildRunSpec(o, argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "agora run: %v\n", err)
@@ -144,9 +144,10 @@ func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
 	if _, err := resource.ParseCPU(o.cpu); err != nil {
 		return nil, fmt.Errorf("--cpu: %v", err)
 	}
-	if f, err := strconv.ParseFloat(strings.TrimSpace(o.cpu), 64); err == nil {
+	// Only a given --cpu asks the node to enforce it (resource.LimitCPU).
+	if f, err := strconv.ParseFloat(strings.TrimSpace(o.cpu), 64); err == nil && o.cpuSet {
 		task.Resources.CPU = f
-	} else {
+	} else if o.cpuSet {
 		task.Resources.CPU = strings.TrimSpace(o.cpu)
 	}
 	if o.mem != "" {

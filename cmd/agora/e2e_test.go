@@ -81,7 +81,10 @@ func freePort(t testing.TB) int {
 // its API answers.
 func startNode(t testing.TB, data string, args ...string) *proc {
 	t.Helper()
-	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms"}, args...)
+	// --allow-unenforced-limits: the tests pass where cgroups are not
+	// writable (where they are, it changes nothing); a test may give
+	// --allow-unenforced-limits=false after it.
+	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms", "--allow-unenforced-limits"}, args...)
 	if !hasFlag(args, "--listen") {
 		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
 	}
@@ -315,6 +318,7 @@ func TestBadInput(t *testing.T) {
 		{"data dir locked", []string{"node", "--data", held, "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0"}, "in use by another"},
 		{"relay delay too long", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "1s"}, "--advert-relay-delay"},
 		{"negative relay delay", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "-1ms"}, "--advert-relay-delay"},
+		{"cgroup parent not a cgroup", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0", "--cgroup-parent", t.TempDir()}, "--cgroup-parent"},
 		{"negative job retention", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--job-retention", "-1h"}, "--job-retention"},
 		{"unknown flag", []string{"node", "--frobnicate"}, "frobnicate"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},

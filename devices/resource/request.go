@@ -15,6 +15,10 @@ type Request struct {
 	Devices []DeviceRequest   `json:"devices,omitempty"`
 	Labels  map[string]string `json:"labels,omitempty"`
 	Site    string            `json:"site,omitempty"`
+	// Limits are the limits the task asks its node to enforce (CPU and
+	// memory as requested above); a node that cannot refuses it, unless
+	// told otherwise (Enforcement).
+	Limits Limits `json:"limits,omitempty"`
 }
 
 // GPURequest asks for Count whole GPUs, or, when Share is set, for that

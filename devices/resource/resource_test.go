@@ -453,3 +453,31 @@ func TestVectorHelpers(t *testing.T) {
 		t.Error("Wants")
 	}
 }
+
+func TestEnforcementRefusal(t *testing.T) {
+	mem := Request{Memory: 1 << 30, Limits: LimitMemory}
+	cases := []struct {
+		name string
+		e    Enforcement
+		req  Request
+		want string
+	}{
+		{"enforces all", Enforcement{}, mem, ""},
+		{"no limit asked", Enforcement{Missing: AllLimits}, Request{CPU: 1000}, ""},
+		{"memory missing", Enforcement{Missing: LimitMemory}, mem, "limits: memory not enforced on this node"},
+		{"both missing", Enforcement{Missing: AllLimits}, Request{CPU: 1, Memory: 1, Limits: TaskLimits}, "limits: cpu, memory not enforced on this node"},
+		{"only cpu missing", Enforcement{Missing: LimitCPU}, mem, ""},
+		{"runs unenforced", Enforcement{Missing: AllLimits, Unenforced: true}, mem, ""},
+	}
+	for _, c := range cases {
+		if got := c.e.Refusal(c.req); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := (Enforcement{Missing: LimitPids}).Enforces().String(); got != "cpu, memory" {
+		t.Errorf("Enforces: %q", got)
+	}
+	if got := Limits(0).String(); got != "none" {
+		t.Errorf("empty set: %q", got)
+	}
+}

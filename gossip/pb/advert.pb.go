@@ -259,27 +259,29 @@ func (x *Device) GetAttributes() map[string]string {
 // agora/<network>/adverts/1. The gossipsub envelope is signed; receivers
 // require peer_id to equal the envelope's signing author.
 type Advert struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Version         uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`                         // 1
-	PeerId          []byte                 `protobuf:"bytes,2,opt,name=peer_id,json=peerId,proto3" json:"peer_id,omitempty"`              // binary libp2p peer ID of the advertised node
-	Seq             uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`                                 // strictly increasing per node lifetime epoch
-	UnixMillis      int64                  `protobuf:"varint,4,opt,name=unix_millis,json=unixMillis,proto3" json:"unix_millis,omitempty"` // sender's wall clock when published (informational)
-	Site            string                 `protobuf:"bytes,5,opt,name=site,proto3" json:"site,omitempty"`
-	Labels          map[string]string      `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Capacity        *Resources             `protobuf:"bytes,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Free            *Resources             `protobuf:"bytes,8,opt,name=free,proto3" json:"free,omitempty"`                                                  // capacity minus what Agora has reserved
-	Queue           uint32                 `protobuf:"varint,9,opt,name=queue,proto3" json:"queue,omitempty"`                                               // tasks queued (awarded, not started)
-	PredictedWaitMs int64                  `protobuf:"varint,10,opt,name=predicted_wait_ms,json=predictedWaitMs,proto3" json:"predicted_wait_ms,omitempty"` // predicted wait before a new task could start
-	Load            float64                `protobuf:"fixed64,11,opt,name=load,proto3" json:"load,omitempty"`                                               // measured CPU busy fraction 0..1
-	Addrs           [][]byte               `protobuf:"bytes,12,rep,name=addrs,proto3" json:"addrs,omitempty"`                                               // binary multiaddrs the node listens on
-	IntervalMs      uint64                 `protobuf:"varint,13,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`                  // the sender's advert interval
-	Leaving         bool                   `protobuf:"varint,14,opt,name=leaving,proto3" json:"leaving,omitempty"`                                          // set once by a node shutting down gracefully
-	Boot            uint64                 `protobuf:"varint,15,opt,name=boot,proto3" json:"boot,omitempty"`                                                // sender's boot counter; seq restarts on a new boot
-	ReservedGang    string                 `protobuf:"bytes,16,opt,name=reserved_gang,json=reservedGang,proto3" json:"reserved_gang,omitempty"`             // "job/task" of the gang reservation the node honours first; empty when none (at most 512 bytes)
-	Unreserved      *Resources             `protobuf:"bytes,17,opt,name=unreserved,proto3" json:"unreserved,omitempty"`                                     // free room beside every reservation the node honours; required when reserved_gang is set
-	Cert            []byte                 `protobuf:"bytes,18,opt,name=cert,proto3" json:"cert,omitempty"`                                                 // the node's certificate chain (market/auth encoding) in a network with an authority; at most 16 KiB
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Version             uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`                         // 1
+	PeerId              []byte                 `protobuf:"bytes,2,opt,name=peer_id,json=peerId,proto3" json:"peer_id,omitempty"`              // binary libp2p peer ID of the advertised node
+	Seq                 uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`                                 // strictly increasing per node lifetime epoch
+	UnixMillis          int64                  `protobuf:"varint,4,opt,name=unix_millis,json=unixMillis,proto3" json:"unix_millis,omitempty"` // sender's wall clock when published (informational)
+	Site                string                 `protobuf:"bytes,5,opt,name=site,proto3" json:"site,omitempty"`
+	Labels              map[string]string      `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Capacity            *Resources             `protobuf:"bytes,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Free                *Resources             `protobuf:"bytes,8,opt,name=free,proto3" json:"free,omitempty"`                                                            // capacity minus what Agora has reserved
+	Queue               uint32                 `protobuf:"varint,9,opt,name=queue,proto3" json:"queue,omitempty"`                                                         // tasks queued (awarded, not started)
+	PredictedWaitMs     int64                  `protobuf:"varint,10,opt,name=predicted_wait_ms,json=predictedWaitMs,proto3" json:"predicted_wait_ms,omitempty"`           // predicted wait before a new task could start
+	Load                float64                `protobuf:"fixed64,11,opt,name=load,proto3" json:"load,omitempty"`                                                         // measured CPU busy fraction 0..1
+	Addrs               [][]byte               `protobuf:"bytes,12,rep,name=addrs,proto3" json:"addrs,omitempty"`                                                         // binary multiaddrs the node listens on
+	IntervalMs          uint64                 `protobuf:"varint,13,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`                            // the sender's advert interval
+	Leaving             bool                   `protobuf:"varint,14,opt,name=leaving,proto3" json:"leaving,omitempty"`                                                    // set once by a node shutting down gracefully
+	Boot                uint64                 `protobuf:"varint,15,opt,name=boot,proto3" json:"boot,omitempty"`                                                          // sender's boot counter; seq restarts on a new boot
+	ReservedGang        string                 `protobuf:"bytes,16,opt,name=reserved_gang,json=reservedGang,proto3" json:"reserved_gang,omitempty"`                       // "job/task" of the gang reservation the node honours first; empty when none (at most 512 bytes)
+	Unreserved          *Resources             `protobuf:"bytes,17,opt,name=unreserved,proto3" json:"unreserved,omitempty"`                                               // free room beside every reservation the node honours; required when reserved_gang is set
+	Cert                []byte                 `protobuf:"bytes,18,opt,name=cert,proto3" json:"cert,omitempty"`                                                           // the node's certificate chain (market/auth encoding) in a network with an authority; at most 16 KiB
+	UnenforceableLimits uint32                 `protobuf:"varint,19,opt,name=unenforceable_limits,json=unenforceableLimits,proto3" json:"unenforceable_limits,omitempty"` // task limits the node cannot enforce: bit 0 cpu, bit 1 memory, bit 2 pids; unknown bits are ignored
+	RunsUnenforced      bool                   `protobuf:"varint,20,opt,name=runs_unenforced,json=runsUnenforced,proto3" json:"runs_unenforced,omitempty"`                // the node runs tasks whose limits it cannot enforce (--allow-unenforced-limits)
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Advert) Reset() {
@@ -438,6 +440,20 @@ func (x *Advert) GetCert() []byte {
 	return nil
 }
 
+func (x *Advert) GetUnenforceableLimits() uint32 {
+	if x != nil {
+		return x.UnenforceableLimits
+	}
+	return 0
+}
+
+func (x *Advert) GetRunsUnenforced() bool {
+	if x != nil {
+		return x.RunsUnenforced
+	}
+	return false
+}
+
 var File_advert_proto protoreflect.FileDescriptor
 
 const file_advert_proto_rawDesc = "" +
@@ -466,7 +482,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd2\x05\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -490,7 +506,9 @@ const file_advert_proto_rawDesc = "" +
 	"\n" +
 	"unreserved\x18\x11 \x01(\v2\x13.agora.v1.ResourcesR\n" +
 	"unreserved\x12\x12\n" +
-	"\x04cert\x18\x12 \x01(\fR\x04cert\x1a9\n" +
+	"\x04cert\x18\x12 \x01(\fR\x04cert\x121\n" +
+	"\x14unenforceable_limits\x18\x13 \x01(\rR\x13unenforceableLimits\x12'\n" +
+	"\x0fruns_unenforced\x18\x14 \x01(\bR\x0erunsUnenforced\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"

@@ -314,7 +314,7 @@ func (c *Cluster) advertise(j int, force bool) {
 	}
 	nd.last = sum
 	now := c.Time()
-	p := market.Peer{ID: nd.ID, Site: nd.cfg.Site, Labels: nd.cfg.Labels, Capacity: o.Capacity(), Free: free, Queue: sum.queue,
+	p := market.Peer{ID: nd.ID, Site: nd.cfg.Site, Labels: nd.cfg.Labels, Limits: nd.cfg.Limits, Capacity: o.Capacity(), Free: free, Queue: sum.queue,
 		PredictedWait: o.PredictedWait(now), Reserved: res, Boot: nd.boot + 1}
 	nd.adv = p
 	for _, i := range c.watchers[j] {

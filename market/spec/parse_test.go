@@ -51,7 +51,7 @@ func fullJob() *Job {
 			{
 				Name:     "prep",
 				Command:  []string{"sh", "-c", "python3 prep.py"},
-				Request:  resource.Request{CPU: 2000, Memory: 4 << 30, Disk: 1 << 30},
+				Request:  resource.Request{CPU: 2000, Memory: 4 << 30, Disk: 1 << 30, Limits: resource.LimitCPU | resource.LimitMemory},
 				Retries:  DefaultRetries,
 				Replicas: 1,
 			},
@@ -66,6 +66,7 @@ func fullJob() *Job {
 					Devices: []resource.DeviceRequest{{Kind: "fpga", Model: "u250", Count: 1}},
 					Labels:  map[string]string{"zone": "a"},
 					Site:    "lab",
+					Limits:  resource.LimitCPU | resource.LimitMemory,
 				},
 				After:              []string{"prep"},
 				Estimate:           45 * time.Minute,
@@ -79,7 +80,7 @@ func fullJob() *Job {
 			{
 				Name:     "eval",
 				Command:  []string{"sh", "-c", "python3 eval.py --fast"},
-				Request:  resource.Request{CPU: 500, GPU: resource.GPURequest{Share: 250}},
+				Request:  resource.Request{CPU: 500, GPU: resource.GPURequest{Share: 250}, Limits: resource.LimitCPU},
 				After:    []string{"train"},
 				Retries:  DefaultRetries,
 				Replicas: 1,
@@ -262,6 +263,37 @@ func TestParseReturnsValidationError(t *testing.T) {
 		var ve *ValidationError
 		if !errors.As(err, &ve) || len(ve.Errors) == 0 {
 			t.Errorf("Parse(%q) = %v, want a *ValidationError", in, err)
+		}
+	}
+}
+
+// TestLimitsAsked: a task asks its node to enforce the CPU and memory
+// amounts its spec names, and nothing when it names neither (the default
+// CPU request is no limit).
+func TestLimitsAsked(t *testing.T) {
+	cases := []struct {
+		resources string
+		want      resource.Limits
+	}{
+		{"", 0},
+		{"resources: {disk: 1GiB}", 0},
+		{"resources: {cpu: 2}", resource.LimitCPU},
+		{"resources: {cpu: 0}", 0},
+		{"resources: {memory: 64MiB}", resource.LimitMemory},
+		{"resources: {cpu: 500m, memory: 1GiB}", resource.LimitCPU | resource.LimitMemory},
+	}
+	for _, c := range cases {
+		j := mustParse(t, "name: l\ntasks:\n  - name: t\n    command: \"true\"\n    "+c.resources+"\n")
+		if got := j.Tasks[0].Request.Limits; got != c.want {
+			t.Errorf("%q: limits %v, want %v", c.resources, got, c.want)
+		}
+		b, err := Canonical(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := FromCanonical(b)
+		if err != nil || back.Tasks[0].Request.Limits != c.want {
+			t.Errorf("%q: canonical round trip: %v, %v", c.resources, back, err)
 		}
 	}
 }

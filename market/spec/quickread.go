@@ -295,6 +295,12 @@ func (q *quick) request(r *resource.Request) {
 			r.Labels = q.dict()
 		case "site":
 			r.Site = q.text()
+		case "limits":
+			if v := q.integer(); v >= 0 && v <= 255 {
+				r.Limits = resource.Limits(v)
+			} else {
+				q.fail() // encoding/json refuses it, saying why
+			}
 		default:
 			return false
 		}

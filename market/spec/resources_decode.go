@@ -23,8 +23,14 @@ func (d *decoder) resources(n *yaml.Node, path string, r *resource.Request) {
 			if c, ok := d.cpu(v, p); ok {
 				r.CPU = c
 			}
+			if r.CPU > 0 {
+				r.Limits |= resource.LimitCPU
+			}
 		case "memory":
 			r.Memory, _ = d.size(v, p)
+			if r.Memory > 0 {
+				r.Limits |= resource.LimitMemory
+			}
 		case "disk":
 			r.Disk, _ = d.size(v, p)
 		case "gpu":

@@ -21,6 +21,14 @@ func checkRequest(l *errorList, path string, r resource.Request) {
 	checkDevices(l, field(path, "devices"), r.Devices)
 	checkLabels(l, field(path, "labels"), r.Labels)
 	checkText(l, field(path, "site"), r.Site, MaxSiteLen, false)
+	switch {
+	case r.Limits&^resource.TaskLimits != 0:
+		l.add(field(path, "limits"), "unknown limits %#x (a task may ask for cpu and memory)", uint8(r.Limits&^resource.TaskLimits))
+	case r.Limits&resource.LimitCPU != 0 && r.CPU == 0:
+		l.add(field(path, "limits"), "asks for a cpu limit without a cpu amount")
+	case r.Limits&resource.LimitMemory != 0 && r.Memory == 0:
+		l.add(field(path, "limits"), "asks for a memory limit without a memory amount")
+	}
 }
 
 // checkSize checks a byte size: zero (no reservation) up to MaxBytes.

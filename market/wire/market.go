@@ -392,7 +392,7 @@ func peersFromPB(p string, peers []string) ([]market.NodeID, error) {
 }
 
 func requestToPB(r resource.Request) *pb.Request {
-	out := &pb.Request{CpuMilli: r.CPU, Memory: r.Memory, Disk: r.Disk, Labels: r.Labels, Site: r.Site}
+	out := &pb.Request{CpuMilli: r.CPU, Memory: r.Memory, Disk: r.Disk, Labels: r.Labels, Site: r.Site, Limits: uint32(r.Limits)}
 	if r.GPU != (resource.GPURequest{}) {
 		out.Gpu = &pb.GPURequest{Count: int32(r.GPU.Count), ShareMilli: r.GPU.Share, Memory: r.GPU.Memory, Model: r.GPU.Model}
 	}
@@ -411,7 +411,10 @@ func requestFromPB(p string, r *pb.Request) (resource.Request, error) {
 	if len(r.Devices) > MaxDevices {
 		return resource.Request{}, bad(join(p, "devices"), "%d device requests, over the limit of %d", len(r.Devices), MaxDevices)
 	}
-	out := resource.Request{CPU: r.CpuMilli, Memory: r.Memory, Disk: r.Disk, Site: r.Site}
+	if r.Limits&^uint32(resource.TaskLimits) != 0 {
+		return resource.Request{}, bad(join(p, "limits"), "unknown limit bits %#x", r.Limits&^uint32(resource.TaskLimits))
+	}
+	out := resource.Request{CPU: r.CpuMilli, Memory: r.Memory, Disk: r.Disk, Site: r.Site, Limits: resource.Limits(r.Limits)}
 	if g := r.Gpu; g != nil {
 		out.GPU = resource.GPURequest{Count: int(g.Count), Share: g.ShareMilli, Memory: g.Memory, Model: g.Model}
 	}

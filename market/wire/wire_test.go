@@ -42,6 +42,7 @@ func fullOffer() market.TaskOffer {
 			},
 			Labels: map[string]string{"zone": "eu-west", "agora.io/pool": "gpu ✓"},
 			Site:   "lab-α",
+			Limits: resource.LimitCPU | resource.LimitMemory,
 		},
 	}
 }
@@ -474,6 +475,7 @@ func TestDecodeRejects(t *testing.T) {
 				e.GetReserve().Request.Devices = append(e.GetReserve().Request.Devices, &pb.DeviceRequest{Kind: "x", Count: 1})
 			}
 		}), "reserve.request.devices: 18 device requests"},
+		{"reserve unknown limit", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.Limits = 4 }), "reserve.request.limits: unknown limit bits 0x4"},
 		{"reserve bad label", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Request.Labels["/x"] = "v" }), `reserve.request.labels["/x"]: invalid label key`},
 		{"reserve negative priority", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = -1 }), "reserve.priority: -1 out of range 0..10"},
 		{"reserve priority over 10", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = 11 }), "reserve.priority: 11 out of range 0..10"},

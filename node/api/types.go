@@ -26,6 +26,11 @@ type PeerResponse struct {
 	Load            float64           `json:"load"`
 	Addrs           []string          `json:"addrs"`
 	LastSeen        string            `json:"last_seen"`
+	// Enforces lists the task limits the peer enforces ("cpu, memory,
+	// pids", "none"); RunsUnenforced, whether it runs tasks asking for
+	// others anyway.
+	Enforces       string `json:"enforces"`
+	RunsUnenforced bool   `json:"runs_unenforced"`
 }
 
 // ErrorResponse is the body of every API error.
@@ -40,6 +45,7 @@ func PeerView(m gossip.Member) PeerResponse {
 		PeerID: a.Peer.String(), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWaitMs: a.PredictedWait.Milliseconds(), Load: a.Load,
 		Addrs: []string{}, LastSeen: m.LastSeen.UTC().Format(time.RFC3339),
+		Enforces: a.Limits.Enforces().String(), RunsUnenforced: a.Limits.Unenforced,
 	}
 	if p.Labels == nil {
 		p.Labels = map[string]string{}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/runtime"
 )
 
@@ -27,6 +28,26 @@ type Sandbox struct {
 	// CgroupParent is the cgroup v2 directory task cgroups are made in;
 	// "": the node's own.
 	CgroupParent string
+	// AllowUnenforcedLimits runs tasks that ask for limits the node
+	// cannot enforce, instead of refusing them.
+	AllowUnenforcedLimits bool
+}
+
+// LimitEnforcer is a TaskRunner that says which task limits it
+// enforces (runtime.Runner does).
+type LimitEnforcer interface {
+	Enforces() resource.Limits
+}
+
+// Enforcement is what a node running its tasks with r does with the
+// limits tasks ask for. A runner that does not say (a test's, a
+// benchmark's) is taken to enforce every limit: it runs no real process.
+func (s Sandbox) Enforcement(r TaskRunner) resource.Enforcement {
+	e := resource.Enforcement{Unenforced: s.AllowUnenforcedLimits}
+	if le, ok := r.(LimitEnforcer); ok {
+		e.Missing = resource.AllLimits &^ le.Enforces()
+	}
+	return e
 }
 
 // DefaultTaskPath is the PATH a task gets unless the node passes its own
@@ -44,10 +65,17 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 		return nil, err
 	}
 	rr := runtime.NewRunner(opts)
+	if err := rr.CgroupProblem(); err != nil && s.CgroupParent != "" {
+		return nil, fmt.Errorf("--cgroup-parent %s: %v", s.CgroupParent, err)
+	}
+	unenforced := "refused"
+	if s.AllowUnenforcedLimits {
+		unenforced = "run unenforced (--allow-unenforced-limits)"
+	}
 	if opts.Isolation.IDs.Count == 0 && opts.Isolation.User == nil && os.Geteuid() == 0 {
-		log.Warnw("task sandbox", "user", how, "limits enforced", rr.Limits())
+		log.Warnw("task sandbox", "user", how, "limits enforced", rr.Limits(), "tasks asking for other limits", unenforced)
 	} else {
-		log.Infow("task sandbox", "user", how, "limits enforced", rr.Limits())
+		log.Infow("task sandbox", "user", how, "limits enforced", rr.Limits(), "tasks asking for other limits", unenforced)
 	}
 	return rr, nil
 }

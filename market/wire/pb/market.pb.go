@@ -638,6 +638,7 @@ type Request struct {
 	Devices       []*DeviceRequest       `protobuf:"bytes,5,rep,name=devices,proto3" json:"devices,omitempty"`                                                                         // other devices, <= 16 entries
 	Labels        map[string]string      `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // node labels that must match exactly; <= 64 entries, keys 1..128 of [A-Za-z0-9_./-] starting with a letter or digit, values <= 256 characters
 	Site          string                 `protobuf:"bytes,7,opt,name=site,proto3" json:"site,omitempty"`                                                                               // site the node must be in, <= 128 characters; "" means any
+	Limits        uint32                 `protobuf:"varint,8,opt,name=limits,proto3" json:"limits,omitempty"`                                                                          // limits the node must enforce: bit 0 cpu (cpu_milli), bit 1 memory; other bits are invalid
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -719,6 +720,13 @@ func (x *Request) GetSite() string {
 		return x.Site
 	}
 	return ""
+}
+
+func (x *Request) GetLimits() uint32 {
+	if x != nil {
+		return x.Limits
+	}
+	return 0
 }
 
 // TaskOffer is what a Cfp tells bidders about a task: enough to judge
@@ -2503,7 +2511,7 @@ const file_market_proto_rawDesc = "" +
 	"\rDeviceRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
-	"\x05count\x18\x03 \x01(\x05R\x05count\"\xb3\x02\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"\xcb\x02\n" +
 	"\aRequest\x12\x1b\n" +
 	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12\x16\n" +
 	"\x06memory\x18\x02 \x01(\x03R\x06memory\x12\x12\n" +
@@ -2511,7 +2519,8 @@ const file_market_proto_rawDesc = "" +
 	"\x03gpu\x18\x04 \x01(\v2\x14.agora.v1.GPURequestR\x03gpu\x121\n" +
 	"\adevices\x18\x05 \x03(\v2\x17.agora.v1.DeviceRequestR\adevices\x125\n" +
 	"\x06labels\x18\x06 \x03(\v2\x1d.agora.v1.Request.LabelsEntryR\x06labels\x12\x12\n" +
-	"\x04site\x18\a \x01(\tR\x04site\x1a9\n" +
+	"\x04site\x18\a \x01(\tR\x04site\x12\x16\n" +
+	"\x06limits\x18\b \x01(\rR\x06limits\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x02\n" +
