@@ -6,7 +6,8 @@
 // the assigned GPUs), creating and using its working directory, capturing
 // stdout and stderr, enforcing timeouts, stopping it on cancellation,
 // preemption or drain (SIGTERM to the whole group, then SIGKILL after a
-// grace period), applying best-effort cgroup v2 resource limits, and
+// grace period), applying cgroup resource limits (v2, or the v1 memory,
+// cpu and pids hierarchies) where it can and saying which (Enforces), and
 // reporting how it ended.
 //
 // The package is deliberately ignorant of the rest of the node: it must not
@@ -23,6 +24,9 @@
 // (its directories made its own, every process left with that ID killed
 // when it ends, setsid ones included) or as a given user, and with
 // no_new_privs, set by starting every task from one OS thread that set it.
+// With Options.Namespaces a task starts in mount, PID and IPC namespaces
+// of its own, through an init process (TaskInit) that gives it a private
+// /tmp and /dev/shm and a /proc of its own processes.
 //
 // The package is Linux only. Its name shadows the standard library's runtime
 // package; code that needs both imports the latter as goruntime.

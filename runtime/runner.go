@@ -43,6 +43,12 @@ type Options struct {
 	// PidsMax bounds the processes of every task, where the pids
 	// controller is available; 0: no bound.
 	PidsMax int
+	// Namespaces starts every task in mount, PID and IPC namespaces of
+	// its own, with a private /tmp and /dev/shm (see TaskInit; check
+	// with CheckNamespaces). InitPath is the program whose main calls
+	// TaskInit; "": this one.
+	Namespaces bool
+	InitPath   string
 }
 
 // Runner starts task processes and tracks them until they end. It is safe
@@ -65,6 +71,9 @@ type Runner struct {
 func NewRunner(opts Options) *Runner {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.Namespaces && opts.InitPath == "" {
+		opts.InitPath, _ = os.Executable() // "": each start fails, saying so
 	}
 	r := &Runner{
 		opts:  opts,

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,6 +67,21 @@ func (t *task) start(r *Runner) error {
 		argv = append([]string{"/bin/sh", "-c", exitWrapper, "agora-task", t.spec.ExitFile, path}, t.spec.Command[1:]...)
 		path = "/bin/sh"
 	}
+	var clone uintptr
+	if r.opts.Namespaces {
+		keep := []string{dir}
+		if c := t.spec.CheckpointDir; c != "" {
+			if c, err = filepath.Abs(c); err != nil {
+				return err
+			}
+			keep = append(keep, c)
+		}
+		argv = initArgs{cred: cred, keep: keep, path: path, argv: argv}.encode()
+		path, cred, clone = r.opts.InitPath, nil, nsCloneFlags
+		if path == "" {
+			return errors.New("task namespaces: cannot find this program's path")
+		}
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -80,7 +96,7 @@ func (t *task) start(r *Runner) error {
 
 	cg := r.cgroups.create(t.id, t.spec)
 	newCmd := func(cgfd int) *exec.Cmd {
-		attr := &syscall.SysProcAttr{Setpgid: true, Credential: cred}
+		attr := &syscall.SysProcAttr{Setpgid: true, Credential: cred, Cloneflags: clone}
 		if cgfd >= 0 {
 			attr.UseCgroupFD = true
 			attr.CgroupFD = cgfd

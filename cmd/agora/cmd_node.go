@@ -80,6 +80,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Sandbox.TaskUser, "task-user", "auto", "who tasks run as: auto (a root node: a user ID of its own per task, else the node's user), a user name or ID (every task as that user), or node (the node's own user)")
 	fs.StringVar(&cfg.Sandbox.CgroupParent, "cgroup-parent", "", "the cgroup v2 directory task cgroups are made in (default: the node's own cgroup)")
 	fs.IntVar(&cfg.Sandbox.PidsMax, "task-pids", 4096, "the most processes one task may have, where the pids cgroup controller is available (0: no bound)")
+	fs.BoolVar(&cfg.Sandbox.Namespaces, "task-namespaces", false, "start tasks in mount, PID and IPC namespaces of their own, with a private /tmp and /dev/shm (needs root)")
 	fs.BoolVar(&cfg.Sandbox.AllowUnenforcedLimits, "allow-unenforced-limits", false, "run tasks that ask for cpu or memory limits this node cannot enforce (default: refuse them)")
 	fs.Var(&taskEnv, "task-env", "a variable of the node's environment that tasks also get (repeatable; otherwise they see their spec's, Agora's and a default PATH)")
 	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")

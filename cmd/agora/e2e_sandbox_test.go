@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	taskrt "github.com/agora-sched/agora/runtime"
 )
 
 // TestTaskSandbox (issue 22): a task started by a root node runs as a
@@ -102,4 +104,49 @@ func processesWith(s string) []int {
 		}
 	}
 	return out
+}
+
+// TestTaskNamespacesNode (issue 22): a node started with
+// --task-namespaces runs each task in namespaces of its own: a private
+// /tmp (the host's files there unseen, its own directory still at its
+// path), a /proc with only its processes, and its own user still.
+func TestTaskNamespacesNode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: task namespaces and task users need root")
+	}
+	base := t.TempDir()
+	for d := base; d != "/"; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hostFile := filepath.Join("/tmp", "agora-e2e-host-"+strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(hostFile, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hostFile) })
+	if err := taskrt.CheckNamespaces(agoraBin); err != nil {
+		t.Skipf("task namespaces are not available here: %v", err)
+	}
+	p := startNode(t, filepath.Join(base, "data"), "--task-namespaces")
+	check := strings.Join([]string{
+		`[ "$(id -u)" != 0 ] || exit 10`,
+		"if [ -e " + hostFile + " ]; then exit 20; fi",
+		"echo mine > /tmp/f && [ \"$(cat /tmp/f)\" = mine ] || exit 21",
+		"[ $$ -lt 64 ] || exit 22",
+		"[ $(ls /proc | grep -c '^[0-9]') -lt 10 ] || exit 23",
+		"echo out > $PWD/out || exit 24",
+	}, "\n")
+	out, errOut, code := agora(t, "run", "--api", p.api, "--wait", "--json", "--", "sh", "-c", check)
+	if code != 0 {
+		logs, _, _ := agora(t, "logs", "--api", p.api, jobID(out))
+		t.Fatalf("the namespaces job failed (exit 10-24 name the check in the script): %d\n%s\n%s\n%s", code, out, errOut, logs)
+	}
+	if _, err := os.Stat("/tmp/f"); err == nil {
+		if b, _ := os.ReadFile("/tmp/f"); string(b) == "mine\n" {
+			t.Fatal("the task's /tmp/f is in the host's /tmp")
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	taskrt "github.com/agora-sched/agora/runtime"
 )
 
 // Exit codes shared by every subcommand.
@@ -29,6 +31,7 @@ func register(name, summary string, run func(args []string, stdout, stderr io.Wr
 }
 
 func main() {
+	taskrt.TaskInit() // a task's init process in its namespaces (--task-namespaces)
 	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -31,6 +31,10 @@ type Sandbox struct {
 	// AllowUnenforcedLimits runs tasks that ask for limits the node
 	// cannot enforce, instead of refusing them.
 	AllowUnenforcedLimits bool
+	// Namespaces starts tasks in mount, PID and IPC namespaces of their
+	// own with a private /tmp (runtime.Options.Namespaces); the program
+	// must call runtime.TaskInit first in main.
+	Namespaces bool
 }
 
 // LimitEnforcer is a TaskRunner that says which task limits it
@@ -63,6 +67,17 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 	opts, how, err := s.RunnerOptions(dataDir)
 	if err != nil {
 		return nil, err
+	}
+	if s.Namespaces {
+		opts.Namespaces = true
+		exe, err := os.Executable()
+		if err == nil {
+			err = runtime.CheckNamespaces(exe)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--task-namespaces: %v", err)
+		}
+		how += "; in namespaces of their own, with a private /tmp"
 	}
 	rr := runtime.NewRunner(opts)
 	if err := rr.CgroupProblem(); err != nil && s.CgroupParent != "" {
