@@ -202,3 +202,25 @@ func (h *minHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// ancestry returns whether task a is an ancestor of task b (b depends on
+// it, directly or not), given the dependencies and a topological order;
+// the closure is computed only when first asked.
+func ancestry(deps [][]int, sorted []int) func(a, b int) bool {
+	var anc []map[int]bool
+	return func(a, b int) bool {
+		if anc == nil {
+			anc = make([]map[int]bool, len(deps))
+			for _, i := range sorted {
+				anc[i] = map[int]bool{}
+				for _, d := range deps[i] {
+					anc[i][d] = true
+					for x := range anc[d] {
+						anc[i][x] = true
+					}
+				}
+			}
+		}
+		return anc[b][a]
+	}
+}

@@ -50,6 +50,10 @@ type Task struct {
 	Gang bool `json:"gang,omitempty"`
 	// Pack says the replicas of a gang may share a node.
 	Pack bool `json:"pack,omitempty"`
+	// Outputs are kept when the task succeeds; Inputs are placed in its
+	// work directory before it starts (docs/data.md).
+	Outputs []Output `json:"outputs,omitempty"`
+	Inputs  []Input  `json:"inputs,omitempty"`
 }
 
 // Task returns the task with the given name and true, or nil and false if

@@ -34,6 +34,7 @@ func Parse(data []byte, now time.Time) (*Job, error) {
 	if errs.full() {
 		return nil, errs.err()
 	}
+	job.dataDefaults()
 	job.check(errs)
 	if err := errs.err(); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 var taskFields = []string{
 	"name", "command", "env", "resources", "after", "estimate",
 	"checkpoint", "retries", "timeout", "replicas", "gang", "pack",
+	"outputs", "inputs",
 }
 
 // task decodes one element of the task list, defaults applied.
@@ -50,6 +51,10 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 			t.Gang, _ = d.boolean(v, p)
 		case "pack":
 			t.Pack, _ = d.boolean(v, p)
+		case "outputs":
+			t.Outputs = d.outputs(v, p)
+		case "inputs":
+			t.Inputs = d.inputs(v, p)
 		}
 	})
 	return t

@@ -61,8 +61,17 @@ func (j *Job) check(l *errorList) {
 		l.add("tasks", "%d task replicas in all, over the limit of %d per job (split the job)", replicas, MaxJobReplicas)
 	}
 	j.checkNames(l)
-	if _, cycle := order(j.deps(l)); cycle != nil {
+	deps := j.deps(l)
+	sorted, cycle := order(deps)
+	if cycle != nil {
 		l.add("tasks", "dependency cycle: %s", j.cycleText(cycle))
+		return
+	}
+	anc := ancestry(deps, sorted)
+	for i := range j.Tasks {
+		if len(j.Tasks[i].Inputs) > 0 || len(j.Tasks[i].Outputs) > 0 {
+			j.checkData(l, i, anc)
+		}
 	}
 }
 
@@ -113,7 +122,7 @@ func (t *Task) check(l *errorList, path string) {
 
 // textSize is the length of the text the task holds, as MaxJobBytes counts it.
 func (t *Task) textSize() int {
-	n := len(t.Name) + len(t.Request.Site) + len(t.Request.GPU.Model)
+	n := len(t.Name) + len(t.Request.Site) + len(t.Request.GPU.Model) + t.dataText()
 	for _, a := range t.Command {
 		n += len(a) + 1
 	}
