@@ -360,7 +360,7 @@ func (m *Market) awardNext(a *auction) {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
 		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1,
-		Owner: j.Owner, Previous: previous(t)}
+		Owner: j.Owner, Previous: previous(t), Inputs: m.inputRefs(j, ts), Outputs: ts.Outputs}
 	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
 		Ticket: m.ticketFor(j, b.Bidder), Direct: a.direct})
 }

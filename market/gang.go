@@ -328,7 +328,7 @@ func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
 		offer.Key = t.Key
 		spec := TaskSpec{TaskOffer: offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
 			CheckpointInterval: ts.CheckpointInterval, Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r,
-			Owner: j.Owner, Previous: previous(t)}
+			Owner: j.Owner, Previous: previous(t), Inputs: m.inputRefs(j, ts), Outputs: ts.Outputs}
 		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.ticketFor(j, n)})
 	}
 }

@@ -78,6 +78,9 @@ type TaskRecord struct {
 	// replica lapses unless renewed by a report.
 	LeaseUntil time.Time       `json:"lease_until,omitzero"`
 	History    []AttemptRecord `json:"history,omitempty"`
+	// Outputs are the outputs of the attempt that succeeded, for a task
+	// that declares outputs.
+	Outputs *DataRef `json:"outputs,omitempty"`
 }
 
 // JobRecord is the manager's durable record of a job.

@@ -39,14 +39,19 @@ import (
 //	  epoch, attempts, failures, exit code, reason, ready, not before,
 //	  started, finished, lease until, then its history: count, then each
 //	  attempt: attempt, epoch, node (table index), state, exit code,
-//	  reason, awarded, started, finished
+//	  reason, awarded, started, finished; then (version 4) its outputs:
+//	  0, or 1 then the manifest, bytes and holders (count, then table
+//	  indexes)
 const (
 	jobRecordMagic   = 0xA7
-	jobRecordVersion = 3 // 2 added owner and ticket, 3 stores the ticket without the spec; 1 and 2 still read
+	jobRecordVersion = 4 // 2 added owner and ticket, 3 stores the ticket without the spec, 4 outputs; 1 to 3 still read
 )
 
 // EncodeJobRecord encodes j in the binary job-record encoding.
-func EncodeJobRecord(j JobRecord) ([]byte, error) {
+func EncodeJobRecord(j JobRecord) ([]byte, error) { return encodeJobRecord(j, jobRecordVersion) }
+
+// encodeJobRecord writes version (3 or jobRecordVersion; tests write 3).
+func encodeJobRecord(j JobRecord, version byte) ([]byte, error) {
 	specJSON, err := json.Marshal(j.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("job record %s: encode spec: %w", j.ID, err)
@@ -64,10 +69,15 @@ func EncodeJobRecord(j JobRecord) ([]byte, error) {
 		for _, a := range j.Tasks[i].History {
 			ref(a.Node)
 		}
+		if o := j.Tasks[i].Outputs; o != nil {
+			for _, h := range o.Holders {
+				ref(h)
+			}
+		}
 	}
 	var e recEncoder
 	e.b = make([]byte, 0, 128+len(specJSON)+len(j.Tasks)*48)
-	e.b = append(e.b, jobRecordMagic, jobRecordVersion)
+	e.b = append(e.b, jobRecordMagic, version)
 	e.str(j.ID)
 	e.bytes(specJSON)
 	e.str(string(j.Manager))
@@ -124,6 +134,9 @@ func EncodeJobRecord(j JobRecord) ([]byte, error) {
 			e.time(a.Awarded)
 			e.time(a.Started)
 			e.time(a.Finished)
+		}
+		if version >= 4 {
+			e.outputs(t.Outputs, nodes)
 		}
 	}
 	return e.b, nil
@@ -232,6 +245,16 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 				a.Finished = d.time("attempt finished")
 			}
 		}
+		if v >= 4 && d.uint("outputs") == 1 {
+			o := &DataRef{Manifest: d.str("outputs manifest"), Bytes: int64(d.intv("outputs bytes"))}
+			if n := d.count("outputs holders", 1); n > 0 {
+				o.Holders = make([]NodeID, n)
+				for k := range o.Holders {
+					o.Holders[k] = node("outputs holder")
+				}
+			}
+			t.Outputs = o
+		}
 		if d.err != nil {
 			break
 		}
@@ -251,6 +274,22 @@ type recEncoder struct{ b []byte }
 
 func (e *recEncoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *recEncoder) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+
+// outputs writes a task's outputs: 0, or 1, the manifest, bytes and
+// holders as node-table indexes.
+func (e *recEncoder) outputs(o *DataRef, nodes map[NodeID]uint64) {
+	if o == nil {
+		e.uint(0)
+		return
+	}
+	e.uint(1)
+	e.str(o.Manifest)
+	e.int(o.Bytes)
+	e.uint(uint64(len(o.Holders)))
+	for _, h := range o.Holders {
+		e.uint(nodes[h])
+	}
+}
 
 func (e *recEncoder) str(s string) {
 	e.uint(uint64(len(s)))

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
 )
 
 // Msg is a message between markets on different nodes. The node encodes
@@ -53,6 +54,10 @@ type TaskSpec struct {
 	// Previous are the replica's earlier placements, oldest first: a
 	// resumed attempt takes a checkpoint only from one of these.
 	Previous []Placement `json:"previous,omitempty"`
+	// Inputs are placed in the work directory before the task starts;
+	// Outputs are what it must leave there (the spec's).
+	Inputs  []InputRef    `json:"inputs,omitempty"`
+	Outputs []spec.Output `json:"outputs,omitempty"`
 }
 
 // Placement is one placement of a task replica: its epoch and executor.
@@ -140,6 +145,8 @@ type TaskStatus struct {
 	// manager answers with a ResultAck (an executor that does not set it
 	// repeats it a fixed number of times, and is never acknowledged).
 	AckWanted bool `json:"ack_wanted,omitempty"`
+	// Outputs, on a success, are the attempt's stored outputs.
+	Outputs *DataRef `json:"outputs,omitempty"`
 }
 
 // ResultAck tells an executor that its manager has the final report of

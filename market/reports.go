@@ -57,6 +57,7 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 			m.learned.Observe(j.Spec.Type, s.Runtime)
 		}
 		m.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
+		t.Outputs = s.Outputs
 		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
 		m.release(j)
 	case TaskFailed, TaskPreempted, TaskCancelled:

@@ -177,7 +177,7 @@ func (j *Job) checkData(l *errorList, ti int, anc func(a, b int) bool) {
 	}
 	for i, o := range t.Outputs {
 		op := index(field(p, "outputs"), i)
-		if why := relPath(o.Path, false); why != "" {
+		if why := RelPath(o.Path, false); why != "" {
 			l.add(field(op, "path"), "%s", why)
 			continue
 		}
@@ -232,7 +232,7 @@ inputs:
 		if in.From == "" && (in.Output != "" || in.Replica != 0) {
 			l.add(ip, "output and replica apply only to from")
 		}
-		if why := relPath(in.Path, true); why != "" {
+		if why := RelPath(in.Path, true); why != "" {
 			l.add(field(ip, "path"), "%s", why)
 			continue
 		}
@@ -308,7 +308,7 @@ func (j *Job) checkFrom(l *errorList, ti int, ip string, in Input, byName map[st
 	if in.Output == "" {
 		return
 	}
-	if why := relPath(in.Output, false); why != "" {
+	if why := RelPath(in.Output, false); why != "" {
 		l.add(field(ip, "output"), "%s", why)
 		return
 	}
@@ -320,10 +320,10 @@ func (j *Job) checkFrom(l *errorList, ti int, ip string, in Input, byName map[st
 	l.add(field(ip, "output"), "%s is not among the outputs of %s", quote(in.Output), displayName(in.From))
 }
 
-// relPath says what is wrong with a path relative to a work directory,
+// RelPath says what is wrong with a path relative to a work directory,
 // or returns "": not empty, not absolute, clean, no "..", UTF-8 without
 // NUL, at most MaxDataPathLen bytes; "." only where dot allows it.
-func relPath(p string, dot bool) string {
+func RelPath(p string, dot bool) string {
 	switch {
 	case p == "":
 		return "required"

@@ -248,7 +248,7 @@ func checkStatus(p string, s market.TaskStatus) error {
 		checkRange(join(p, "exit_code"), s.ExitCode, math.MinInt32, math.MaxInt32),
 		checkReason(join(p, "reason"), s.Reason),
 		checkTime(join(p, "time_unix_nano"), s.Time),
-		checkRuntime(join(p, "runtime_ns"), s.Runtime),
+		checkRuntime(join(p, "runtime_ns"), s.Runtime), checkDataRef(join(p, "outputs"), s.Outputs),
 	)
 }
 
@@ -452,21 +452,8 @@ func checkSpec(p string, s market.TaskSpec) error {
 		checkPeers(join(p, "peers"), s.Peers),
 		checkOwner(join(p, "owner"), s.Owner),
 		checkPrevious(join(p, "previous"), s.Previous),
+		checkInputs(join(p, "inputs"), s.Inputs), checkOutputs(join(p, "outputs"), s.Outputs),
 	)
-}
-
-// checkPeers checks a gang's peer list: at most MaxPeers node IDs, each
-// valid.
-func checkPeers(p string, peers []market.NodeID) error {
-	if len(peers) > MaxPeers {
-		return bad(p, "%d node IDs, over the limit of %d", len(peers), MaxPeers)
-	}
-	for i, id := range peers {
-		if err := checkNodeID(index(p, i), id); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // checkCommand checks an argv.

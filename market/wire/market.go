@@ -49,6 +49,7 @@ func Encode(m market.Msg) ([]byte, error) {
 			Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt), Node: string(x.Node),
 			State: string(x.State), ExitCode: int32(x.ExitCode), Reason: x.Reason,
 			TimeUnixNano: timeToPB(x.Time), RuntimeNs: int64(x.Runtime), AckWanted: x.AckWanted,
+			Outputs: dataRefToPB(x.Outputs),
 		}}
 	case market.ResultAck:
 		env.Body = &pb.Envelope_ResultAck{ResultAck: &pb.ResultAck{Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt)}}
@@ -191,10 +192,15 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
+		outs, err := dataRefFromPB(join(p, "outputs"), x.Outputs)
+		if err != nil {
+			return nil, err
+		}
 		return market.TaskStatus{
 			Key: k, Epoch: x.Epoch, Attempt: int(x.Attempt), Node: market.NodeID(x.Node),
 			State: market.TaskState(x.State), ExitCode: int(x.ExitCode), Reason: x.Reason,
 			Time: timeFromPB(x.TimeUnixNano), Runtime: time.Duration(x.RuntimeNs), AckWanted: x.AckWanted,
+			Outputs: outs,
 		}, nil
 	case *pb.Envelope_ResultAck:
 		x, p := body.ResultAck, "result_ack"
@@ -461,6 +467,7 @@ func specToPB(s market.TaskSpec) *pb.TaskSpec {
 		Epoch: s.Epoch, Attempt: int32(s.Attempt),
 		Rank: int32(s.Rank), Peers: peersToPB(s.Peers),
 		Owner: s.Owner, Previous: placementsToPB(s.Previous),
+		Inputs: inputsToPB(s.Inputs), Outputs: outputsToPB(s.Outputs),
 	}
 }
 
@@ -494,11 +501,20 @@ func specFromPB(p string, s *pb.TaskSpec) (market.TaskSpec, error) {
 	if err != nil {
 		return market.TaskSpec{}, err
 	}
+	inputs, err := inputsFromPB(join(p, "inputs"), s.Inputs)
+	if err != nil {
+		return market.TaskSpec{}, err
+	}
+	outputs, err := outputsFromPB(join(p, "outputs"), s.Outputs)
+	if err != nil {
+		return market.TaskSpec{}, err
+	}
 	out := market.TaskSpec{
 		TaskOffer: o, Command: s.Command,
 		Timeout: time.Duration(s.TimeoutNs), CheckpointInterval: time.Duration(s.CheckpointIntervalNs),
 		Epoch: s.Epoch, Attempt: int(s.Attempt), Rank: int(s.Rank), Peers: peers,
 		Owner: s.Owner, Previous: placementsFromPB(s.Previous),
+		Inputs: inputs, Outputs: outputs,
 	}
 	if len(s.Env) > 0 {
 		out.Env = s.Env

@@ -14,6 +14,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire/pb"
 )
 
@@ -69,6 +70,11 @@ func fullSpec() market.TaskSpec {
 		Peers:              gangPeers(),
 		Owner:              "alice",
 		Previous:           []market.Placement{{Epoch: 5, Node: "n3"}, {Epoch: 6, Node: bidder}},
+		Inputs: []market.InputRef{
+			{Input: 0, DataRef: market.DataRef{Manifest: strings.Repeat("0f", 32), Bytes: 10 << 20, Holders: []market.NodeID{"n3", bidder}}, Select: "out.bin", Path: "in/out.bin"},
+			{Input: 1, DataRef: market.DataRef{Manifest: strings.Repeat("a1", 32)}, Upload: true, Path: "."},
+		},
+		Outputs: []spec.Output{{Path: "out.bin"}, {Path: "res/dir", Max: 1 << 30}},
 	}
 }
 
@@ -136,6 +142,8 @@ func roundTrips() []struct {
 			ExitCode: -1, Reason: "killed: out of memory\nlast line", Time: t0, Runtime: 42*time.Minute + 17, AckWanted: true}},
 		{"task status running zero time", market.TaskStatus{Key: key, Epoch: 1, Attempt: 1, Node: bidder, State: market.TaskRunning}},
 		{"task status exit 255", market.TaskStatus{Key: key, Node: bidder, State: market.TaskSucceeded, ExitCode: 255, Time: t0}},
+		{"task status with outputs", market.TaskStatus{Key: key, Node: bidder, State: market.TaskSucceeded, Time: t0,
+			Outputs: &market.DataRef{Manifest: strings.Repeat("be", 32), Bytes: 1, Holders: []market.NodeID{bidder, "n3"}}}},
 		{"task status final, ack wanted", market.TaskStatus{Key: key, Epoch: 3, Attempt: 1, Node: bidder, State: market.TaskPreempted, Time: t0, AckWanted: true}},
 		{"result ack", market.ResultAck{Key: key, Epoch: 3, Attempt: 1}},
 		{"result ack zero", market.ResultAck{Key: key}},
@@ -337,6 +345,13 @@ func TestDecodeRejects(t *testing.T) {
 		{"negative cpu", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Request.CpuMilli = -1 }), "cfp.task.request.cpu_milli: negative"},
 		{"huge cpu", raw(t, cfp, func(e *pb.Envelope) { e.GetCfp().Task.Request.CpuMilli = MaxCPUMilli + 1 }), "cfp.task.request.cpu_milli: "},
 		{"negative memory", raw(t, award, func(e *pb.Envelope) { req(e).Memory = -1 }), "award.task.offer.request.memory: negative"},
+		{"input leaves the work dir", raw(t, award, func(e *pb.Envelope) { e.GetAward().Task.Inputs[0].Path = "../x" }), "award.task.inputs[0].path: \"../x\" leaves the work directory"},
+		{"input bad manifest", raw(t, award, func(e *pb.Envelope) { e.GetAward().Task.Inputs[1].Data.Manifest = "xyz" }), "award.task.inputs[1].data.manifest: not a manifest ID"},
+		{"input without data", raw(t, award, func(e *pb.Envelope) { e.GetAward().Task.Inputs[1].Data = nil }), "award.task.inputs[1].data: required"},
+		{"absolute output", raw(t, award, func(e *pb.Envelope) { e.GetAward().Task.Outputs[0].Path = "/etc" }), "award.task.outputs[0].path: \"/etc\" is absolute"},
+		{"outputs of a bad holder", raw(t, status, func(e *pb.Envelope) {
+			e.GetTaskStatus().Outputs = &pb.DataRef{Manifest: strings.Repeat("ab", 32), Holders: []string{"é"}}
+		}), "task_status.outputs.holders[0]: invalid node ID"},
 		{"negative disk", raw(t, award, func(e *pb.Envelope) { req(e).Disk = -5 }), "award.task.offer.request.disk: negative"},
 		{"huge disk", raw(t, award, func(e *pb.Envelope) { req(e).Disk = MaxBytes + 1 }), "award.task.offer.request.disk"},
 		{"negative gpu count", raw(t, award, func(e *pb.Envelope) { req(e).Gpu.Count = -1 }), "award.task.offer.request.gpu.count: -1 out of range 0..64"},

@@ -845,6 +845,8 @@ type TaskSpec struct {
 	Peers                []string               `protobuf:"bytes,9,rep,name=peers,proto3" json:"peers,omitempty"`                                                                       // gang replicas only: node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager; empty otherwise
 	Owner                string                 `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`                                                                      // the user who submitted the job (its ticket's signer), in a network with an authority; "" otherwise, <= 64 bytes
 	Previous             []*Placement           `protobuf:"bytes,11,rep,name=previous,proto3" json:"previous,omitempty"`                                                                // earlier placements of this replica whose checkpoints a resume may use, oldest first, <= 64 entries
+	Inputs               []*InputRef            `protobuf:"bytes,12,rep,name=inputs,proto3" json:"inputs,omitempty"`                                                                    // inputs to place before the task starts, <= 1024 entries (docs/data.md)
+	Outputs              []*Output              `protobuf:"bytes,13,rep,name=outputs,proto3" json:"outputs,omitempty"`                                                                  // outputs the task must leave, <= 64 entries
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -956,6 +958,211 @@ func (x *TaskSpec) GetPrevious() []*Placement {
 	return nil
 }
 
+func (x *TaskSpec) GetInputs() []*InputRef {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *TaskSpec) GetOutputs() []*Output {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+// DataRef names stored data: a manifest, its size and who holds it.
+type DataRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Manifest      string                 `protobuf:"bytes,1,opt,name=manifest,proto3" json:"manifest,omitempty"` // manifest ID, 64 lowercase hex digits; required
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`      // the data's size, >= 0
+	Holders       []string               `protobuf:"bytes,3,rep,name=holders,proto3" json:"holders,omitempty"`   // node IDs that hold it, maker first, <= 16, each as Cfp.manager
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataRef) Reset() {
+	*x = DataRef{}
+	mi := &file_market_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataRef) ProtoMessage() {}
+
+func (x *DataRef) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataRef.ProtoReflect.Descriptor instead.
+func (*DataRef) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DataRef) GetManifest() string {
+	if x != nil {
+		return x.Manifest
+	}
+	return ""
+}
+
+func (x *DataRef) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *DataRef) GetHolders() []string {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+// InputRef is one input an executor places before the task starts.
+type InputRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         int32                  `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`   // index of the spec input, 0..63
+	Data          *DataRef               `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`      // what to fetch; required
+	Select        string                 `protobuf:"bytes,3,opt,name=select,proto3" json:"select,omitempty"`  // path inside the manifest to place ("" the whole tree), as Output.path
+	Upload        bool                   `protobuf:"varint,4,opt,name=upload,proto3" json:"upload,omitempty"` // an uploaded input: the manifest's one top-level entry is placed
+	Path          string                 `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`      // where, relative to the work directory ("." for it), as Output.path
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRef) Reset() {
+	*x = InputRef{}
+	mi := &file_market_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRef) ProtoMessage() {}
+
+func (x *InputRef) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRef.ProtoReflect.Descriptor instead.
+func (*InputRef) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *InputRef) GetInput() int32 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *InputRef) GetData() *DataRef {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *InputRef) GetSelect() string {
+	if x != nil {
+		return x.Select
+	}
+	return ""
+}
+
+func (x *InputRef) GetUpload() bool {
+	if x != nil {
+		return x.Upload
+	}
+	return false
+}
+
+func (x *InputRef) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// Output is a file or directory a task must leave in its work directory.
+type Output struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"` // relative, clean, no "..", <= 1024 bytes
+	Max           int64                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`  // most bytes, 0 .. 64 GiB; 0 means 64 GiB
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Output) Reset() {
+	*x = Output{}
+	mi := &file_market_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Output) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Output) ProtoMessage() {}
+
+func (x *Output) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Output.ProtoReflect.Descriptor instead.
+func (*Output) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Output) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Output) GetMax() int64 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
 // Placement is one earlier placement of a task replica: the epoch and the
 // node it was awarded to.
 type Placement struct {
@@ -968,7 +1175,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_market_proto_msgTypes[8]
+	mi := &file_market_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1187,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[8]
+	mi := &file_market_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1200,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{8}
+	return file_market_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Placement) GetEpoch() uint64 {
@@ -1023,7 +1230,7 @@ type Cfp struct {
 
 func (x *Cfp) Reset() {
 	*x = Cfp{}
-	mi := &file_market_proto_msgTypes[9]
+	mi := &file_market_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1242,7 @@ func (x *Cfp) String() string {
 func (*Cfp) ProtoMessage() {}
 
 func (x *Cfp) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[9]
+	mi := &file_market_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1255,7 @@ func (x *Cfp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cfp.ProtoReflect.Descriptor instead.
 func (*Cfp) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{9}
+	return file_market_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Cfp) GetAuction() *AuctionID {
@@ -1096,7 +1303,7 @@ type Bid struct {
 
 func (x *Bid) Reset() {
 	*x = Bid{}
-	mi := &file_market_proto_msgTypes[10]
+	mi := &file_market_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1315,7 @@ func (x *Bid) String() string {
 func (*Bid) ProtoMessage() {}
 
 func (x *Bid) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[10]
+	mi := &file_market_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1328,7 @@ func (x *Bid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bid.ProtoReflect.Descriptor instead.
 func (*Bid) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{10}
+	return file_market_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Bid) GetAuction() *AuctionID {
@@ -1194,7 +1401,7 @@ type NoBid struct {
 
 func (x *NoBid) Reset() {
 	*x = NoBid{}
-	mi := &file_market_proto_msgTypes[11]
+	mi := &file_market_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1413,7 @@ func (x *NoBid) String() string {
 func (*NoBid) ProtoMessage() {}
 
 func (x *NoBid) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[11]
+	mi := &file_market_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1426,7 @@ func (x *NoBid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoBid.ProtoReflect.Descriptor instead.
 func (*NoBid) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{11}
+	return file_market_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NoBid) GetAuction() *AuctionID {
@@ -1274,7 +1481,7 @@ type Award struct {
 
 func (x *Award) Reset() {
 	*x = Award{}
-	mi := &file_market_proto_msgTypes[12]
+	mi := &file_market_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1493,7 @@ func (x *Award) String() string {
 func (*Award) ProtoMessage() {}
 
 func (x *Award) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[12]
+	mi := &file_market_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1506,7 @@ func (x *Award) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Award.ProtoReflect.Descriptor instead.
 func (*Award) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{12}
+	return file_market_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Award) GetAuction() *AuctionID {
@@ -1364,7 +1571,7 @@ type AwardReply struct {
 
 func (x *AwardReply) Reset() {
 	*x = AwardReply{}
-	mi := &file_market_proto_msgTypes[13]
+	mi := &file_market_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1583,7 @@ func (x *AwardReply) String() string {
 func (*AwardReply) ProtoMessage() {}
 
 func (x *AwardReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[13]
+	mi := &file_market_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1596,7 @@ func (x *AwardReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AwardReply.ProtoReflect.Descriptor instead.
 func (*AwardReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{13}
+	return file_market_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AwardReply) GetAuction() *AuctionID {
@@ -1438,14 +1645,15 @@ type TaskStatus struct {
 	// manager ignores it (and the executor repeats the report its fixed
 	// number of times), an older executor never sets it (and is never sent
 	// a ResultAck, which it could not decode).
-	AckWanted     bool `protobuf:"varint,10,opt,name=ack_wanted,json=ackWanted,proto3" json:"ack_wanted,omitempty"`
+	AckWanted     bool     `protobuf:"varint,10,opt,name=ack_wanted,json=ackWanted,proto3" json:"ack_wanted,omitempty"`
+	Outputs       *DataRef `protobuf:"bytes,11,opt,name=outputs,proto3" json:"outputs,omitempty"` // on a success, the attempt's stored outputs (docs/data.md); absent otherwise
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1665,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[14]
+	mi := &file_market_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1678,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{14}
+	return file_market_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TaskStatus) GetKey() *TaskKey {
@@ -1543,6 +1751,13 @@ func (x *TaskStatus) GetAckWanted() bool {
 	return false
 }
 
+func (x *TaskStatus) GetOutputs() *DataRef {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
 // ResultAck tells an executor that its manager has the final report of
 // one attempt of a task replica (TaskStatus with ack_wanted), so that it
 // stops repeating it. Sent only in answer to such a report.
@@ -1557,7 +1772,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1569,7 +1784,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[15]
+	mi := &file_market_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1582,7 +1797,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{15}
+	return file_market_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResultAck) GetKey() *TaskKey {
@@ -1619,7 +1834,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1846,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[16]
+	mi := &file_market_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1859,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{16}
+	return file_market_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelTask) GetKey() *TaskKey {
@@ -1684,7 +1899,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1911,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[17]
+	mi := &file_market_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1924,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{17}
+	return file_market_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Hold) GetAuction() *AuctionID {
@@ -1761,7 +1976,7 @@ type HoldReply struct {
 
 func (x *HoldReply) Reset() {
 	*x = HoldReply{}
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1988,7 @@ func (x *HoldReply) String() string {
 func (*HoldReply) ProtoMessage() {}
 
 func (x *HoldReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[18]
+	mi := &file_market_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +2001,7 @@ func (x *HoldReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldReply.ProtoReflect.Descriptor instead.
 func (*HoldReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{18}
+	return file_market_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HoldReply) GetAuction() *AuctionID {
@@ -1837,7 +2052,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1849,7 +2064,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[19]
+	mi := &file_market_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1862,7 +2077,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{19}
+	return file_market_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Commit) GetKey() *TaskKey {
@@ -1904,7 +2119,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2131,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[20]
+	mi := &file_market_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2144,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{20}
+	return file_market_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Release) GetKey() *TaskKey {
@@ -1964,7 +2179,7 @@ type Reserve struct {
 
 func (x *Reserve) Reset() {
 	*x = Reserve{}
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2191,7 @@ func (x *Reserve) String() string {
 func (*Reserve) ProtoMessage() {}
 
 func (x *Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[21]
+	mi := &file_market_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2204,7 @@ func (x *Reserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reserve.ProtoReflect.Descriptor instead.
 func (*Reserve) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{21}
+	return file_market_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Reserve) GetAuction() *AuctionID {
@@ -2047,7 +2262,7 @@ type StealRequest struct {
 
 func (x *StealRequest) Reset() {
 	*x = StealRequest{}
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2274,7 @@ func (x *StealRequest) String() string {
 func (*StealRequest) ProtoMessage() {}
 
 func (x *StealRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[22]
+	mi := &file_market_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2287,7 @@ func (x *StealRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StealRequest.ProtoReflect.Descriptor instead.
 func (*StealRequest) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{22}
+	return file_market_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StealRequest) GetThief() string {
@@ -2110,7 +2325,7 @@ type Transfer struct {
 
 func (x *Transfer) Reset() {
 	*x = Transfer{}
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2122,7 +2337,7 @@ func (x *Transfer) String() string {
 func (*Transfer) ProtoMessage() {}
 
 func (x *Transfer) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[23]
+	mi := &file_market_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2135,7 +2350,7 @@ func (x *Transfer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transfer.ProtoReflect.Descriptor instead.
 func (*Transfer) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{23}
+	return file_market_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Transfer) GetKey() *TaskKey {
@@ -2180,7 +2395,7 @@ type ManagerQuery struct {
 
 func (x *ManagerQuery) Reset() {
 	*x = ManagerQuery{}
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2407,7 @@ func (x *ManagerQuery) String() string {
 func (*ManagerQuery) ProtoMessage() {}
 
 func (x *ManagerQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[24]
+	mi := &file_market_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2420,7 @@ func (x *ManagerQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManagerQuery.ProtoReflect.Descriptor instead.
 func (*ManagerQuery) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{24}
+	return file_market_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ManagerQuery) GetJob() string {
@@ -2234,7 +2449,7 @@ type ManagerAnswer struct {
 
 func (x *ManagerAnswer) Reset() {
 	*x = ManagerAnswer{}
-	mi := &file_market_proto_msgTypes[25]
+	mi := &file_market_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2461,7 @@ func (x *ManagerAnswer) String() string {
 func (*ManagerAnswer) ProtoMessage() {}
 
 func (x *ManagerAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[25]
+	mi := &file_market_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2474,7 @@ func (x *ManagerAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ManagerAnswer.ProtoReflect.Descriptor instead.
 func (*ManagerAnswer) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{25}
+	return file_market_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ManagerAnswer) GetJob() string {
@@ -2302,7 +2517,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[26]
+	mi := &file_market_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2529,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[26]
+	mi := &file_market_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2542,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{26}
+	return file_market_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2406,7 +2621,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[27]
+	mi := &file_market_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2633,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[27]
+	mi := &file_market_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2646,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{27}
+	return file_market_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2533,7 +2748,7 @@ const file_market_proto_rawDesc = "" +
 	"estimateNs\x12+\n" +
 	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1b\n" +
 	"\tgang_size\x18\a \x01(\x05R\bgangSize\x12\x12\n" +
-	"\x04pack\x18\b \x01(\bR\x04pack\"\xac\x03\n" +
+	"\x04pack\x18\b \x01(\bR\x04pack\"\x84\x04\n" +
 	"\bTaskSpec\x12)\n" +
 	"\x05offer\x18\x01 \x01(\v2\x13.agora.v1.TaskOfferR\x05offer\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12-\n" +
@@ -2547,10 +2762,25 @@ const file_market_proto_rawDesc = "" +
 	"\x05peers\x18\t \x03(\tR\x05peers\x12\x14\n" +
 	"\x05owner\x18\n" +
 	" \x01(\tR\x05owner\x12/\n" +
-	"\bprevious\x18\v \x03(\v2\x13.agora.v1.PlacementR\bprevious\x1a6\n" +
+	"\bprevious\x18\v \x03(\v2\x13.agora.v1.PlacementR\bprevious\x12*\n" +
+	"\x06inputs\x18\f \x03(\v2\x12.agora.v1.InputRefR\x06inputs\x12*\n" +
+	"\aoutputs\x18\r \x03(\v2\x10.agora.v1.OutputR\aoutputs\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"U\n" +
+	"\aDataRef\x12\x1a\n" +
+	"\bmanifest\x18\x01 \x01(\tR\bmanifest\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x18\n" +
+	"\aholders\x18\x03 \x03(\tR\aholders\"\x8b\x01\n" +
+	"\bInputRef\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x05R\x05input\x12%\n" +
+	"\x04data\x18\x02 \x01(\v2\x11.agora.v1.DataRefR\x04data\x12\x16\n" +
+	"\x06select\x18\x03 \x01(\tR\x06select\x12\x16\n" +
+	"\x06upload\x18\x04 \x01(\bR\x06upload\x12\x12\n" +
+	"\x04path\x18\x05 \x01(\tR\x04path\".\n" +
+	"\x06Output\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x03R\x03max\"5\n" +
 	"\tPlacement\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"\x8f\x01\n" +
@@ -2589,7 +2819,7 @@ const file_market_proto_rawDesc = "" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06accept\x18\x03 \x01(\bR\x06accept\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa4\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd1\x02\n" +
 	"\n" +
 	"TaskStatus\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
@@ -2604,7 +2834,8 @@ const file_market_proto_rawDesc = "" +
 	"runtime_ns\x18\t \x01(\x03R\truntimeNs\x12\x1d\n" +
 	"\n" +
 	"ack_wanted\x18\n" +
-	" \x01(\bR\tackWanted\"`\n" +
+	" \x01(\bR\tackWanted\x12+\n" +
+	"\aoutputs\x18\v \x01(\v2\x11.agora.v1.DataRefR\aoutputs\"`\n" +
 	"\tResultAck\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -2688,7 +2919,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2698,81 +2929,88 @@ var file_market_proto_goTypes = []any{
 	(*Request)(nil),       // 5: agora.v1.Request
 	(*TaskOffer)(nil),     // 6: agora.v1.TaskOffer
 	(*TaskSpec)(nil),      // 7: agora.v1.TaskSpec
-	(*Placement)(nil),     // 8: agora.v1.Placement
-	(*Cfp)(nil),           // 9: agora.v1.Cfp
-	(*Bid)(nil),           // 10: agora.v1.Bid
-	(*NoBid)(nil),         // 11: agora.v1.NoBid
-	(*Award)(nil),         // 12: agora.v1.Award
-	(*AwardReply)(nil),    // 13: agora.v1.AwardReply
-	(*TaskStatus)(nil),    // 14: agora.v1.TaskStatus
-	(*ResultAck)(nil),     // 15: agora.v1.ResultAck
-	(*CancelTask)(nil),    // 16: agora.v1.CancelTask
-	(*Hold)(nil),          // 17: agora.v1.Hold
-	(*HoldReply)(nil),     // 18: agora.v1.HoldReply
-	(*Commit)(nil),        // 19: agora.v1.Commit
-	(*Release)(nil),       // 20: agora.v1.Release
-	(*Reserve)(nil),       // 21: agora.v1.Reserve
-	(*StealRequest)(nil),  // 22: agora.v1.StealRequest
-	(*Transfer)(nil),      // 23: agora.v1.Transfer
-	(*ManagerQuery)(nil),  // 24: agora.v1.ManagerQuery
-	(*ManagerAnswer)(nil), // 25: agora.v1.ManagerAnswer
-	(*Query)(nil),         // 26: agora.v1.Query
-	(*QueryReply)(nil),    // 27: agora.v1.QueryReply
-	nil,                   // 28: agora.v1.Request.LabelsEntry
-	nil,                   // 29: agora.v1.TaskSpec.EnvEntry
+	(*DataRef)(nil),       // 8: agora.v1.DataRef
+	(*InputRef)(nil),      // 9: agora.v1.InputRef
+	(*Output)(nil),        // 10: agora.v1.Output
+	(*Placement)(nil),     // 11: agora.v1.Placement
+	(*Cfp)(nil),           // 12: agora.v1.Cfp
+	(*Bid)(nil),           // 13: agora.v1.Bid
+	(*NoBid)(nil),         // 14: agora.v1.NoBid
+	(*Award)(nil),         // 15: agora.v1.Award
+	(*AwardReply)(nil),    // 16: agora.v1.AwardReply
+	(*TaskStatus)(nil),    // 17: agora.v1.TaskStatus
+	(*ResultAck)(nil),     // 18: agora.v1.ResultAck
+	(*CancelTask)(nil),    // 19: agora.v1.CancelTask
+	(*Hold)(nil),          // 20: agora.v1.Hold
+	(*HoldReply)(nil),     // 21: agora.v1.HoldReply
+	(*Commit)(nil),        // 22: agora.v1.Commit
+	(*Release)(nil),       // 23: agora.v1.Release
+	(*Reserve)(nil),       // 24: agora.v1.Reserve
+	(*StealRequest)(nil),  // 25: agora.v1.StealRequest
+	(*Transfer)(nil),      // 26: agora.v1.Transfer
+	(*ManagerQuery)(nil),  // 27: agora.v1.ManagerQuery
+	(*ManagerAnswer)(nil), // 28: agora.v1.ManagerAnswer
+	(*Query)(nil),         // 29: agora.v1.Query
+	(*QueryReply)(nil),    // 30: agora.v1.QueryReply
+	nil,                   // 31: agora.v1.Request.LabelsEntry
+	nil,                   // 32: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
-	9,  // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
-	10, // 1: agora.v1.Envelope.bid:type_name -> agora.v1.Bid
-	11, // 2: agora.v1.Envelope.no_bid:type_name -> agora.v1.NoBid
-	12, // 3: agora.v1.Envelope.award:type_name -> agora.v1.Award
-	13, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
-	14, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
-	16, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
-	17, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
-	18, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
-	19, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
-	20, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
-	21, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
-	22, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
-	23, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
-	15, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
-	24, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
-	25, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
+	12, // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
+	13, // 1: agora.v1.Envelope.bid:type_name -> agora.v1.Bid
+	14, // 2: agora.v1.Envelope.no_bid:type_name -> agora.v1.NoBid
+	15, // 3: agora.v1.Envelope.award:type_name -> agora.v1.Award
+	16, // 4: agora.v1.Envelope.award_reply:type_name -> agora.v1.AwardReply
+	17, // 5: agora.v1.Envelope.task_status:type_name -> agora.v1.TaskStatus
+	19, // 6: agora.v1.Envelope.cancel_task:type_name -> agora.v1.CancelTask
+	20, // 7: agora.v1.Envelope.hold:type_name -> agora.v1.Hold
+	21, // 8: agora.v1.Envelope.hold_reply:type_name -> agora.v1.HoldReply
+	22, // 9: agora.v1.Envelope.commit:type_name -> agora.v1.Commit
+	23, // 10: agora.v1.Envelope.release:type_name -> agora.v1.Release
+	24, // 11: agora.v1.Envelope.reserve:type_name -> agora.v1.Reserve
+	25, // 12: agora.v1.Envelope.steal_request:type_name -> agora.v1.StealRequest
+	26, // 13: agora.v1.Envelope.transfer:type_name -> agora.v1.Transfer
+	18, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
+	27, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
+	28, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
 	1,  // 17: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
 	3,  // 18: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
 	4,  // 19: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	28, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	31, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
 	1,  // 21: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
 	5,  // 22: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
 	6,  // 23: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	29, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	8,  // 25: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
-	2,  // 26: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 27: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 28: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 29: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 30: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 31: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	10, // 32: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 33: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 34: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	1,  // 35: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
-	1,  // 36: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 37: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 38: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 39: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 40: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 41: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 42: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 43: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 44: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 45: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	32, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	11, // 25: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
+	9,  // 26: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
+	10, // 27: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
+	8,  // 28: agora.v1.InputRef.data:type_name -> agora.v1.DataRef
+	2,  // 29: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 30: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 31: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 32: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 33: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 34: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	13, // 35: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 36: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 37: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	8,  // 38: agora.v1.TaskStatus.outputs:type_name -> agora.v1.DataRef
+	1,  // 39: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 40: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 41: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 42: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 43: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 44: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 45: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 46: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 47: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 48: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 49: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -2805,7 +3043,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

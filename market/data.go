@@ -1,0 +1,92 @@
+package market
+
+import (
+	"path"
+	"strconv"
+
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// Data between tasks (docs/data.md): an executor that ran a task with
+// outputs stores them as content-addressed chunks under a manifest,
+// copies them to DataReplicas peers, and reports the manifest and its
+// holders with the success; the manager keeps that in the task's record
+// and, when it awards a task with inputs, resolves each into the
+// manifests and holders the executor fetches from.
+
+// DataReplicas is how many peers besides its maker keep a copy of a
+// task's outputs or of an uploaded input.
+const DataReplicas = 2
+
+// MaxDataHolders bounds the holders a data reference names.
+const MaxDataHolders = 16
+
+// DataRef names stored data: a manifest (its ID), its bytes, and the
+// nodes that hold it, its maker first.
+type DataRef struct {
+	Manifest string   `json:"manifest"`
+	Bytes    int64    `json:"bytes"`
+	Holders  []NodeID `json:"holders,omitempty"`
+}
+
+// InputRef is one input an executor places before the task starts:
+// the manifest to fetch (from Holders first), what of it to take and
+// where to put it.
+type InputRef struct {
+	// Input is the index of the spec input it comes from.
+	Input int `json:"input"`
+	DataRef
+	// Select is the path inside the manifest to place: one output, or a
+	// path inside an output directory; "" places the whole tree. For an
+	// uploaded input (Upload) the manifest's one top-level entry is
+	// placed.
+	Select string `json:"select,omitempty"`
+	Upload bool   `json:"upload,omitempty"`
+	// Path is where, relative to the work directory ("." for it).
+	Path string `json:"path"`
+}
+
+// DataKey is the key whose closest peers keep a copy of a replica's
+// outputs (Closest), as checkpoints are kept.
+func DataKey(k TaskKey) string {
+	return "out/" + k.Job + "/" + k.Task + "/" + strconv.Itoa(k.Replica)
+}
+
+// UploadKey is the key whose closest peers keep an uploaded input.
+func UploadKey(manifest string) string { return "data/" + manifest }
+
+// inputRefs resolves task ts's inputs for an award: a producer's
+// outputs from its record, an upload's holders from the peers closest
+// to it. A producer without outputs on record (it cannot be: it
+// succeeded before this task was ready) yields no reference; the
+// executor then fails the attempt naming the input.
+func (m *Market) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
+	var out []InputRef
+	for i, in := range ts.Inputs {
+		switch {
+		case in.Data != "":
+			holders := append([]NodeID{m.cfg.Self}, m.closestPeers(UploadKey(in.Data), DataReplicas+1, "")...)
+			out = append(out, InputRef{Input: i, DataRef: DataRef{Manifest: in.Data, Holders: holders}, Upload: true, Path: in.Path})
+		case in.From != "":
+			prod, _ := j.Spec.Task(in.From)
+			if prod == nil {
+				continue
+			}
+			for r := range prod.Replicas {
+				if in.Replica != spec.AllReplicas && in.Replica != r {
+					continue
+				}
+				t := j.task(TaskKey{Job: j.ID, Task: in.From, Replica: r})
+				if t == nil || t.Outputs == nil {
+					continue
+				}
+				p := in.Path
+				if in.Replica == spec.AllReplicas {
+					p = path.Join(in.Path, strconv.Itoa(r))
+				}
+				out = append(out, InputRef{Input: i, DataRef: *t.Outputs, Select: in.Output, Path: p})
+			}
+		}
+	}
+	return out
+}
