@@ -143,7 +143,7 @@ func runTurns(tb testing.TB, jobs, tasks int) int {
 				m.Step(now, d.from, d.m)
 			}
 			for _, e := range ex {
-				m.TaskExited(now, e.k, e.epoch, 0, "exit status 0")
+				m.TaskExited(now, e.k, e.epoch, 0, "exit status 0", nil)
 			}
 			calls += len(in) + len(ex)
 			if turns%10 == 0 { // the node ticks every 10 ms

@@ -38,6 +38,15 @@ type cluster struct {
 	drop func(delivery) bool
 	// refused counts the Refused effects, by reason.
 	refused map[string]int
+	// outputs, if set, gives a succeeded task's stored outputs.
+	outputs func(TaskSpec, NodeID) *DataRef
+}
+
+func (c *cluster) outputsOf(s TaskSpec, id NodeID) *DataRef {
+	if c.outputs == nil || len(s.Outputs) == 0 {
+		return nil
+	}
+	return c.outputs(s, id)
 }
 
 type delivery struct {
@@ -214,7 +223,7 @@ func (c *cluster) step() {
 			r := c.running[id][k]
 			delete(c.running[id], k)
 			reason := fmt.Sprintf("exit status %d", r.code)
-			c.nodes[i].TaskExited(c.now, k, r.spec.Epoch, r.code, reason)
+			c.nodes[i].TaskExited(c.now, k, r.spec.Epoch, r.code, reason, c.outputsOf(r.spec, id))
 			c.drain()
 		}
 	}

@@ -77,7 +77,7 @@ func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
 
 // TaskExited reports that a task this market started has exited, with its
 // exit code (-1 when killed or failed to start) and reason.
-func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode int, reason string) {
+func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode int, reason string, outputs *DataRef) {
 	m.enter(now)
 	defer m.leave()
 	c := &m.c
@@ -96,7 +96,7 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 	case k.stopReason == "cancelled":
 		st.State = TaskCancelled
 	case exitCode == 0:
-		st.State = TaskSucceeded
+		st.State, st.Outputs = TaskSucceeded, outputs
 	default:
 		st.State = TaskFailed
 	}

@@ -386,8 +386,8 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
-		Exited: func(k market.TaskKey, epoch uint64, code int, reason string) bool {
-			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason) })
+		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
+			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
 		},
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted,

@@ -189,7 +189,7 @@ func (c *Cluster) finish(ev Event) {
 		reason = "stopped"
 	}
 	c.cfg.Observer.Ended(ev.node, ev.key, r, r.exit, false)
-	nd.Market.TaskExited(c.Time(), ev.key, r.Epoch, r.exit, reason)
+	nd.Market.TaskExited(c.Time(), ev.key, r.Epoch, r.exit, reason, nil)
 	c.drain(ev.node)
 	if nd.state == Leaving {
 		c.leftIfIdle(ev.node)

@@ -57,9 +57,10 @@ type Options struct {
 	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
 	// HostOf is the address other gang replicas reach a node at.
 	HostOf func(market.NodeID) string
-	// Exited reports a task's exit to the market; it returns false when
-	// it could not take the report now (it is retried).
-	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string) bool
+	// Exited reports a task's exit, and a success's stored outputs, to
+	// the market; it returns false when it could not take the report now
+	// (it is retried).
+	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string, outputs *market.DataRef) bool
 	// PreemptGrace is the SIGTERM grace of a stopped task.
 	PreemptGrace time.Duration
 	// TasksStarted and TasksEnded count attempts started and ended (by
@@ -278,7 +279,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		if x.killing.Load() {
 			return // a killed node reports nothing; its peers notice it is gone
 		}
-		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason) {
+		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason, nil) {
 			if x.ctx.Err() != nil {
 				return
 			}

@@ -24,7 +24,7 @@ type exited struct {
 	ch  chan string
 }
 
-func (e *exited) report(k market.TaskKey, epoch uint64, code int, reason string) bool {
+func (e *exited) report(k market.TaskKey, epoch uint64, code int, reason string, _ *market.DataRef) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.got = append(e.got, reason)

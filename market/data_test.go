@@ -1,0 +1,81 @@
+package market
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// TestInputsResolvedAtAward: a task's outputs, reported with its
+// success, are kept in its record; a dependent task is awarded with
+// each input resolved to the producer's manifest and holders (every
+// replica's, under its index, for replica: all), and an uploaded input
+// to the peers closest to it.
+func TestInputsResolvedAtAward(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
+	manifest := func(k TaskKey) string {
+		return strings.Repeat(string("0123456789abcdef"[k.Replica]), 64)
+	}
+	c.outputs = func(s TaskSpec, id NodeID) *DataRef {
+		return &DataRef{Manifest: manifest(s.Key), Bytes: 42, Holders: []NodeID{id, "elsewhere"}}
+	}
+	got := map[string][]InputRef{}
+	c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) {
+		got[s.Key.Task] = s.Inputs
+		return 0, time.Second
+	}
+	upload := strings.Repeat("e", 64)
+	prep := task("prep", 1000)
+	prep.Outputs = []spec.Output{{Path: "out.bin"}}
+	shards := task("shards", 1000)
+	shards.Replicas, shards.Outputs = 2, []spec.Output{{Path: "res"}}
+	train := task("train", 1000, "prep", "shards")
+	train.Inputs = []spec.Input{
+		{From: "prep", Output: "out.bin", Path: "in.bin"},
+		{From: "shards", Replica: spec.AllReplicas, Path: "all"},
+		{From: "shards", Output: "res", Replica: 1, Path: "one"},
+		{Data: upload, Name: "./params.json", Path: "params.json"},
+	}
+	c.submit(0, "j", job("j", prep, shards, train))
+	c.until(time.Minute, "the job to end", func() bool { return c.job(0, "j").State.Terminal() })
+	j := c.job(0, "j")
+	if j.State != JobSucceeded {
+		t.Fatalf("job %s: %s", j.State, j.Reason)
+	}
+	var prepRef DataRef
+	for _, tr := range j.Tasks {
+		if tr.Key.Task == "prep" {
+			if tr.Outputs == nil || tr.Outputs.Manifest != manifest(tr.Key) || tr.Outputs.Holders[0] != tr.Node {
+				t.Fatalf("prep's record holds outputs %+v", tr.Outputs)
+			}
+			prepRef = *tr.Outputs
+		}
+		if tr.Key.Task == "train" && tr.Outputs != nil {
+			t.Fatalf("train declares no outputs, yet its record holds %+v", tr.Outputs)
+		}
+	}
+	in := got["train"]
+	if len(in) != 5 {
+		t.Fatalf("train got %d inputs: %+v", len(in), in)
+	}
+	if !reflect.DeepEqual(in[0], InputRef{Input: 0, DataRef: prepRef, Select: "out.bin", Path: "in.bin"}) {
+		t.Errorf("input from prep: %+v", in[0])
+	}
+	for r, want := range []string{"all/0", "all/1"} {
+		if x := in[1+r]; x.Input != 1 || x.Path != want || x.Manifest != manifest(TaskKey{Replica: r}) || x.Select != "" {
+			t.Errorf("shards replica %d: %+v", r, x)
+		}
+	}
+	if x := in[3]; x.Input != 2 || x.Path != "one" || x.Select != "res" || x.Manifest != manifest(TaskKey{Replica: 1}) {
+		t.Errorf("shards replica 1's res: %+v", x)
+	}
+	if x := in[4]; x.Input != 3 || !x.Upload || x.Manifest != upload || x.Path != "params.json" || len(x.Holders) != 3 || x.Holders[0] != "n0" {
+		t.Errorf("upload: %+v", x)
+	}
+	if len(got["prep"]) != 0 {
+		t.Errorf("prep has no inputs, got %+v", got["prep"])
+	}
+}
