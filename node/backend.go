@@ -37,6 +37,7 @@ func (n *Node) startAPI() error {
 		}
 	}
 	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), token))
+	n.api.ServeData(n.data)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

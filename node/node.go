@@ -30,6 +30,7 @@ import (
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/checkpoints"
 	"github.com/agora-sched/agora/node/commit"
+	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
@@ -87,6 +88,7 @@ type Node struct {
 	commitsPending atomic.Int64                    // turns handed to the committer and not yet carried out
 	cpuDeclared    bool                            // CPU capacity comes from --resources, not the machine
 	ex             *executor.Executor              // runs the tasks the market starts
+	data           *data.Service                   // keeps and moves tasks' outputs and inputs
 
 	mu       sync.Mutex
 	free     resource.Vector
@@ -384,7 +386,8 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err != nil {
 		return fmt.Errorf("node: load jobs: %w", err)
 	}
-	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner,
+	n.data = data.New(n.ph, n.store, data.Options{Refused: n.countRefused, Peers: func(k string, r int) []peer.ID { return n.closestPeers(k, r, nil) }})
+	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, DataRetention: m.Config().JobRetention,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })

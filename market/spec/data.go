@@ -53,8 +53,9 @@ const (
 	MaxInputs  = 64
 	// MaxDataPathLen bounds an output's or input's path, and a local one.
 	MaxDataPathLen = 1024
-	// MaxOutputBytes bounds one output, and is its default limit.
-	MaxOutputBytes = 64 << 30
+	// MaxOutputBytes bounds one output, and is its default limit: what
+	// one manifest may list (checkpoint.MaxTotalBytes).
+	MaxOutputBytes = 16 << 30
 )
 
 var (

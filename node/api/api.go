@@ -110,13 +110,15 @@ type Server struct {
 	srv       *http.Server
 	token     string
 	published string // the API address its token was published for
+	mux       *http.ServeMux
+	data      DataBackend // nil: no data endpoints (ServeData)
 }
 
 // New builds the API of backend b, with metrics served at /metrics,
 // behind g.
 func New(b Backend, metrics http.Handler, g Guard) *Server {
-	s := &Server{b: b, token: g.Token}
 	mux := http.NewServeMux()
+	s := &Server{b: b, token: g.Token, mux: mux}
 	mux.HandleFunc("GET /v1/id", s.handleID)
 	mux.HandleFunc("GET /v1/peers", s.handlePeers)
 	mux.HandleFunc("GET /v1/devices", s.handleDevices)
@@ -204,14 +206,18 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var id string
 	if r.Header.Get("Content-Type") == TicketType {
-		id, err = s.b.SubmitTicket(r.Context(), body)
+		if err = s.checkTicketInputs(body); err == nil {
+			id, err = s.b.SubmitTicket(r.Context(), body)
+		}
 	} else {
 		js, perr := spec.Parse(body, time.Now())
 		if perr != nil {
 			writeError(w, http.StatusBadRequest, perr.Error())
 			return
 		}
-		id, err = s.b.Submit(r.Context(), *js)
+		if err = s.checkInputs(js); err == nil {
+			id, err = s.b.Submit(r.Context(), *js)
+		}
 	}
 	switch {
 	case errors.Is(err, ErrForbidden):

@@ -18,6 +18,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/checkpoints"
+	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
@@ -52,6 +53,10 @@ type Options struct {
 	Runner TaskRunner
 	// Checkpoints keeps and moves the checkpoints.
 	Checkpoints *checkpoints.Service
+	// Data keeps and moves tasks' outputs and inputs; DataRetention is
+	// how long outputs are kept (data.MaxRetention when zero).
+	Data          *data.Service
+	DataRetention time.Duration
 	// Peers returns up to r live peers not in skip, closest to key first
 	// (every one when r < 0): a checkpoint's replica peers.
 	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
@@ -260,6 +265,15 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	})
 	epoch := st.Task.Epoch
 	done := func(r runtime.Result) {
+		var outputs *market.DataRef
+		if r.ExitCode == 0 && !r.Cancelled && !r.TimedOut && len(st.Task.Outputs) > 0 && !x.killing.Load() {
+			// Kept and copied before the success is reported: the tasks
+			// after it find them even if this node goes at once.
+			var err error
+			if outputs, err = x.saveOutputs(st.Task, spec.WorkDir); err != nil {
+				r.ExitCode, r.Reason = -1, "outputs: "+err.Error()
+			}
+		}
 		x.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
 		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
 		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
@@ -279,12 +293,20 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		if x.killing.Load() {
 			return // a killed node reports nothing; its peers notice it is gone
 		}
-		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason, nil) {
+		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason, outputs) {
 			if x.ctx.Err() != nil {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
+		if x.opts.Data == nil {
+			go done(runtime.Result{ExitCode: -1, Reason: "start: this node cannot fetch inputs", Finished: time.Now()})
+			return
+		}
+		x.inputsThenStart(st.Task, runID(k, epoch), spec, sink, done, ck)
+		return
 	}
 	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !x.stopping.Load() {
 		x.resumeThenStart(ck, runID(k, epoch), spec, sink, done)

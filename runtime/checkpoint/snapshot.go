@@ -66,6 +66,11 @@ var testHook func(event, rel string)
 // manifest only after Snapshot returns, and must not run GC on cs while a
 // snapshot is in progress.
 func Snapshot(dir string, meta Meta, cs ChunkStore) (Manifest, SnapshotStats, error) {
+	return take(dir, meta, cs, func(s *snapshotter) error { return s.walk(".") })
+}
+
+// take records what record finds in dir and makes its manifest.
+func take(dir string, meta Meta, cs ChunkStore, record func(*snapshotter) error) (Manifest, SnapshotStats, error) {
 	fail := func(err error) (Manifest, SnapshotStats, error) {
 		return Manifest{}, SnapshotStats{}, fmt.Errorf("checkpoint: snapshot %s: %w", dir, err)
 	}
@@ -85,11 +90,20 @@ func Snapshot(dir string, meta Meta, cs ChunkStore) (Manifest, SnapshotStats, er
 	defer root.Close()
 
 	s := &snapshotter{root: root, cs: cs, seen: make(map[string]struct{})}
-	if err := s.walk("."); err != nil {
+	if err := record(s); err != nil {
 		return fail(err)
 	}
-	if err := s.skipOutsideLinks(); err != nil {
+	m, err := s.finish(meta)
+	if err != nil {
 		return fail(err)
+	}
+	return m, s.stats, nil
+}
+
+// finish makes the manifest of what was recorded.
+func (s *snapshotter) finish(meta Meta) (Manifest, error) {
+	if err := s.skipOutsideLinks(); err != nil {
+		return Manifest{}, err
 	}
 	slices.SortFunc(s.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(s.skipped, func(a, b Skipped) int { return strings.Compare(a.Path, b.Path) })
@@ -107,9 +121,9 @@ func Snapshot(dir string, meta Meta, cs ChunkStore) (Manifest, SnapshotStats, er
 	}
 	// Encoding validates the result and enforces MaxManifestSize.
 	if _, err := EncodeManifest(m); err != nil {
-		return fail(err)
+		return Manifest{}, err
 	}
-	return m, s.stats, nil
+	return m, nil
 }
 
 // snapshotter is the state of one Snapshot call.

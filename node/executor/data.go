@@ -1,0 +1,254 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+	"github.com/agora-sched/agora/node/data"
+	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/runtime/checkpoint"
+)
+
+// A task's data (docs/data.md): its inputs are fetched and placed in its
+// work directory before it starts; its outputs are stored and copied to
+// their replica peers after it succeeded, before the success is reported.
+
+// inputTimeout bounds fetching and placing an attempt's inputs: a minute
+// and what 10 MB/s takes.
+func inputTimeout(in []market.InputRef) time.Duration {
+	var n int64
+	for _, r := range in {
+		n += r.Bytes
+	}
+	return time.Minute + time.Duration(n/(10<<20))*time.Second
+}
+
+// inputsThenStart places the attempt's inputs off the task goroutine,
+// then starts it as startTask would (resuming its checkpoint first when
+// it has one); an input that cannot be had fails the attempt, naming it.
+// A stop meanwhile means it never starts.
+func (x *Executor) inputsThenStart(t market.TaskSpec, id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result), ck *ckRun) {
+	ctx, cancel := context.WithTimeout(x.ctx, inputTimeout(t.Inputs))
+	p := &pendingStart{abort: cancel}
+	x.mu.Lock()
+	x.pending[id] = p
+	x.mu.Unlock()
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		defer cancel()
+		t0 := time.Now()
+		err := x.placeInputs(ctx, t)
+		x.mu.Lock()
+		delete(x.pending, id)
+		cancelled, reason := p.cancelled || x.stopping.Load(), p.reason
+		x.mu.Unlock()
+		switch {
+		case cancelled:
+			done(runtime.Result{ExitCode: -1, Cancelled: true, Reason: strings.TrimSuffix("cancelled: "+reason, ": "), Finished: time.Now()})
+		case err != nil:
+			log.Warnw("task inputs", "task", t.Key, "err", err, "took", time.Since(t0))
+			done(runtime.Result{ExitCode: -1, Reason: "start: " + err.Error(), Finished: time.Now()})
+		case ck != nil && (t.Attempt > 1 || t.Epoch > 1):
+			log.Infow("task inputs placed", "task", t.Key, "inputs", len(t.Inputs), "took", time.Since(t0))
+			x.resumeThenStart(ck, id, spec, sink, done)
+		default:
+			log.Infow("task inputs placed", "task", t.Key, "inputs", len(t.Inputs), "took", time.Since(t0))
+			x.launch(id, spec, sink, done, ck)
+		}
+	}()
+}
+
+// placeInputs fetches each input this node lacks from its holders (then
+// from the peers closest to it) and places it in the work directory.
+// Everything happens beneath the task's directory through an os.Root, so
+// what an earlier attempt left there (a symlink) cannot redirect it.
+func (x *Executor) placeInputs(ctx context.Context, t market.TaskSpec) error {
+	dir := x.taskDir(t.Key)
+	if err := os.MkdirAll(filepath.Join(dir, "work"), 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	_ = root.RemoveAll("inputs")
+	defer root.RemoveAll("inputs")
+	ds := x.opts.Data.Store()
+	for i, in := range t.Inputs {
+		what := inputName(i, in)
+		holders := x.holders(in)
+		m, err := x.opts.Data.Fetch(ctx, in.Manifest, holders, data.Record{Job: t.Key.Job, Kind: data.KindCache, Expires: time.Now().Add(x.dataTTL())})
+		if err != nil {
+			return fmt.Errorf("input %s: %w", what, err)
+		}
+		stage := filepath.Join("inputs", fmt.Sprint(i))
+		ds.RLock()
+		err = checkpoint.Restore(ctx, m, filepath.Join(dir, stage), ds)
+		ds.RUnlock()
+		if err != nil {
+			return fmt.Errorf("input %s: %w", what, err)
+		}
+		src := stage
+		switch {
+		case in.Upload:
+			top, err := topEntry(m)
+			if err != nil {
+				return fmt.Errorf("input %s: %w", what, err)
+			}
+			src = path.Join(stage, top)
+		case in.Select != "":
+			src = path.Join(stage, in.Select)
+			if _, err := root.Lstat(src); err != nil {
+				return fmt.Errorf("input %s: %s is not in the outputs", what, in.Select)
+			}
+		}
+		if err := place(root, src, path.Join("work", in.Path)); err != nil {
+			return fmt.Errorf("input %s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// holders are the peers to fetch an input from: those the manager named,
+// then the peers closest to where copies are kept.
+func (x *Executor) holders(in market.InputRef) []peer.ID {
+	var out []peer.ID
+	seen := map[peer.ID]bool{}
+	for _, h := range in.Holders {
+		if p, err := peer.Decode(string(h)); err == nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return append(out, x.opts.Peers("data/"+in.Manifest, market.DataReplicas+1, seen)...)
+}
+
+// place moves src to dst (both beneath root), replacing what is at dst;
+// dst "work" (the work directory itself) takes src's entries.
+func place(root *os.Root, src, dst string) error {
+	if dst == "work" {
+		f, err := root.Open(src)
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := place(root, path.Join(src, n), path.Join(dst, n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := root.RemoveAll(dst); err != nil {
+		return err
+	}
+	if err := root.MkdirAll(path.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return root.Rename(src, dst)
+}
+
+// topEntry is an uploaded input's one top-level entry.
+func topEntry(m checkpoint.Manifest) (string, error) {
+	var top []string
+	for _, e := range m.Entries {
+		if !strings.Contains(e.Path, "/") {
+			top = append(top, e.Path)
+		}
+	}
+	if len(top) != 1 {
+		return "", fmt.Errorf("an upload holds %d top-level entries, want 1", len(top))
+	}
+	return top[0], nil
+}
+
+func inputName(i int, in market.InputRef) string {
+	if in.Select != "" {
+		return fmt.Sprintf("%d (%s, placed at %s)", i, in.Select, in.Path)
+	}
+	return fmt.Sprintf("%d (placed at %s)", i, in.Path)
+}
+
+// dataTTL is how long this node's outputs are kept by their holders.
+func (x *Executor) dataTTL() time.Duration {
+	if x.opts.DataRetention > 0 {
+		return x.opts.DataRetention
+	}
+	return data.MaxRetention
+}
+
+// ErrOutputTooLarge is an output over its limit.
+var errOutputTooLarge = errors.New("over its limit")
+
+// saveOutputs stores a succeeded attempt's outputs and copies them to
+// their replica peers; it returns the reference the success reports.
+func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataRef, error) {
+	ds := x.opts.Data.Store()
+	paths := make([]string, len(t.Outputs))
+	for i, o := range t.Outputs {
+		paths[i] = o.Path
+	}
+	ds.RLock()
+	m, _, err := checkpoint.SnapshotPaths(workDir, paths, checkpoint.Meta{Job: t.Key.Job, Task: t.Key.Task, Replica: t.Key.Replica,
+		Epoch: t.Epoch, Seq: uint64(max(t.Attempt, 0)), Created: time.Now()}, ds)
+	if err == nil {
+		err = checkLimits(m, t.Outputs)
+	}
+	var raw []byte
+	if err == nil {
+		raw, err = checkpoint.EncodeManifest(m)
+	}
+	var id string
+	rec := data.Record{Job: t.Key.Job, Kind: data.KindOutput, Bytes: m.TotalBytes, Expires: time.Now().Add(x.dataTTL())}
+	if err == nil {
+		id, err = ds.Keep(raw, rec)
+	}
+	ds.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	ref := &market.DataRef{Manifest: id, Bytes: m.TotalBytes, Holders: []market.NodeID{market.NodeID(x.opts.Data.Self().String())}}
+	ctx, cancel := context.WithTimeout(x.ctx, inputTimeout([]market.InputRef{{DataRef: *ref}}))
+	defer cancel()
+	peers := x.opts.Peers(market.DataKey(t.Key), -1, nil)
+	for _, p := range x.opts.Data.Replicate(ctx, id, rec, x.dataTTL(), peers, market.DataReplicas) {
+		ref.Holders = append(ref.Holders, market.NodeID(p.String()))
+	}
+	return ref, nil
+}
+
+// checkLimits checks each output's bytes against its limit.
+func checkLimits(m checkpoint.Manifest, outs []spec.Output) error {
+	for _, o := range outs {
+		limit := o.Max
+		if limit == 0 {
+			limit = spec.MaxOutputBytes
+		}
+		var n int64
+		for _, e := range m.Entries {
+			if e.Path == o.Path || strings.HasPrefix(e.Path, o.Path+"/") {
+				n += e.Size
+			}
+		}
+		if n > limit {
+			return fmt.Errorf("output %s: %d bytes, %w of %d", o.Path, n, errOutputTooLarge, limit)
+		}
+	}
+	return nil
+}
