@@ -47,6 +47,21 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) int {
 	if strings.EqualFold(filepath.Ext(file), ".json") {
 		ctype = "application/json"
 	}
+	var progress io.Writer
+	if isTerminal(stderr) {
+		progress = stderr
+	}
+	up, err := uploadInputs(newClient(*api), data, filepath.Dir(file), progress)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora submit: %v\n", err)
+		if errors.Is(err, errBadInput) {
+			return exitBadUsage
+		}
+		return exitFailed
+	}
+	if len(up) != len(data) || string(up) != string(data) {
+		data, ctype = up, "application/yaml"
+	}
 	return submitJob("submit", *api, data, ctype, *wait, *asJSON, stdout, stderr)
 }
 

@@ -63,7 +63,7 @@ func (s *Service) manifestFrom(ss *session, id string) ([]byte, error) {
 		return nil, err
 	}
 	if !r.Found {
-		return nil, ErrNoHolder
+		return nil, errors.New("does not hold it")
 	}
 	if r.Size <= 0 || r.Size > checkpoint.MaxManifestSize {
 		return nil, fmt.Errorf("manifest of %d bytes", r.Size)

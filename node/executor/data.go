@@ -87,7 +87,7 @@ func (x *Executor) placeInputs(ctx context.Context, t market.TaskSpec) error {
 	defer root.RemoveAll("inputs")
 	ds := x.opts.Data.Store()
 	for i, in := range t.Inputs {
-		what := inputName(i, in)
+		what := inputName(in)
 		holders := x.holders(in)
 		m, err := x.opts.Data.Fetch(ctx, in.Manifest, holders, data.Record{Job: t.Key.Job, Kind: data.KindCache, Expires: time.Now().Add(x.dataTTL())})
 		if err != nil {
@@ -178,11 +178,11 @@ func topEntry(m checkpoint.Manifest) (string, error) {
 	return top[0], nil
 }
 
-func inputName(i int, in market.InputRef) string {
+func inputName(in market.InputRef) string {
 	if in.Select != "" {
-		return fmt.Sprintf("%d (%s, placed at %s)", i, in.Select, in.Path)
+		return fmt.Sprintf("%d (%s, placed at %s)", in.Input, in.Select, in.Path)
 	}
-	return fmt.Sprintf("%d (placed at %s)", i, in.Path)
+	return fmt.Sprintf("%d (placed at %s)", in.Input, in.Path)
 }
 
 // dataTTL is how long this node's outputs are kept by their holders.
@@ -201,9 +201,18 @@ var errOutputTooLarge = errors.New("over its limit")
 func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataRef, error) {
 	ds := x.opts.Data.Store()
 	paths := make([]string, len(t.Outputs))
+	root, err := os.OpenRoot(workDir)
+	if err != nil {
+		return nil, err
+	}
 	for i, o := range t.Outputs {
 		paths[i] = o.Path
+		if _, err := root.Lstat(o.Path); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("output %s: not produced", o.Path)
+		}
 	}
+	root.Close()
 	ds.RLock()
 	m, _, err := checkpoint.SnapshotPaths(workDir, paths, checkpoint.Meta{Job: t.Key.Job, Task: t.Key.Task, Replica: t.Key.Replica,
 		Epoch: t.Epoch, Seq: uint64(max(t.Attempt, 0)), Created: time.Now()}, ds)

@@ -271,7 +271,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 			// after it find them even if this node goes at once.
 			var err error
 			if outputs, err = x.saveOutputs(st.Task, spec.WorkDir); err != nil {
-				r.ExitCode, r.Reason = -1, "outputs: "+err.Error()
+				r.ExitCode, r.Reason = -1, "keeping outputs: "+err.Error()
 			}
 		}
 		x.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it

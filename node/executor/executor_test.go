@@ -14,20 +14,23 @@ import (
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/checkpoints"
+	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/store"
 )
 
 // exited records the exits an executor reports.
 type exited struct {
-	mu  sync.Mutex
-	got []string
-	ch  chan string
+	mu      sync.Mutex
+	got     []string
+	ch      chan string
+	outputs []*market.DataRef
 }
 
-func (e *exited) report(k market.TaskKey, epoch uint64, code int, reason string, _ *market.DataRef) bool {
+func (e *exited) report(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.got = append(e.got, reason)
+	e.outputs = append(e.outputs, outputs)
 	e.ch <- reason
 	return true
 }
@@ -38,6 +41,7 @@ type testExecutor struct {
 	*Executor
 	h    host.Host
 	ck   *checkpoints.Service
+	data *data.Service
 	exit *exited
 }
 
@@ -81,14 +85,15 @@ func executors(t *testing.T, count int, peers func(key string, r int, skip map[p
 			others = peers
 		}
 		ex := &exited{ch: make(chan string, 16)}
-		x := New(Options{DataDir: t.TempDir(), Store: st, Checkpoints: svc, Peers: others, Exited: ex.report,
+		ds := data.New(h, st, data.Options{})
+		x := New(Options{DataDir: t.TempDir(), Store: st, Checkpoints: svc, Data: ds, Peers: others, Exited: ex.report,
 			HostOf: func(market.NodeID) string { return "127.0.0.1" }, PreemptGrace: time.Second})
 		t.Cleanup(func() {
 			x.Kill()
 			x.Close()
 			_ = st.Close()
 		})
-		out = append(out, &testExecutor{Executor: x, h: h, ck: svc, exit: ex})
+		out = append(out, &testExecutor{Executor: x, h: h, ck: svc, data: ds, exit: ex})
 	}
 	return out
 }

@@ -1,0 +1,73 @@
+package executor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// TestOutputsThenInputs (issue 23): a task's outputs are stored and
+// copied to two peers before its success is reported; a task elsewhere
+// that takes them finds them placed, byte-identical; an input no live
+// peer holds fails the attempt naming the input; a missing output fails
+// the attempt naming it.
+func TestOutputsThenInputs(t *testing.T) {
+	xs := executors(t, 3, nil)
+	a, b := xs[0], xs[1]
+	prep := market.TaskKey{Job: "j-data", Task: "prep"}
+	a.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: prep}, Epoch: 1, Attempt: 1,
+		Command: []string{"sh", "-c", "mkdir -p res/sub && head -c 1500000 /dev/urandom > res/sub/x && echo hi > note"},
+		Outputs: []spec.Output{{Path: "res"}, {Path: "note"}}}})
+	if r := <-a.exit.ch; r != "" && !strings.Contains(r, "exit status 0") {
+		t.Fatalf("prep: %q", r)
+	}
+	ref := a.exit.outputs[0]
+	if ref == nil || len(ref.Holders) != 3 || ref.Bytes != 1500003 {
+		t.Fatalf("prep's outputs: %+v", ref)
+	}
+	for _, x := range xs {
+		if !x.data.Store().Complete(ref.Manifest) {
+			t.Fatalf("%s does not hold prep's outputs", x.h.ID())
+		}
+	}
+	src, _ := os.ReadFile(filepath.Join(a.taskDir(prep), "work", "res", "sub", "x"))
+
+	train := market.TaskKey{Job: "j-data", Task: "train"}
+	b.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: train}, Epoch: 1, Attempt: 1,
+		Command: []string{"sh", "-c", "cat in/x > copy && cat all/note"},
+		Inputs: []market.InputRef{
+			{Input: 0, DataRef: *ref, Select: "res/sub", Path: "in"},
+			{Input: 1, DataRef: *ref, Path: "all"},
+		}}})
+	if r := <-b.exit.ch; r != "" && !strings.Contains(r, "exit status 0") {
+		t.Fatalf("train: %q", r)
+	}
+	got, _ := os.ReadFile(filepath.Join(b.taskDir(train), "work", "copy"))
+	if len(src) != 1500000 || string(got) != string(src) {
+		t.Fatalf("train's copy of res/sub/x: %d bytes, want the %d prep wrote", len(got), len(src))
+	}
+
+	lost := market.TaskKey{Job: "j-data", Task: "lost"}
+	b.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: lost}, Epoch: 1, Attempt: 1, Command: []string{"true"},
+		Inputs: []market.InputRef{{Input: 3, DataRef: market.DataRef{Manifest: strings.Repeat("ab", 32), Holders: []market.NodeID{market.NodeID(a.h.ID().String())}}, Path: "x"}}}})
+	select {
+	case r := <-b.exit.ch:
+		if !strings.Contains(r, "input 3") || !strings.Contains(r, "no live holder") {
+			t.Fatalf("an input nobody holds: %q", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit for a task whose input nobody holds")
+	}
+
+	none := market.TaskKey{Job: "j-data", Task: "none"}
+	a.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: none}, Epoch: 1, Attempt: 1, Command: []string{"true"},
+		Outputs: []spec.Output{{Path: "out.bin"}}}})
+	if r := <-a.exit.ch; !strings.Contains(r, "keeping outputs: output out.bin: not produced") {
+		t.Fatalf("a missing output: %q", r)
+	}
+}
