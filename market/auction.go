@@ -52,7 +52,7 @@ func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
 		}
 	}
 	return TaskOffer{Key: t.Key, Type: j.Spec.Type, Priority: j.Spec.Priority, Deadline: j.Spec.Deadline,
-		Estimate: est, Request: ts.Request}
+		Estimate: est, Request: ts.Request, Inputs: m.inputSizes(j, ts)}
 }
 
 func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {

@@ -88,13 +88,20 @@ func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
 	if start.Sub(now) > m.cfg.PreemptWait && c.victims(o.Request, o.Priority, m.cfg.PreemptMargin) != nil {
 		start, preempt = now, true
 	}
+	held, total := m.heldInputs(o.Inputs)
+	start = start.Add(m.transferTime(total - held))
 	finish := start.Add(rt)
 	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
 		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
 	if !start.After(now) && !preempt {
 		in.FragDelta, in.FragKnown = m.c.mix.fragDelta(c.free, o.Request)
 	}
-	return Bid{Auction: id, Bidder: m.cfg.Self, Score: m.scorer.Score(in), Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
+	score := m.scorer.Score(in)
+	if total > 0 {
+		// Locality: half the score is the share of the input held here.
+		score = 0.5*score + 0.5*float64(held)/float64(total)
+	}
+	return Bid{Auction: id, Bidder: m.cfg.Self, Score: score, Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
 }
 
 // onAward accepts an award if the node can still honour its bid (start no

@@ -28,6 +28,15 @@ type Config struct {
 	Site     string
 	Labels   map[string]string
 	Capacity resource.Vector
+	// Holds reports whether this node holds a manifest and all its
+	// chunks (nil: it holds none): a bid for a task whose inputs are
+	// here starts sooner and scores higher. DataRate is the transfer
+	// rate a bid assumes for the rest, bytes a second; 100 MB/s.
+	// DataReplicas is how many peers besides the maker keep a copy of
+	// outputs and uploads; 2 (negative: none).
+	Holds        func(manifest string) bool
+	DataRate     int64
+	DataReplicas int
 	// Limits is what this node does with the limits tasks ask for: it
 	// neither bids for nor takes a task asking for one it does not
 	// enforce, unless Limits.Unenforced; the zero value enforces all.
@@ -194,6 +203,12 @@ func (c Config) withDefaults() Config {
 	def(&c.GangReserveAfter, 5*time.Second)
 	if c.JobReplicas == 0 {
 		c.JobReplicas = 2
+	}
+	if c.DataReplicas == 0 {
+		c.DataReplicas = DataReplicas
+	}
+	if c.DataRate <= 0 {
+		c.DataRate = 100e6
 	}
 	def(&c.ReplicateEvery, 200*time.Millisecond)
 	if c.CopyRefresh == 0 {

@@ -3,6 +3,7 @@ package market
 import (
 	"path"
 	"strconv"
+	"time"
 
 	"github.com/agora-sched/agora/market/spec"
 )
@@ -15,7 +16,7 @@ import (
 // manifests and holders the executor fetches from.
 
 // DataReplicas is how many peers besides its maker keep a copy of a
-// task's outputs or of an uploaded input.
+// task's outputs or of an uploaded input, by default (Config).
 const DataReplicas = 2
 
 // MaxDataHolders bounds the holders a data reference names.
@@ -65,7 +66,7 @@ func (m *Market) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
 	for i, in := range ts.Inputs {
 		switch {
 		case in.Data != "":
-			holders := append([]NodeID{m.cfg.Self}, m.closestPeers(UploadKey(in.Data), DataReplicas+1, "")...)
+			holders := append([]NodeID{m.cfg.Self}, m.closestPeers(UploadKey(in.Data), max(m.cfg.DataReplicas, 0)+1, "")...)
 			out = append(out, InputRef{Input: i, DataRef: DataRef{Manifest: in.Data, Holders: holders}, Upload: true, Path: in.Path})
 		case in.From != "":
 			prod, _ := j.Spec.Task(in.From)
@@ -89,4 +90,40 @@ func (m *Market) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
 		}
 	}
 	return out
+}
+
+// inputSizes are a task's inputs for its offer: each manifest once, with
+// its bytes.
+func (m *Market) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
+	if len(ts.Inputs) == 0 {
+		return nil
+	}
+	var out []DataRef
+	seen := map[string]bool{}
+	for _, r := range m.inputRefs(j, ts) {
+		if !seen[r.Manifest] {
+			seen[r.Manifest] = true
+			out = append(out, DataRef{Manifest: r.Manifest, Bytes: r.Bytes})
+		}
+	}
+	return out
+}
+
+// heldInputs sums the bytes of the inputs this node holds, and of all.
+func (m *Market) heldInputs(in []DataRef) (held, total int64) {
+	for _, d := range in {
+		total += d.Bytes
+		if m.cfg.Holds != nil && m.cfg.Holds(d.Manifest) {
+			held += d.Bytes
+		}
+	}
+	return held, total
+}
+
+// transferTime is how long moving n bytes takes at Config.DataRate.
+func (m *Market) transferTime(n int64) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / float64(m.cfg.DataRate) * float64(time.Second))
 }

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,5 +78,47 @@ func TestInputsResolvedAtAward(t *testing.T) {
 	}
 	if len(got["prep"]) != 0 {
 		t.Errorf("prep has no inputs, got %+v", got["prep"])
+	}
+}
+
+// TestLocalityPrefersHolder: of two idle nodes, the one that holds a
+// task's 50 MiB input wins its auction: its bid starts sooner (no
+// transfer) and scores higher.
+func TestLocalityPrefersHolder(t *testing.T) {
+	const runs = 20
+	holder := map[string]NodeID{} // manifest → who holds it
+	c := newClusterWith(t, func(i int, cfg *Config) {
+		self := cfg.Self
+		cfg.Holds = func(m string) bool { return holder[m] == self }
+	}, cpuNode(4), cpuNode(4))
+	ran := map[string]NodeID{}
+	c.run = func(s TaskSpec, id NodeID) (int, time.Duration) {
+		ran[s.Key.Job+"/"+s.Key.Task] = id
+		return 0, time.Second
+	}
+	c.outputs = func(s TaskSpec, id NodeID) *DataRef {
+		m := fmt.Sprintf("%064x", len(holder)+1)
+		holder[m] = NodeID([]string{"n1", "n0"}[len(holder)%2])
+		return &DataRef{Manifest: m, Bytes: 50 << 20, Holders: []NodeID{holder[m]}}
+	}
+	local := 0
+	for r := range runs {
+		prep := task("prep", 1000)
+		prep.Outputs = []spec.Output{{Path: "out.bin"}}
+		use := task("use", 1000, "prep")
+		use.Inputs = []spec.Input{{From: "prep", Output: "out.bin", Path: "in.bin"}}
+		id := fmt.Sprintf("j%02d", r)
+		c.submit(r%2, id, job(id, prep, use))
+		c.until(time.Minute, "job "+id, func() bool { return c.job(r%2, id).State.Terminal() })
+		j := c.job(r%2, id)
+		if j.State != JobSucceeded {
+			t.Fatalf("%s: %s", j.State, j.Reason)
+		}
+		if m := j.Tasks[0].Outputs.Manifest; ran[id+"/use"] == holder[m] {
+			local++
+		}
+	}
+	if local < runs {
+		t.Fatalf("the task ran where its input was in %d of %d runs", local, runs)
 	}
 }

@@ -33,6 +33,9 @@ type TaskOffer struct {
 	Deadline time.Time        `json:"deadline,omitzero"`
 	Estimate time.Duration    `json:"estimate_ns,omitempty"`
 	Request  resource.Request `json:"request"`
+	// Inputs are the data the task will fetch (manifests and bytes, no
+	// holders): a bidder that holds some of it bids sooner (locality).
+	Inputs []DataRef `json:"inputs,omitempty"`
 }
 
 // TaskSpec is everything an executor needs to run a task replica.

@@ -20,6 +20,7 @@ import (
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/node/query"
 )
@@ -283,3 +284,6 @@ func (n *Node) closestPeers(key string, r int, skip map[peer.ID]bool) []peer.ID 
 	}
 	return out
 }
+
+// Data is the node's data service (task outputs and uploads).
+func (n *Node) Data() *data.Service { return n.data }

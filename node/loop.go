@@ -449,6 +449,7 @@ func (n *Node) marketConfig() market.Config {
 	mc.Limits = n.cfg.Sandbox.Enforcement(n.cfg.Runner)
 	mc.AdvertInterval = n.cfg.AdvertInterval
 	mc.Trust, mc.TicketChecks = n.marketBook(), n.checks
+	mc.Holds = func(id string) bool { return n.data != nil && n.data.Store().Holds(id) }
 	return mc
 }
 

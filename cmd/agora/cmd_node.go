@@ -80,6 +80,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Sandbox.TaskUser, "task-user", "auto", "who tasks run as: auto (a root node: a user ID of its own per task, else the node's user), a user name or ID (every task as that user), or node (the node's own user)")
 	fs.StringVar(&cfg.Sandbox.CgroupParent, "cgroup-parent", "", "the cgroup v2 directory task cgroups are made in (default: the node's own cgroup)")
 	fs.IntVar(&cfg.Sandbox.PidsMax, "task-pids", 4096, "the most processes one task may have, where the pids cgroup controller is available (0: no bound)")
+	dataReplicas := fs.Int("data-replicas", market.DataReplicas, "how many peers keep a copy of each task's outputs and each uploaded input (0: none)")
 	fs.BoolVar(&cfg.Sandbox.Namespaces, "task-namespaces", false, "start tasks in mount, PID and IPC namespaces of their own, with a private /tmp and /dev/shm (needs root)")
 	fs.BoolVar(&cfg.Sandbox.AllowUnenforcedLimits, "allow-unenforced-limits", false, "run tasks that ask for cpu or memory limits this node cannot enforce (default: refuse them)")
 	fs.Var(&taskEnv, "task-env", "a variable of the node's environment that tasks also get (repeatable; otherwise they see their spec's, Agora's and a default PATH)")
@@ -107,6 +108,15 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
 		return exitBadUsage
+	}
+	switch {
+	case *dataReplicas < 0 || *dataReplicas > market.MaxDataHolders-1:
+		fmt.Fprintf(stderr, "agora node: --data-replicas %d: out of range 0..%d\n", *dataReplicas, market.MaxDataHolders-1)
+		return exitBadUsage
+	case *dataReplicas == 0:
+		cfg.Market.DataReplicas = -1 // none
+	default:
+		cfg.Market.DataReplicas = *dataReplicas
 	}
 	if *initOnly {
 		id, err := node.InitIdentity(cfg.DataDir)

@@ -435,7 +435,7 @@ func checkOffer(p string, o market.TaskOffer) error {
 		checkTime(join(p, "deadline_unix_nano"), o.Deadline),
 		checkDuration(join(p, "estimate_ns"), o.Estimate),
 		checkRequest(join(p, "request"), o.Request),
-		checkRange(join(p, "gang_size"), o.GangSize, 0, MaxGangSize),
+		checkRange(join(p, "gang_size"), o.GangSize, 0, MaxGangSize), checkDataRefs(join(p, "inputs"), o.Inputs),
 	)
 }
 

@@ -34,6 +34,45 @@ func dataRefFromPB(p string, d *pb.DataRef) (*market.DataRef, error) {
 	return &market.DataRef{Manifest: d.Manifest, Bytes: d.Bytes, Holders: holders}, nil
 }
 
+func dataRefsToPB(ds []market.DataRef) []*pb.DataRef {
+	var out []*pb.DataRef
+	for i := range ds {
+		out = append(out, dataRefToPB(&ds[i]))
+	}
+	return out
+}
+
+func dataRefsFromPB(p string, ds []*pb.DataRef) ([]market.DataRef, error) {
+	if len(ds) > MaxInputRefs {
+		return nil, bad(p, "%d entries, over the limit of %d", len(ds), MaxInputRefs)
+	}
+	var out []market.DataRef
+	for i, d := range ds {
+		r, err := dataRefFromPB(index(p, i), d)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			return nil, bad(index(p, i), "empty")
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// checkDataRefs checks an offer's inputs.
+func checkDataRefs(p string, ds []market.DataRef) error {
+	if len(ds) > MaxInputRefs {
+		return bad(p, "%d entries, over the limit of %d", len(ds), MaxInputRefs)
+	}
+	for i := range ds {
+		if err := checkDataRef(index(p, i), &ds[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func inputsToPB(in []market.InputRef) []*pb.InputRef {
 	var out []*pb.InputRef
 	for _, r := range in {

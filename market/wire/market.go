@@ -441,6 +441,7 @@ func offerToPB(o market.TaskOffer) *pb.TaskOffer {
 		Key: keyToPB(o.Key), Type: o.Type, Priority: int32(o.Priority),
 		DeadlineUnixNano: timeToPB(o.Deadline), EstimateNs: int64(o.Estimate),
 		Request: requestToPB(o.Request), GangSize: int32(o.GangSize), Pack: o.Pack,
+		Inputs: dataRefsToPB(o.Inputs),
 	}
 }
 
@@ -453,10 +454,14 @@ func offerFromPB(p string, o *pb.TaskOffer) (market.TaskOffer, error) {
 	if err != nil {
 		return market.TaskOffer{}, err
 	}
+	in, err := dataRefsFromPB(join(p, "inputs"), o.Inputs)
+	if err != nil {
+		return market.TaskOffer{}, err
+	}
 	return market.TaskOffer{
 		Key: k, Type: o.Type, Priority: int(o.Priority),
 		Deadline: timeFromPB(o.DeadlineUnixNano), Estimate: time.Duration(o.EstimateNs),
-		Request: r, GangSize: int(o.GangSize), Pack: o.Pack,
+		Request: r, GangSize: int(o.GangSize), Pack: o.Pack, Inputs: in,
 	}, nil
 }
 

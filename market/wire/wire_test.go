@@ -45,6 +45,7 @@ func fullOffer() market.TaskOffer {
 			Site:   "lab-α",
 			Limits: resource.LimitCPU | resource.LimitMemory,
 		},
+		Inputs: []market.DataRef{{Manifest: strings.Repeat("c3", 32), Bytes: 50 << 20}, {Manifest: strings.Repeat("d4", 32)}},
 	}
 }
 

@@ -62,15 +62,12 @@ func (s *Service) KeepUpload(ctx context.Context, raw []byte, ttl time.Duration)
 	}
 	var holders []string
 	if s.opts.Peers != nil {
-		for _, p := range s.Replicate(ctx, id, rec, min(ttl, MaxRetention), s.opts.Peers("data/"+id, -1), Replicas) {
+		for _, p := range s.Replicate(ctx, id, rec, min(ttl, MaxRetention), s.opts.Peers("data/"+id, -1), max(s.opts.Replicas, 0)) {
 			holders = append(holders, p.String())
 		}
 	}
 	return id, holders, nil
 }
-
-// Replicas is how many peers keep a copy of an upload.
-const Replicas = 2
 
 // Raw returns a kept manifest's encoding.
 func (s *Service) Raw(id string) ([]byte, bool, error) {

@@ -68,6 +68,8 @@ type Options struct {
 	// Peers returns up to r live peers closest to key, nearest first
 	// (every one when r < 0).
 	Peers func(key string, r int) []peer.ID
+	// Replicas is how many peers keep a copy of an upload.
+	Replicas int
 }
 
 // Service serves this node's data to peers and fetches theirs.

@@ -55,11 +55,38 @@ type Store struct {
 	chunks  *store.Bucket[chunkRec]
 	records *store.Bucket[Record]
 	gcMu    sync.RWMutex
+
+	heldMu sync.RWMutex
+	held   map[string]bool // manifests kept, each kept whole
 }
 
 // NewStore opens the data kept in s.
 func NewStore(s *store.Store) *Store {
-	return &Store{s: s, chunks: store.NewBucket[chunkRec](s, chunkBucket), records: store.NewBucket[Record](s, recordBucket)}
+	d := &Store{s: s, chunks: store.NewBucket[chunkRec](s, chunkBucket), records: store.NewBucket[Record](s, recordBucket), held: map[string]bool{}}
+	_ = d.records.Scan("", func(id string, _ Record) (bool, error) {
+		d.held[id] = true
+		return true, nil
+	})
+	return d
+}
+
+// Holds reports whether a manifest is kept here, with all its chunks
+// (every manifest is kept only once its chunks are). Safe for concurrent
+// use, and cheap: the market asks it for every bid.
+func (d *Store) Holds(id string) bool {
+	d.heldMu.RLock()
+	defer d.heldMu.RUnlock()
+	return d.held[id]
+}
+
+func (d *Store) setHeld(id string, ok bool) {
+	d.heldMu.Lock()
+	defer d.heldMu.Unlock()
+	if ok {
+		d.held[id] = true
+	} else {
+		delete(d.held, id)
+	}
 }
 
 // RLock holds off GC while a fetch or restore relies on chunks whose
@@ -152,7 +179,11 @@ func (d *Store) Keep(raw []byte, r Record) (string, error) {
 			return "", err
 		}
 	}
-	return id, d.records.Put(id, r)
+	if err := d.records.Put(id, r); err != nil {
+		return "", err
+	}
+	d.setHeld(id, true)
+	return id, nil
 }
 
 // Manifest returns a kept manifest, its encoding and record.
@@ -188,6 +219,7 @@ func (d *Store) Complete(id string) bool {
 
 // drop forgets a manifest.
 func (d *Store) drop(id string, r Record) error {
+	d.setHeld(id, false)
 	for i := range r.Parts {
 		if err := d.s.DeleteBlob(manifestPrefix + id + "/" + strconv.Itoa(i)); err != nil {
 			return err

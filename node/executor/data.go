@@ -132,7 +132,7 @@ func (x *Executor) holders(in market.InputRef) []peer.ID {
 			out = append(out, p)
 		}
 	}
-	return append(out, x.opts.Peers("data/"+in.Manifest, market.DataReplicas+1, seen)...)
+	return append(out, x.opts.Peers("data/"+in.Manifest, max(x.opts.DataReplicas, 0)+1, seen)...)
 }
 
 // place moves src to dst (both beneath root), replacing what is at dst;
@@ -236,7 +236,7 @@ func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataR
 	ctx, cancel := context.WithTimeout(x.ctx, inputTimeout([]market.InputRef{{DataRef: *ref}}))
 	defer cancel()
 	peers := x.opts.Peers(market.DataKey(t.Key), -1, nil)
-	for _, p := range x.opts.Data.Replicate(ctx, id, rec, x.dataTTL(), peers, market.DataReplicas) {
+	for _, p := range x.opts.Data.Replicate(ctx, id, rec, x.dataTTL(), peers, max(x.opts.DataReplicas, 0)) {
 		ref.Holders = append(ref.Holders, market.NodeID(p.String()))
 	}
 	return ref, nil
@@ -260,4 +260,27 @@ func checkLimits(m checkpoint.Manifest, outs []spec.Output) error {
 		}
 	}
 	return nil
+}
+
+// dataSweepEvery is how often expired data is dropped and its chunks
+// collected.
+const dataSweepEvery = 5 * time.Minute
+
+// sweepData drops expired data now and then, until the executor closes.
+func (x *Executor) sweepData() {
+	defer x.wg.Done()
+	t := time.NewTicker(dataSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.ctx.Done():
+			return
+		case now := <-t.C:
+			if m, c, err := x.opts.Data.Store().Sweep(now); err != nil {
+				log.Warnw("data sweep", "err", err)
+			} else if m+c > 0 {
+				log.Infow("data sweep", "manifests", m, "chunks", c)
+			}
+		}
+	}
 }

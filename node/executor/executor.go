@@ -57,6 +57,8 @@ type Options struct {
 	// how long outputs are kept (data.MaxRetention when zero).
 	Data          *data.Service
 	DataRetention time.Duration
+	// DataReplicas is how many peers get a copy of a task's outputs.
+	DataReplicas int
 	// Peers returns up to r live peers not in skip, closest to key first
 	// (every one when r < 0): a checkpoint's replica peers.
 	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
@@ -110,6 +112,10 @@ func New(opts Options) *Executor {
 		x.runner = runtime.NewRunner(runtime.Options{})
 	}
 	x.reapOrphans()
+	if x.opts.Data != nil {
+		x.wg.Add(1)
+		go x.sweepData()
+	}
 	x.wg.Add(2)
 	go x.taskLoop()
 	go func() {

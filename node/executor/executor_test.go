@@ -86,7 +86,7 @@ func executors(t *testing.T, count int, peers func(key string, r int, skip map[p
 		}
 		ex := &exited{ch: make(chan string, 16)}
 		ds := data.New(h, st, data.Options{})
-		x := New(Options{DataDir: t.TempDir(), Store: st, Checkpoints: svc, Data: ds, Peers: others, Exited: ex.report,
+		x := New(Options{DataDir: t.TempDir(), Store: st, Checkpoints: svc, Data: ds, DataReplicas: 2, Peers: others, Exited: ex.report,
 			HostOf: func(market.NodeID) string { return "127.0.0.1" }, PreemptGrace: time.Second})
 		t.Cleanup(func() {
 			x.Kill()

@@ -741,6 +741,7 @@ type TaskOffer struct {
 	Request          *Request               `protobuf:"bytes,6,opt,name=request,proto3" json:"request,omitempty"`                                              // resources the task needs (one replica's); absent means an all-zero request
 	GangSize         int32                  `protobuf:"varint,7,opt,name=gang_size,json=gangSize,proto3" json:"gang_size,omitempty"`                           // replicas that must start together, 0..256; 0 or 1 means not a gang. For a gang the offer stands for the whole gang and key names replica 0
 	Pack             bool                   `protobuf:"varint,8,opt,name=pack,proto3" json:"pack,omitempty"`                                                   // several replicas of the gang may share a node; meaningful only for a gang
+	Inputs           []*DataRef             `protobuf:"bytes,9,rep,name=inputs,proto3" json:"inputs,omitempty"`                                                // the data the task will fetch (holders left out), <= 1024 entries: a bidder holding some bids sooner
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -829,6 +830,13 @@ func (x *TaskOffer) GetPack() bool {
 		return x.Pack
 	}
 	return false
+}
+
+func (x *TaskOffer) GetInputs() []*DataRef {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
 }
 
 // TaskSpec is everything an executor needs to run a task replica.
@@ -2738,7 +2746,7 @@ const file_market_proto_rawDesc = "" +
 	"\x06limits\x18\b \x01(\rR\x06limits\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +
 	"\tTaskOffer\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -2748,7 +2756,8 @@ const file_market_proto_rawDesc = "" +
 	"estimateNs\x12+\n" +
 	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1b\n" +
 	"\tgang_size\x18\a \x01(\x05R\bgangSize\x12\x12\n" +
-	"\x04pack\x18\b \x01(\bR\x04pack\"\x84\x04\n" +
+	"\x04pack\x18\b \x01(\bR\x04pack\x12)\n" +
+	"\x06inputs\x18\t \x03(\v2\x11.agora.v1.DataRefR\x06inputs\"\x84\x04\n" +
 	"\bTaskSpec\x12)\n" +
 	"\x05offer\x18\x01 \x01(\v2\x13.agora.v1.TaskOfferR\x05offer\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12-\n" +
@@ -2979,38 +2988,39 @@ var file_market_proto_depIdxs = []int32{
 	31, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
 	1,  // 21: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
 	5,  // 22: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	6,  // 23: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	32, // 24: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	11, // 25: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
-	9,  // 26: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
-	10, // 27: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
-	8,  // 28: agora.v1.InputRef.data:type_name -> agora.v1.DataRef
-	2,  // 29: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 30: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 31: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 32: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 33: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 34: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	13, // 35: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 36: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 37: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	8,  // 38: agora.v1.TaskStatus.outputs:type_name -> agora.v1.DataRef
-	1,  // 39: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
-	1,  // 40: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 41: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 42: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 43: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 44: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 45: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 46: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 47: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 48: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 49: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	8,  // 23: agora.v1.TaskOffer.inputs:type_name -> agora.v1.DataRef
+	6,  // 24: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	32, // 25: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	11, // 26: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
+	9,  // 27: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
+	10, // 28: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
+	8,  // 29: agora.v1.InputRef.data:type_name -> agora.v1.DataRef
+	2,  // 30: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 31: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 32: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 33: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 34: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 35: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	13, // 36: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 37: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 38: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	8,  // 39: agora.v1.TaskStatus.outputs:type_name -> agora.v1.DataRef
+	1,  // 40: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 41: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 42: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 43: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 44: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 45: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 46: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 47: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 48: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 49: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 50: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
