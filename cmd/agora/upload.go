@@ -147,8 +147,10 @@ func (u *uploader) Put(id string, b []byte) error {
 	return nil
 }
 
-func (u *uploader) Get(string) ([]byte, bool, error) { return nil, false, errors.New("upload: no reads") }
-func (u *uploader) Delete(string) error              { return nil }
+func (u *uploader) Get(string) ([]byte, bool, error) {
+	return nil, false, errors.New("upload: no reads")
+}
+func (u *uploader) Delete(string) error { return nil }
 
 func (u *uploader) show() {
 	if u.progress == nil || time.Since(u.last) < 200*time.Millisecond {
