@@ -5,7 +5,7 @@ DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt bench bench-swf-full bench-all proto clean
+.PHONY: all build run test vet fmt bench bench-data bench-swf-full bench-all proto clean
 
 all: build
 
@@ -61,6 +61,12 @@ bench-swf-full: build
 	for f in $(TRACES)/*.swf $(TRACES)/*.swf.gz; do [ -f "$$f" ] || continue; \
 	for s in easy auction; do echo "## $$(basename $$f) $$s"; ./$(BIN) sim --workload "$$f" --scheduler $$s --json --progress 60s || exit 1; done; done; } > docs/perf/swf-full.txt
 	@cat docs/perf/swf-full.txt
+
+# A 256 MiB output moved between two nodes over the data protocol
+# against a plain TCP copy of the same bytes (docs/data.md).
+bench-data:
+	@mkdir -p docs/perf
+	$(GO) test -run '^$$' -bench DataTransfer -benchtime 3x -count 3 ./node/data/ | tee docs/perf/databench.txt
 
 # Every Go benchmark of the repository (micro-benchmarks included).
 bench-all:

@@ -54,7 +54,8 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) int {
 	up, err := uploadInputs(newClient(*api), data, filepath.Dir(file), progress)
 	if err != nil {
 		fmt.Fprintf(stderr, "agora submit: %v\n", err)
-		if errors.Is(err, errBadInput) {
+		var bad badInput
+		if errors.As(err, &bad) {
 			return exitBadUsage
 		}
 		return exitFailed

@@ -27,8 +27,10 @@ import (
 // MaxUploadBytes bounds one local input: what one manifest may list.
 const MaxUploadBytes = checkpoint.MaxTotalBytes
 
-// errBadInput marks a local input the client refuses to upload.
-var errBadInput = errors.New("bad input")
+// badInput is a local input the client refuses to upload.
+type badInput string
+
+func (e badInput) Error() string { return string(e) }
 
 // uploadInputs uploads the local inputs of the spec in data, read from a
 // file in dir, and returns the spec rewritten to name what was uploaded
@@ -48,11 +50,11 @@ func uploadInputs(c *client, data []byte, dir string, progress io.Writer) ([]byt
 			p := localPath(dir, in.Local)
 			n, err := treeSize(p)
 			if err != nil {
-				return nil, fmt.Errorf("%w: task %s input %d: %v", errBadInput, t.Name, i, err)
+				return nil, badInput(fmt.Sprintf("task %s input %d: %v", t.Name, i, err))
 			}
 			if n > MaxUploadBytes {
-				return nil, fmt.Errorf("%w: task %s input %d: %s holds %s, over the limit of %s per input; nothing was uploaded",
-					errBadInput, t.Name, i, in.Local, resource.FormatSize(n), resource.FormatSize(MaxUploadBytes))
+				return nil, badInput(fmt.Sprintf("task %s input %d: %s holds %s, over the limit of %s per input; nothing was uploaded",
+					t.Name, i, in.Local, resource.FormatSize(n), resource.FormatSize(MaxUploadBytes)))
 			}
 			sizes[p] = n
 		}

@@ -26,14 +26,14 @@ type node struct {
 	s   *store.Store
 }
 
-func newNode(t *testing.T, opts Options) *node {
+func newNode(t testing.TB, opts Options) *node {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close() })
-	s, err := store.Open(t.TempDir(), store.InMemory())
+	s, err := store.Open(t.TempDir()) // on disk, as a node's
 	if err != nil {
 		t.Fatal(err)
 	}
