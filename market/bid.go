@@ -28,6 +28,11 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
+	if held, total := m.heldInputs(o.Inputs); c.capacity.Disk > 0 && total-held > c.free.Disk {
+		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self,
+			Reason: fmt.Sprintf("disk: its inputs need %s more, %s free", resource.FormatSize(total-held), resource.FormatSize(c.free.Disk))})
+		return
+	}
 	if o.Request.GPU.Wants() {
 		m.c.mix.observe(o.Request) // see demandMix on why GPU work only
 	}

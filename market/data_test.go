@@ -122,3 +122,27 @@ func TestLocalityPrefersHolder(t *testing.T) {
 		t.Fatalf("the task ran where its input was in %d of %d runs", local, runs)
 	}
 }
+
+// TestInputsMustFit: a node whose free disk cannot take a task's inputs
+// declines it, saying so; one that holds them already need not.
+func TestInputsMustFit(t *testing.T) {
+	small := cpuNode(4)
+	small.Disk = 10 << 20
+	c := newClusterWith(t, func(i int, cfg *Config) {
+		cfg.Holds = func(string) bool { return false }
+	}, small, cpuNode(4))
+	c.outputs = func(s TaskSpec, id NodeID) *DataRef {
+		return &DataRef{Manifest: strings.Repeat("7", 64), Bytes: 50 << 20, Holders: []NodeID{id}}
+	}
+	prep := task("prep", 1000)
+	prep.Outputs = []spec.Output{{Path: "out.bin"}}
+	use := task("use", 1000, "prep")
+	use.Inputs = []spec.Input{{From: "prep", Output: "out.bin", Path: "in.bin"}}
+	c.submit(0, "j", job("j", prep, use))
+	c.until(time.Minute, "the job to end", func() bool { return c.job(0, "j").State.Terminal() })
+	for _, tr := range c.job(0, "j").Tasks {
+		if tr.Key.Task == "use" && tr.Node != "n1" {
+			t.Fatalf("use ran on %s, whose 10 MiB disk cannot take its 50 MiB input", tr.Node)
+		}
+	}
+}

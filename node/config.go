@@ -72,6 +72,7 @@ type Config struct {
 	CertFile        string
 	Insecure        bool
 	Sandbox         executor.Sandbox // who tasks run as, what they see (--task-user, --task-env); not with Runner
+	DataLimit       int64            // bytes of others' outputs and uploads kept at most (--data-limit); 0: no bound
 	PublishAPIToken bool             // copy the API token where this user's agora command finds it (api.TokenPath)
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
