@@ -134,7 +134,9 @@ func ActionOf(method, path string) (auth.Action, string, bool) {
 		return auth.ActCancel, id, true
 	case method == "GET" && suffix == "":
 		return auth.ActStatus, id, true
-	case method == "GET" && suffix == "logs":
+	case method == "GET" && (suffix == "logs" || suffix == "outputs"):
+		// A task's outputs are read as its log is: by the job's owner
+		// and admins.
 		return auth.ActLogs, id, true
 	case method == "GET" && suffix == "spec":
 		return auth.ActSpec, id, true
