@@ -1,6 +1,8 @@
 package gossip
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"time"
@@ -35,6 +37,8 @@ const (
 	maxQueueAdverts = 1 << 20
 	// MaxReservedGangLen bounds an advert's reserved_gang ("job/task").
 	MaxReservedGangLen = 512
+	// MaxHolds bounds the manifests an advert lists.
+	MaxHolds = 64
 )
 
 // Advert is a node's resource advertisement in Go form.
@@ -65,6 +69,10 @@ type Advert struct {
 	// Limits says which task limits the node enforces and whether it
 	// runs tasks whose limits it cannot.
 	Limits resource.Enforcement
+	// Holds lists manifests of task data the node holds whole (hex IDs),
+	// most recent first, at most MaxHolds: managers call it first for
+	// tasks that take them.
+	Holds []string
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -102,6 +110,11 @@ func (a Advert) Encode() ([]byte, error) {
 	}
 	for _, ad := range a.Addrs {
 		m.Addrs = append(m.Addrs, ad.Bytes())
+	}
+	for _, h := range a.Holds[:min(len(a.Holds), MaxHolds)] {
+		if b, err := hex.DecodeString(h); err == nil && len(b) == sha256.Size {
+			m.Holds = append(m.Holds, b)
+		}
 	}
 	b, err := proto.Marshal(m)
 	if err != nil {
@@ -162,6 +175,12 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		}
 		a.Addrs = append(a.Addrs, addr)
 	}
+	for i, h := range m.Holds {
+		if len(h) != sha256.Size {
+			return Advert{}, fmt.Errorf("gossip: advert holds[%d]: %d bytes, want %d", i, len(h), sha256.Size)
+		}
+		a.Holds = append(a.Holds, hex.EncodeToString(h))
+	}
 	return a, nil
 }
 
@@ -173,6 +192,8 @@ func checkAdvertFields(m *pb.Advert) error {
 		return fmt.Errorf("gossip: advert site longer than %d bytes", MaxSiteLen)
 	case len(m.Labels) > MaxLabels:
 		return fmt.Errorf("gossip: advert has %d labels, limit %d", len(m.Labels), MaxLabels)
+	case len(m.Holds) > MaxHolds:
+		return fmt.Errorf("gossip: advert holds %d manifests, limit %d", len(m.Holds), MaxHolds)
 	case len(m.Addrs) > MaxAddrs:
 		return fmt.Errorf("gossip: advert has %d addrs, limit %d", len(m.Addrs), MaxAddrs)
 	case m.IntervalMs < minIntervalMs || m.IntervalMs > maxIntervalMs:

@@ -39,6 +39,7 @@ func sampleAdvert(t testing.TB) Advert {
 		Addrs:    []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")},
 		Interval: 2 * time.Second,
 		Limits:   resource.Enforcement{Missing: resource.LimitPids, Unenforced: true},
+		Holds:    []string{strings.Repeat("ab", 32), strings.Repeat("01", 32)},
 	}
 }
 
@@ -54,7 +55,7 @@ func TestAdvertRoundTrip(t *testing.T) {
 	}
 	if got.Peer != a.Peer || got.Seq != a.Seq || got.Boot != a.Boot || got.Site != a.Site || got.Queue != a.Queue ||
 		got.PredictedWait != a.PredictedWait || got.Interval != a.Interval || got.Load != a.Load || !got.Time.Equal(a.Time) ||
-		got.Limits != a.Limits {
+		got.Limits != a.Limits || strings.Join(got.Holds, ",") != strings.Join(a.Holds, ",") {
 		t.Fatalf("scalar fields differ:\n got %+v\nwant %+v", got, a)
 	}
 	if got.Capacity.String() != a.Capacity.String() || got.Free.CPU != a.Free.CPU || got.Capacity.GPUs[0] != a.Capacity.GPUs[0] {

@@ -85,7 +85,7 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 			tried[h.Node] = true
 		}
 	}
-	cands := m.candidates(a.offer.Request, tried)
+	cands := m.candidates(a.offer.Request, tried, a.offer.Inputs)
 	n := m.cfg.D << min(a.id.Round, 10)
 	if !a.offer.Request.GPU.Wants() {
 		inviteOneGPUNode(cands, n)
@@ -124,9 +124,9 @@ func inviteOneGPUNode(cands []candidate, n int) {
 // the share of the node's GPUs it would leave free, for a request without
 // GPUs the share of the node's GPUs that is free (least first) — then at
 // random (seeded).
-func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candidate {
+func (m *Market) candidates(req resource.Request, tried map[NodeID]bool, inputs []DataRef) []candidate {
 	var cands []candidate
-	consider := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, wait time.Duration) {
+	consider := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, wait time.Duration, holds func(string) bool) {
 		if couldHold(site, labels, lim, capv, req) != "" {
 			return
 		}
@@ -136,6 +136,8 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 		} else if c.wait <= 0 {
 			c.wait = time.Millisecond
 		}
+		// Data it lacks has to move first (locality).
+		c.wait += m.transferTime(lacking(inputs, holds))
 		if gpu := capv.GPUShare(); req.GPU.Wants() && gpu > 0 {
 			want := req.GPU.Share
 			if req.GPU.Count > 0 && (want == 0 || req.GPU.Count > 1) {
@@ -149,7 +151,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 		}
 		cands = append(cands, c)
 	}
-	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.PredictedWait(m.now))
+	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.PredictedWait(m.now), m.cfg.Holds)
 	ids := make([]NodeID, 0, len(m.view))
 	for id := range m.view {
 		ids = append(ids, id)
@@ -157,7 +159,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool) []candi
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		p := m.view[id]
-		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.PredictedWait)
+		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.PredictedWait, p.holds)
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

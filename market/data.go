@@ -127,3 +127,24 @@ func (m *Market) transferTime(n int64) time.Duration {
 	}
 	return time.Duration(float64(n) / float64(m.cfg.DataRate) * float64(time.Second))
 }
+
+// lacking is the bytes of inputs a node does not hold (holds nil: none).
+func lacking(inputs []DataRef, holds func(string) bool) int64 {
+	var n int64
+	for _, d := range inputs {
+		if holds == nil || !holds(d.Manifest) {
+			n += d.Bytes
+		}
+	}
+	return n
+}
+
+// holds reports whether the peer's advert lists manifest id.
+func (p *Peer) holds(id string) bool {
+	for _, h := range p.Holds {
+		if h == id {
+			return true
+		}
+	}
+	return false
+}

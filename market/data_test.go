@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -143,6 +144,30 @@ func TestInputsMustFit(t *testing.T) {
 	for _, tr := range c.job(0, "j").Tasks {
 		if tr.Key.Task == "use" && tr.Node != "n1" {
 			t.Fatalf("use ran on %s, whose 10 MiB disk cannot take its 50 MiB input", tr.Node)
+		}
+	}
+}
+
+// TestCandidatesPreferHolders: a manager calls first the nodes whose
+// adverts say they hold a task's inputs: the others' expected wait
+// includes moving the data.
+func TestCandidatesPreferHolders(t *testing.T) {
+	m, err := New(Config{Self: "self", Capacity: cpuNode(0), D: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.Repeat("5", 64)
+	for _, id := range []NodeID{"a", "b", "c", "d"} {
+		p := Peer{ID: id, Capacity: cpuNode(4), Free: cpuNode(4)}
+		if id == "c" {
+			p.Holds = []string{strings.Repeat("6", 64), in}
+		}
+		m.Advert(t0, p)
+	}
+	for range 5 {
+		cands := m.candidates(resource.Request{CPU: 1000}, nil, []DataRef{{Manifest: in, Bytes: 50 << 20}})
+		if len(cands) != 4 || cands[0].id != "c" {
+			t.Fatalf("candidates %+v: want c, which holds the input, first", cands)
 		}
 	}
 }

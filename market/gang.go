@@ -164,7 +164,7 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 func (m *Market) gangCFPs(g *gangAuction) {
 	g.open(m.now, m.cfg.BidWindow)
 	g.holding, g.holders, g.holdOK, g.nextAt = false, nil, nil, time.Time{}
-	cands := m.candidates(g.offer.Request, nil)
+	cands := m.candidates(g.offer.Request, nil, g.offer.Inputs)
 	n := max(m.cfg.D, 2*g.size) << min(g.roundNo, 10)
 	cfp := CFP{Auction: g.id(), Manager: m.cfg.Self, Task: g.offer}
 	if len(cands) < max(m.cfg.D, g.size) {

@@ -17,6 +17,7 @@ type Peer struct {
 	Site          string
 	Labels        map[string]string
 	Limits        resource.Enforcement // the task limits it enforces
+	Holds         []string             // manifests of task data it holds whole (its advert's)
 	Capacity      resource.Vector
 	Free          resource.Vector
 	Queue         int

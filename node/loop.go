@@ -449,14 +449,14 @@ func (n *Node) marketConfig() market.Config {
 	mc.Limits = n.cfg.Sandbox.Enforcement(n.cfg.Runner)
 	mc.AdvertInterval = n.cfg.AdvertInterval
 	mc.Trust, mc.TicketChecks = n.marketBook(), n.checks
-	mc.Holds = func(id string) bool { return n.data != nil && n.data.Store().Holds(id) }
+	mc.Holds = func(id string) bool { return n.data.Store().Holds(id) }
 	return mc
 }
 
 // peerFromAdvert converts a gossip member's advert to the market's view
 // of it.
 func peerFromAdvert(a gossip.Advert) market.Peer {
-	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Capacity: a.Capacity, Free: a.Free,
+	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Holds: a.Holds, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
 		Boot: a.Boot}
 }

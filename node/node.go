@@ -428,6 +428,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		Site:          n.cfg.Site,
 		Labels:        n.cfg.Labels,
 		Limits:        n.cfg.Sandbox.Enforcement(n.cfg.Runner),
+		Holds:         n.data.Store().Recent(gossip.MaxHolds),
 		Capacity:      n.capacity,
 		Free:          n.free.Clone(),
 		Load:          n.load,

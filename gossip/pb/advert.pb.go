@@ -280,6 +280,7 @@ type Advert struct {
 	Cert                []byte                 `protobuf:"bytes,18,opt,name=cert,proto3" json:"cert,omitempty"`                                                           // the node's certificate chain (market/auth encoding) in a network with an authority; at most 16 KiB
 	UnenforceableLimits uint32                 `protobuf:"varint,19,opt,name=unenforceable_limits,json=unenforceableLimits,proto3" json:"unenforceable_limits,omitempty"` // task limits the node cannot enforce: bit 0 cpu, bit 1 memory, bit 2 pids; unknown bits are ignored
 	RunsUnenforced      bool                   `protobuf:"varint,20,opt,name=runs_unenforced,json=runsUnenforced,proto3" json:"runs_unenforced,omitempty"`                // the node runs tasks whose limits it cannot enforce (--allow-unenforced-limits)
+	Holds               [][]byte               `protobuf:"bytes,21,rep,name=holds,proto3" json:"holds,omitempty"`                                                         // manifests of task data the node holds whole, most recent first, <= 64, each the 32-byte SHA-256 that is its ID
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -454,6 +455,13 @@ func (x *Advert) GetRunsUnenforced() bool {
 	return false
 }
 
+func (x *Advert) GetHolds() [][]byte {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
 var File_advert_proto protoreflect.FileDescriptor
 
 const file_advert_proto_rawDesc = "" +
@@ -482,7 +490,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd2\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x05\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -508,7 +516,8 @@ const file_advert_proto_rawDesc = "" +
 	"unreserved\x12\x12\n" +
 	"\x04cert\x18\x12 \x01(\fR\x04cert\x121\n" +
 	"\x14unenforceable_limits\x18\x13 \x01(\rR\x13unenforceableLimits\x12'\n" +
-	"\x0fruns_unenforced\x18\x14 \x01(\bR\x0erunsUnenforced\x1a9\n" +
+	"\x0fruns_unenforced\x18\x14 \x01(\bR\x0erunsUnenforced\x12\x14\n" +
+	"\x05holds\x18\x15 \x03(\fR\x05holds\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"

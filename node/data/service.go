@@ -89,8 +89,14 @@ func New(h host.Host, s *store.Store, opts Options) *Service {
 	return svc
 }
 
-// Store is the data kept by this node.
-func (s *Service) Store() *Store { return s.st }
+// Store is the data kept by this node (nil for a nil Service: a node
+// not started yet).
+func (s *Service) Store() *Store {
+	if s == nil {
+		return nil
+	}
+	return s.st
+}
 
 // Self is this node's peer ID.
 func (s *Service) Self() peer.ID { return s.h.ID() }

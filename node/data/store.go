@@ -58,6 +58,21 @@ type Store struct {
 
 	heldMu sync.RWMutex
 	held   map[string]bool // manifests kept, each kept whole
+	recent []string        // the last maxRecent of them kept, newest first
+}
+
+// maxRecent is how many recently kept manifests a node names (Recent).
+const maxRecent = 64
+
+// Recent lists up to n of the manifests kept most recently, newest
+// first: what a node's advert says it holds.
+func (d *Store) Recent(n int) []string {
+	if d == nil {
+		return nil
+	}
+	d.heldMu.RLock()
+	defer d.heldMu.RUnlock()
+	return append([]string(nil), d.recent[:min(n, len(d.recent))]...)
 }
 
 // NewStore opens the data kept in s.
@@ -74,6 +89,9 @@ func NewStore(s *store.Store) *Store {
 // (every manifest is kept only once its chunks are). Safe for concurrent
 // use, and cheap: the market asks it for every bid.
 func (d *Store) Holds(id string) bool {
+	if d == nil {
+		return false
+	}
 	d.heldMu.RLock()
 	defer d.heldMu.RUnlock()
 	return d.held[id]
@@ -82,11 +100,19 @@ func (d *Store) Holds(id string) bool {
 func (d *Store) setHeld(id string, ok bool) {
 	d.heldMu.Lock()
 	defer d.heldMu.Unlock()
+	out := d.recent[:0:0]
 	if ok {
 		d.held[id] = true
+		out = append(out, id)
 	} else {
 		delete(d.held, id)
 	}
+	for _, r := range d.recent {
+		if r != id && len(out) < maxRecent {
+			out = append(out, r)
+		}
+	}
+	d.recent = out
 }
 
 // RLock holds off GC while a fetch or restore relies on chunks whose
