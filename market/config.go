@@ -37,6 +37,10 @@ type Config struct {
 	Holds        func(manifest string) bool
 	DataRate     int64
 	DataReplicas int
+	// JobDataLimit bounds the bytes of one job's outputs, all its tasks'
+	// together (0: no bound): the success that goes past it fails the
+	// job.
+	JobDataLimit int64
 	// Limits is what this node does with the limits tasks ask for: it
 	// neither bids for nor takes a task asking for one it does not
 	// enforce, unless Limits.Unenforced; the zero value enforces all.

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"fmt"
 	"path"
 	"strconv"
 	"time"
@@ -147,4 +148,23 @@ func (p *Peer) holds(id string) bool {
 		}
 	}
 	return false
+}
+
+// overDataLimit says why a success's outputs take the job past
+// Config.JobDataLimit, or "": the job's outputs are then failed whole,
+// not retried, since another attempt would make as much.
+func (m *Market) overDataLimit(j *JobRecord, out *DataRef) string {
+	if m.cfg.JobDataLimit <= 0 || out == nil {
+		return ""
+	}
+	total := out.Bytes
+	for i := range j.Tasks {
+		if o := j.Tasks[i].Outputs; o != nil {
+			total += o.Bytes
+		}
+	}
+	if total <= m.cfg.JobDataLimit {
+		return ""
+	}
+	return fmt.Sprintf("the job's outputs would hold %d bytes, over the limit of %d per job", total, m.cfg.JobDataLimit)
 }

@@ -171,3 +171,23 @@ func TestCandidatesPreferHolders(t *testing.T) {
 		}
 	}
 }
+
+// TestJobDataLimit: the success whose outputs take a job past its data
+// limit fails the job, naming the limit, without retries.
+func TestJobDataLimit(t *testing.T) {
+	c := newClusterWith(t, func(_ int, cfg *Config) { cfg.JobDataLimit = 100 << 20 }, cpuNode(4))
+	c.outputs = func(s TaskSpec, id NodeID) *DataRef {
+		return &DataRef{Manifest: fmt.Sprintf("%064x", len(s.Key.Task)), Bytes: 60 << 20, Holders: []NodeID{id}}
+	}
+	a, b := task("a", 1000), task("bb", 1000, "a")
+	a.Outputs, b.Outputs = []spec.Output{{Path: "x"}}, []spec.Output{{Path: "y"}}
+	c.submit(0, "j", job("j", a, b))
+	c.until(time.Minute, "the job to end", func() bool { return c.job(0, "j").State.Terminal() })
+	j := c.job(0, "j")
+	if j.State != JobFailed || !strings.Contains(j.Reason, "task bb: the job's outputs would hold 125829120 bytes, over the limit of 104857600 per job") {
+		t.Fatalf("job %s: %s", j.State, j.Reason)
+	}
+	if n := len(c.starts); n != 2 {
+		t.Fatalf("%d attempts started, want 2 (no retry)", n)
+	}
+}

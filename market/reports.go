@@ -56,6 +56,13 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		if s.Runtime > 0 {
 			m.learned.Observe(j.Spec.Type, s.Runtime)
 		}
+		if over := m.overDataLimit(j, s.Outputs); over != "" {
+			m.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: over})
+			reason := fmt.Sprintf("task %s: %s", t.Key.Task, over)
+			m.event(j.ID, reason)
+			m.endJob(j, JobFailed, reason)
+			return
+		}
 		m.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
 		t.Outputs = s.Outputs
 		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))

@@ -81,6 +81,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Sandbox.TaskUser, "task-user", "auto", "who tasks run as: auto (a root node: a user ID of its own per task, else the node's user), a user name or ID (every task as that user), or node (the node's own user)")
 	fs.StringVar(&cfg.Sandbox.CgroupParent, "cgroup-parent", "", "the cgroup v2 directory task cgroups are made in (default: the node's own cgroup)")
 	fs.IntVar(&cfg.Sandbox.PidsMax, "task-pids", 4096, "the most processes one task may have, where the pids cgroup controller is available (0: no bound)")
+	jobDataLimit := fs.String("job-data-limit", "", "the most bytes of outputs one job this node manages may keep, all its tasks together (e.g. 1TiB; default: no bound)")
 	dataLimit := fs.String("data-limit", "", "the most bytes of other nodes' task outputs and uploads this node keeps (e.g. 100GiB; default: no bound but the disk)")
 	dataReplicas := fs.Int("data-replicas", market.DataReplicas, "how many peers keep a copy of each task's outputs and each uploaded input (0: none)")
 	fs.BoolVar(&cfg.Sandbox.Namespaces, "task-namespaces", false, "start tasks in mount, PID and IPC namespaces of their own, with a private /tmp and /dev/shm (needs root)")
@@ -111,13 +112,19 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
 		return exitBadUsage
 	}
-	if *dataLimit != "" {
-		n, err := resource.ParseSize(*dataLimit)
+	for _, l := range []struct {
+		flag, v string
+		to      *int64
+	}{{"--data-limit", *dataLimit, &cfg.DataLimit}, {"--job-data-limit", *jobDataLimit, &cfg.Market.JobDataLimit}} {
+		if l.v == "" {
+			continue
+		}
+		n, err := resource.ParseSize(l.v)
 		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "agora node: --data-limit %q: want a size such as 100GiB\n", *dataLimit)
+			fmt.Fprintf(stderr, "agora node: %s %q: want a size such as 100GiB\n", l.flag, l.v)
 			return exitBadUsage
 		}
-		cfg.DataLimit = n
+		*l.to = n
 	}
 	switch {
 	case *dataReplicas < 0 || *dataReplicas > market.MaxDataHolders-1:
