@@ -1,6 +1,7 @@
 package market
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,7 +44,8 @@ func TestExitedWhileDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := c.now.Add(5 * time.Second)
-			m.Reclaim(now, []JobRecord{rec}, TaskExit{Key: tr.Key, Epoch: tr.Epoch + tc.epoch, ExitCode: tc.code, Reason: "exit status (finished while the node was down)", Time: now})
+			out := &DataRef{Manifest: strings.Repeat("9", 64), Bytes: 7, Holders: []NodeID{"n0"}}
+			m.Reclaim(now, []JobRecord{rec}, TaskExit{Key: tr.Key, Epoch: tr.Epoch + tc.epoch, ExitCode: tc.code, Reason: "exit status (finished while the node was down)", Time: now, Outputs: out})
 			starts := 0
 			for range 200 {
 				now = now.Add(50 * time.Millisecond)
@@ -60,6 +62,9 @@ func TestExitedWhileDown(t *testing.T) {
 			}
 			if j.State != tc.state {
 				t.Fatalf("job %s after the restart, want %s (%+v)", j.State, tc.state, j.Tasks[0])
+			}
+			if kept := j.Tasks[0].Outputs != nil && j.Tasks[0].Outputs.Manifest == out.Manifest; kept != (tc.state == JobSucceeded) {
+				t.Fatalf("outputs after the restart: %+v", j.Tasks[0].Outputs)
 			}
 			if (starts > 0) != tc.restart {
 				t.Fatalf("%d starts of the attempt after the restart (placed again: %v)", starts, tc.restart)

@@ -66,7 +66,7 @@ func (m *Market) restore(jobs []JobRecord) {
 			t := &j.Tasks[i]
 			if x, ok := m.reclaim.exits[t.Key]; ok && x.Epoch == t.Epoch && t.Node == m.cfg.Self && (t.State == TaskAwarded || t.State == TaskRunning) {
 				delete(m.reclaim.exits, t.Key)
-				st := TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode, Reason: x.Reason, Time: x.Time}
+				st := TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode, Reason: x.Reason, Time: x.Time, Outputs: x.Outputs}
 				if x.ExitCode != 0 {
 					st.State = TaskFailed
 				}

@@ -56,6 +56,7 @@ type TaskExit struct {
 	ExitCode int
 	Reason   string
 	Time     time.Time
+	Outputs  *DataRef // a success's outputs, kept after the restart
 }
 
 // reclaimSettleMax bounds, in advert intervals, the wait for a settled

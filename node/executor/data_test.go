@@ -71,3 +71,37 @@ func TestOutputsThenInputs(t *testing.T) {
 		t.Fatalf("a missing output: %q", r)
 	}
 }
+
+// TestOutputsOfADownExit: an attempt that succeeded while its node was
+// down (its exit file says 0) has its outputs kept at the restart and
+// reported with the exit, as a success's are.
+func TestOutputsOfADownExit(t *testing.T) {
+	h := executors(t, 1, nil)[0]
+	k := market.TaskKey{Job: "j-down", Task: "prep"}
+	dir := h.taskDir(k)
+	if err := os.MkdirAll(filepath.Join(dir, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "work", "out.bin"), []byte("made while down"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exitFile(dir, 4), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stream := logStream(k, 2)
+	if err := h.execs.Put(stream, Execution{Key: k, Attempt: 2, Epoch: 4, Stream: stream, Started: time.Now(),
+		Outputs: []spec.Output{{Path: "out.bin"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The node restarts on the same store and data directory.
+	x := New(Options{DataDir: h.opts.DataDir, Store: h.opts.Store, Checkpoints: h.ck, Data: h.data, Peers: h.opts.Peers,
+		Exited: h.exit.report, HostOf: h.opts.HostOf})
+	defer x.Close()
+	down := x.ExitedWhileDown()
+	if len(down) != 1 || down[0].ExitCode != 0 || down[0].Outputs == nil || down[0].Outputs.Bytes != 15 {
+		t.Fatalf("exits found at the restart: %+v", down)
+	}
+	if !h.data.Store().Complete(down[0].Outputs.Manifest) {
+		t.Fatal("the outputs are not kept")
+	}
+}

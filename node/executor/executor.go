@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/checkpoints"
 	"github.com/agora-sched/agora/node/data"
@@ -187,6 +188,9 @@ type Execution struct {
 	// Owner is the user whose job it is, in a network with an authority
 	// (who may read its log).
 	Owner string `json:"owner,omitempty"`
+	// Outputs are the task's declared outputs, kept at a restart for an
+	// attempt that succeeded while the node was down.
+	Outputs []spec.Output `json:"outputs,omitempty"`
 }
 
 // onTasks queues fn for the task goroutine, which starts and stops
@@ -260,7 +264,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	}
 	stream := logStream(k, st.Task.Attempt)
 	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
-		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner}
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs}
 	if err := x.execs.Put(stream, ex); err != nil {
 		log.Warnw("save execution", "err", err)
 	}

@@ -94,7 +94,15 @@ func (x *Executor) reapOrphans() {
 			continue
 		}
 		ex.ExitCode, ex.Reason = code, fmt.Sprintf("exit status %d (finished while the node was down)", code)
-		x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, ExitCode: code, Reason: ex.Reason, Time: now})
+		var outputs *market.DataRef
+		if code == 0 && len(ex.Outputs) > 0 && x.opts.Data != nil {
+			// Kept here now; copies go to peers once they are known.
+			t := market.TaskSpec{TaskOffer: market.TaskOffer{Key: ex.Key}, Epoch: ex.Epoch, Attempt: ex.Attempt, Outputs: ex.Outputs}
+			if outputs, err = x.saveOutputs(t, filepath.Join(x.taskDir(ex.Key), "work")); err != nil {
+				ex.ExitCode, ex.Reason = -1, "keeping outputs: "+err.Error()
+			}
+		}
+		x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, ExitCode: ex.ExitCode, Reason: ex.Reason, Time: now, Outputs: outputs})
 	}
 	if err := x.execs.PutAll(exs); err != nil {
 		log.Warnw("close the attempts of the previous run", "err", err)
