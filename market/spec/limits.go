@@ -76,7 +76,7 @@ const (
 	// MaxRetries is the most retries a task may ask for.
 	MaxRetries = 20
 	// MaxReplicas is the most replicas a task may ask for.
-	MaxReplicas = 256
+	MaxReplicas = 1000
 	// MaxJobReplicas is the most task replicas a job may hold, over all
 	// its tasks (Slurm's default MaxArraySize is 1,001). The job's record
 	// holds every replica's state and attempts; this keeps it within what

@@ -41,7 +41,7 @@ func TestValidateErrors(t *testing.T) {
 		{"priority", func(j *Job) { j.Priority = 11 }, "priority: 11 out of range 0..10"},
 		{"no tasks", func(j *Job) { j.Tasks = nil }, "tasks: required: at least one task"},
 		{"too many tasks", func(j *Job) { j.Tasks = make([]Task, MaxTasks+1) }, "tasks: 1001 tasks, over the limit of 1000"},
-		{"zero replicas", func(j *Job) { j.Tasks[0].Replicas = 0 }, "tasks[0].replicas: 0 out of range 1..256"},
+		{"zero replicas", func(j *Job) { j.Tasks[0].Replicas = 0 }, "tasks[0].replicas: 0 out of range 1..1000"},
 		{"negative retries", func(j *Job) { j.Tasks[0].Retries = -1 }, "tasks[0].retries: -1 out of range 0..20"},
 		{"empty command", func(j *Job) { j.Tasks[1].Command = nil }, "tasks[1].command: required"},
 		{"nul argument", func(j *Job) { j.Tasks[1].Command = []string{"x", "a\x00"} }, "tasks[1].command[1]: contains a NUL byte"},

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/cluster"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/testnet/sim/metrics"
 	"github.com/agora-sched/agora/testnet/sim/workload"
 )
@@ -288,6 +290,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 	if len(e.nodes) == 0 {
 		return metrics.Input{}, fmt.Errorf("sim: the cluster has no nodes")
 	}
+	e.w = fitMachine(e.w, e.nodes)
 	if e.cfg.ViewSize <= 0 {
 		e.cfg.ViewSize = 128
 		if len(e.nodes) <= 1024 {
@@ -362,6 +365,8 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		Messages:    e.msgs,
 		Bytes:       e.bytes,
 		End:         e.now,
+		Skipped:     e.w.Skipped,
+		SkipReasons: e.w.SkipReasons,
 		Faults: metrics.Faults{
 			NodeFailures: e.stats.failures, TasksRestarted: e.stats.restarted, LostWork: e.stats.lostWork,
 			DuplicateRuns: e.stats.dupRuns, MessagesLost: e.stats.msgsLost,
@@ -515,4 +520,57 @@ func SWFCluster(path string) (*workload.Cluster, error) {
 	}
 	one := resource.Vector{CPU: 1000, Memory: 1 << 30, Disk: 1 << 30}
 	return &workload.Cluster{Nodes: []workload.NodeClass{{Count: n, Resources: one}}}, nil
+}
+
+// fitMachine leaves out, counting them as skipped, the jobs with a gang
+// wider than the nodes that could each hold one of its replicas: no
+// scheduler could ever start them (an SWF log's jobs wider than the
+// machine it is replayed on). It returns w itself when none is.
+func fitMachine(w *workload.Workload, nodes []node) *workload.Workload {
+	fits := func(t spec.Task) bool {
+		if !t.Gang || t.Pack {
+			return true
+		}
+		n := 0
+		for _, nd := range nodes {
+			whole := nd.cap.Clone()
+			for i := range whole.GPUs {
+				whole.GPUs[i].Free = resource.WholeGPU
+			}
+			if _, why := resource.Fit(whole, t.Request); why == "" && resource.Constraints(nd.site, nil, t.Request) == "" {
+				if n++; n >= t.Replicas {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	keep := func(j workload.Job) bool {
+		for _, t := range j.Spec.Tasks {
+			if !fits(t) {
+				return false
+			}
+		}
+		return true
+	}
+	drop := 0
+	for _, j := range w.Jobs {
+		if !keep(j) {
+			drop++
+		}
+	}
+	if drop == 0 {
+		return w
+	}
+	out := *w
+	out.Jobs = make([]workload.Job, 0, len(w.Jobs)-drop)
+	out.SkipReasons = maps.Clone(w.SkipReasons)
+	for _, j := range w.Jobs {
+		if keep(j) {
+			out.Jobs = append(out.Jobs, j)
+		} else {
+			out.Skip("wider than the machine")
+		}
+	}
+	return &out
 }

@@ -381,7 +381,7 @@ type TaskKey struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`          // job ID assigned by the managing node; required, <= 128 bytes, printable, no '/', not "." or ".."
 	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`        // task name within the job; required, 1..64 of [A-Za-z0-9_.-], not "." or ".."
-	Replica       int32                  `protobuf:"varint,3,opt,name=replica,proto3" json:"replica,omitempty"` // replica index, 0..255
+	Replica       int32                  `protobuf:"varint,3,opt,name=replica,proto3" json:"replica,omitempty"` // replica index, 0..999
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -739,7 +739,7 @@ type TaskOffer struct {
 	DeadlineUnixNano int64                  `protobuf:"varint,4,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"` // time the job should finish by; 0 means no deadline
 	EstimateNs       int64                  `protobuf:"varint,5,opt,name=estimate_ns,json=estimateNs,proto3" json:"estimate_ns,omitempty"`                     // submitter's runtime estimate, 0 .. 366 days; 0 means none
 	Request          *Request               `protobuf:"bytes,6,opt,name=request,proto3" json:"request,omitempty"`                                              // resources the task needs (one replica's); absent means an all-zero request
-	GangSize         int32                  `protobuf:"varint,7,opt,name=gang_size,json=gangSize,proto3" json:"gang_size,omitempty"`                           // replicas that must start together, 0..256; 0 or 1 means not a gang. For a gang the offer stands for the whole gang and key names replica 0
+	GangSize         int32                  `protobuf:"varint,7,opt,name=gang_size,json=gangSize,proto3" json:"gang_size,omitempty"`                           // replicas that must start together, 0..1000; 0 or 1 means not a gang. For a gang the offer stands for the whole gang and key names replica 0
 	Pack             bool                   `protobuf:"varint,8,opt,name=pack,proto3" json:"pack,omitempty"`                                                   // several replicas of the gang may share a node; meaningful only for a gang
 	Inputs           []*DataRef             `protobuf:"bytes,9,rep,name=inputs,proto3" json:"inputs,omitempty"`                                                // the data the task will fetch (holders left out), <= 1024 entries: a bidder holding some bids sooner
 	unknownFields    protoimpl.UnknownFields
@@ -849,8 +849,8 @@ type TaskSpec struct {
 	CheckpointIntervalNs int64                  `protobuf:"varint,5,opt,name=checkpoint_interval_ns,json=checkpointIntervalNs,proto3" json:"checkpoint_interval_ns,omitempty"`          // checkpoint interval, 0 .. 366 days; 0 means no checkpointing
 	Epoch                uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`                                                                      // placement epoch this award belongs to
 	Attempt              int32                  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`                                                                  // attempt number of this replica, >= 0 (the first attempt is 1)
-	Rank                 int32                  `protobuf:"varint,8,opt,name=rank,proto3" json:"rank,omitempty"`                                                                        // gang replicas only: this replica's rank, 0..255; 0 otherwise
-	Peers                []string               `protobuf:"bytes,9,rep,name=peers,proto3" json:"peers,omitempty"`                                                                       // gang replicas only: node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager; empty otherwise
+	Rank                 int32                  `protobuf:"varint,8,opt,name=rank,proto3" json:"rank,omitempty"`                                                                        // gang replicas only: this replica's rank, 0..999; 0 otherwise
+	Peers                []string               `protobuf:"bytes,9,rep,name=peers,proto3" json:"peers,omitempty"`                                                                       // gang replicas only: node IDs of all the gang's replicas in rank order, <= 1000 entries, each as Cfp.manager; empty otherwise
 	Owner                string                 `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`                                                                      // the user who submitted the job (its ticket's signer), in a network with an authority; "" otherwise, <= 64 bytes
 	Previous             []*Placement           `protobuf:"bytes,11,rep,name=previous,proto3" json:"previous,omitempty"`                                                                // earlier placements of this replica whose checkpoints a resume may use, oldest first, <= 64 entries
 	Inputs               []*InputRef            `protobuf:"bytes,12,rep,name=inputs,proto3" json:"inputs,omitempty"`                                                                    // inputs to place before the task starts, <= 1024 entries (docs/data.md)
@@ -1304,7 +1304,7 @@ type Bid struct {
 	FinishUnixNano int64                  `protobuf:"varint,5,opt,name=finish_unix_nano,json=finishUnixNano,proto3" json:"finish_unix_nano,omitempty"` // predicted finish time; 0 means unknown
 	RuntimeNs      int64                  `protobuf:"varint,6,opt,name=runtime_ns,json=runtimeNs,proto3" json:"runtime_ns,omitempty"`                  // predicted runtime on the bidder, >= 0
 	Preempt        bool                   `protobuf:"varint,7,opt,name=preempt,proto3" json:"preempt,omitempty"`                                       // the bidder would evict lower-priority tasks to start this one
-	Slots          int32                  `protobuf:"varint,8,opt,name=slots,proto3" json:"slots,omitempty"`                                           // gang Cfp only: replicas the bidder could start now, 0..256 (at most 1 unless the gang may pack); 0 otherwise
+	Slots          int32                  `protobuf:"varint,8,opt,name=slots,proto3" json:"slots,omitempty"`                                           // gang Cfp only: replicas the bidder could start now, 0..1000 (at most 1 unless the gang may pack); 0 otherwise
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1975,7 +1975,7 @@ type HoldReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`  // the auction of the hold; required
 	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`    // node ID of the replying node; required, as Cfp.manager
-	Replica       int32                  `protobuf:"varint,3,opt,name=replica,proto3" json:"replica,omitempty"` // replica index the hold was for, 0..255
+	Replica       int32                  `protobuf:"varint,3,opt,name=replica,proto3" json:"replica,omitempty"` // replica index the hold was for, 0..999
 	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`           // true: the resources are held; false: refused
 	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`    // why it was refused, <= 4096 bytes
 	unknownFields protoimpl.UnknownFields
@@ -2052,8 +2052,8 @@ type Commit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`      // the held task replica; required
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"` // placement epoch of the hold; an executor ignores other epochs
-	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`   // the replica's rank in the gang, 0..255
-	Peers         []string               `protobuf:"bytes,4,rep,name=peers,proto3" json:"peers,omitempty"`  // node IDs of all the gang's replicas in rank order, <= 256 entries, each as Cfp.manager
+	Rank          int32                  `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`   // the replica's rank in the gang, 0..999
+	Peers         []string               `protobuf:"bytes,4,rep,name=peers,proto3" json:"peers,omitempty"`  // node IDs of all the gang's replicas in rank order, <= 1000 entries, each as Cfp.manager
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2514,7 +2514,7 @@ type Query struct {
 	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`                          // "status" (the job's record), "logs" (an attempt's output) or "cancel" (cancel the job)
 	Job           string                 `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`                            // job ID; required, as TaskKey.job
 	Task          string                 `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`                          // task name for "logs", as TaskKey.task; "" otherwise
-	Replica       int32                  `protobuf:"varint,5,opt,name=replica,proto3" json:"replica,omitempty"`                   // replica index for "logs", 0..255
+	Replica       int32                  `protobuf:"varint,5,opt,name=replica,proto3" json:"replica,omitempty"`                   // replica index for "logs", 0..999
 	Attempt       int32                  `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`                   // attempt number for "logs", >= 0; 0 means the latest
 	From          uint64                 `protobuf:"varint,7,opt,name=from,proto3" json:"from,omitempty"`                         // first log chunk sequence number for "logs"; 0 means from the start
 	MaxBytes      uint32                 `protobuf:"varint,8,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"` // most log bytes wanted for "logs", 0..4 MiB; 0 means the answerer's default

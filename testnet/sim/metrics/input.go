@@ -29,6 +29,11 @@ type Input struct {
 	End time.Duration
 	// Faults counts what node failures, churn and message loss cost.
 	Faults Faults
+	// Skipped counts the workload's records that were not replayed (an
+	// SWF job wider than the machine, one cancelled before it started),
+	// SkipReasons by reason.
+	Skipped     int
+	SkipReasons map[string]int
 }
 
 // Faults counts what node failures, churn and message loss cost a run.

@@ -111,7 +111,7 @@ func TestReportJSON(t *testing.T) {
 	}
 	slices.Sort(keys)
 	want := []string{"bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "mean_bounded_slowdown",
-		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "tasks",
+		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks",
 		"user_estimate_mape", "utilization", "wall_s"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("JSON keys %v, want %v", keys, want)

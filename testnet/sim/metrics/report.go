@@ -14,6 +14,8 @@ type Report struct {
 	Nodes     int    `json:"nodes"`
 	Jobs      int    `json:"jobs"`
 	Tasks     int    `json:"tasks"`
+	// Skipped counts the workload's records not replayed (Input.Skipped).
+	Skipped int `json:"skipped"`
 	// Makespan is from the first submit to the last finish (or Input.End).
 	Makespan float64 `json:"makespan_s"`
 	// MeanWait, MeanResponse, MeanBoundedSlowdown and P99Wait are over
@@ -59,6 +61,7 @@ func Compute(in Input) Report {
 		Scheduler: in.Scheduler,
 		Nodes:     len(in.Nodes),
 		Jobs:      len(in.Jobs),
+		Skipped:   in.Skipped,
 		Messages:  in.Messages,
 		Bytes:     in.Bytes,
 		Wall:      in.Wall.Seconds(),

@@ -91,7 +91,9 @@ func OpenSWF(path string, opts SWFOptions) (*Workload, error) {
 // Gang = true when processors > 1. Processors is the requested count
 // (field 8), or the allocated count (field 5) when field 8 is -1. Jobs
 // whose run time (field 4) or processors are zero or less — cancelled
-// before they started — are skipped and counted in Skipped. The true
+// before they started — are skipped and counted in Skipped, and so are
+// jobs wider than spec.MaxReplicas (the simulator skips, and counts,
+// those wider than its machine). The true
 // runtime is field 4, the task's Estimate field 9 (the user's requested
 // time) when positive, User field 12, and the job's Type is
 // "swf-u<user>-q<queue>" (field 15), a class for runtime prediction.
@@ -224,7 +226,7 @@ func swfJobLine(text string) (Job, string, *fieldError) {
 	case v[swfSubmit] < 0:
 		return Job{}, "submit time unknown", nil
 	case procs > spec.MaxReplicas:
-		return Job{}, "", swfFieldErr(swfReqProc, "%g processors, over the limit of %d replicas", procs, spec.MaxReplicas)
+		return Job{}, fmt.Sprintf("wider than %d processors", spec.MaxReplicas), nil
 	}
 	runtime := seconds(v[swfRun])
 	user, queue := int64(v[swfUser]), int64(v[swfQueue])

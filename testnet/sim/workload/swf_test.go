@@ -119,7 +119,6 @@ func TestReadSWFErrors(t *testing.T) {
 		{"short line", good + "1 2 3\n", "line 2: 3 fields, want 18"},
 		{"not a number", "; c\n" + strings.Replace(good, "3600", "1h", 1), `line 2: field 4 (run time): "1h" is not a number`},
 		{"fractional processors", strings.Replace(good, "  16   7200", " 1.5   7200", 1), "line 1: field 8 (requested processors): 1.5 is not a whole number"},
-		{"too many processors", strings.Replace(good, "  16   7200", " 300   7200", 1), "line 1: field 8 (requested processors): 300 processors, over the limit of 256 replicas"},
 		{"duplicate job", good + good, `job "swf-1": duplicate ID`},
 	}
 	for _, c := range cases {

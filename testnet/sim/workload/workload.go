@@ -54,6 +54,9 @@ func (w *Workload) Sort() {
 	})
 }
 
+// Skip counts one input record left out, for the given reason.
+func (w *Workload) Skip(reason string) { w.skip(reason) }
+
 // skip counts one input record left out, for the given reason.
 func (w *Workload) skip(reason string) {
 	w.Skipped++

@@ -1,0 +1,55 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/testnet/sim/metrics"
+	"github.com/agora-sched/agora/testnet/sim/workload"
+)
+
+// TestWideSWFJobs (issue 24, done-when 4): an SWF log holding a job of
+// 306 processors on a 338-processor machine replays whole under every
+// scheduler; a job wider than the machine is skipped and counted, not the
+// whole log refused.
+func TestWideSWFJobs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("; MaxProcs: 338\n")
+	// job submit wait run alloc cpu mem req-procs req-time req-mem status user group exe queue partition preceding think
+	line := func(id, submit, run, procs int) {
+		fmt.Fprintf(&b, "%d %d -1 %d %d -1 -1 %d %d -1 1 %d 1 1 1 1 -1 -1\n", id, submit, run, procs, procs, 2*run, id%3)
+	}
+	line(1, 0, 600, 16)
+	line(2, 10, 3600, 306) // waits for job 1's 16 processors
+	line(3, 20, 300, 40)
+	line(4, 30, 900, 1)
+	line(5, 40, 100, 400) // wider than the machine
+	line(6, 50, 60, 338)  // the whole machine
+	w, err := workload.ReadSWF(strings.NewReader(b.String()), workload.SWFOptions{Name: "wide.swf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := &workload.Cluster{Nodes: []workload.NodeClass{{Count: 338, Resources: resource.Vector{CPU: 1000, Memory: 1 << 30, Disk: 1 << 30}}}}
+	for _, s := range Schedulers {
+		t.Run(s, func(t *testing.T) {
+			in, err := Simulate(Config{Cluster: cluster, Workload: w, Scheduler: s, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := metrics.Compute(in)
+			if r.Jobs != 5 {
+				t.Fatalf("%d jobs replayed, want 5 (the 400-processor one skipped)", r.Jobs)
+			}
+			for _, jt := range metrics.Jobs(in) {
+				if !jt.Finished {
+					t.Fatalf("job %s did not finish", jt.ID)
+				}
+			}
+			if r.Skipped != 1 || in.SkipReasons["wider than the machine"] != 1 {
+				t.Fatalf("skipped %d: %v", r.Skipped, in.SkipReasons)
+			}
+		})
+	}
+}
