@@ -91,7 +91,9 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 		inviteOneGPUNode(cands, n)
 	}
 	cfp := CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}
-	if len(cands) < m.cfg.D {
+	// A lone node (no peer in its view) asks only itself: the round
+	// closes as soon as its own answer is in, with no window to wait out.
+	if len(cands) < m.cfg.D && len(m.view) > 0 {
 		a.broadcast = true
 		m.emit(Broadcast{Msg: m.withTicket(cfp)})
 	}

@@ -101,3 +101,26 @@ func TestAwardOutsideLimitsRefused(t *testing.T) {
 	}
 	t.Fatal("no award reply")
 }
+
+// TestLoneNodeFastPath: a node with no peer in its view places a task
+// as soon as its own bid is in, without waiting out a bid window; with a
+// peer it waits for the peer's answer.
+func TestLoneNodeFastPath(t *testing.T) {
+	for _, nodes := range []int{1, 2} {
+		caps := make([]resource.Vector, nodes)
+		for i := range caps {
+			caps[i] = cpuNode(4)
+		}
+		c := newCluster(t, caps...)
+		c.latency = 5 * time.Millisecond
+		c.submit(0, "j", job("j", task("t", 1000)))
+		c.until(time.Minute, "the task to start", func() bool { return len(c.starts) > 0 })
+		took := c.starts[0].at.Sub(t0)
+		if nodes == 1 && took > 0 {
+			t.Errorf("a lone node started its task %v after submit, want at once", took)
+		}
+		if nodes == 2 && took < 2*c.latency {
+			t.Errorf("with a peer the task started %v after submit, before the peer could answer", took)
+		}
+	}
+}
