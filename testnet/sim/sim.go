@@ -522,11 +522,15 @@ func SWFCluster(path string) (*workload.Cluster, error) {
 	return &workload.Cluster{Nodes: []workload.NodeClass{{Count: n, Resources: one}}}, nil
 }
 
-// fitMachine leaves out, counting them as skipped, the jobs with a gang
-// wider than the nodes that could each hold one of its replicas: no
-// scheduler could ever start them (an SWF log's jobs wider than the
-// machine it is replayed on). It returns w itself when none is.
+// fitMachine leaves out of an SWF log, counting them as skipped, the
+// jobs with a gang wider than the nodes that could each hold one of its
+// replicas: no scheduler could ever start them on the machine it is
+// replayed on. Other workloads keep such jobs, reported unfinished. It
+// returns w itself when it drops none.
 func fitMachine(w *workload.Workload, nodes []node) *workload.Workload {
+	if w.SWF == nil {
+		return w
+	}
 	fits := func(t spec.Task) bool {
 		if !t.Gang || t.Pack {
 			return true
