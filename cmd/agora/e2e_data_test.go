@@ -25,17 +25,7 @@ func startLabelled(t *testing.T, roles ...string) *e2eCluster {
 		c.nodes = append(c.nodes, p)
 		c.ids = append(c.ids, p.id().PeerID)
 	}
-	waitFor(t, 20*time.Second, "every node to list all the others", func() bool {
-		for i, n := range c.nodes {
-			ps := n.peers()
-			for j := range c.nodes {
-				if _, ok := ps[c.ids[j]]; i != j && !ok {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	c.converge(t, 20*time.Second)
 	return c
 }
 

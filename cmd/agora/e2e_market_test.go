@@ -43,8 +43,15 @@ func startE2EChain(t *testing.T, resources ...string) *e2eCluster {
 		c.nodes = append(c.nodes, p)
 		c.ids = append(c.ids, p.id().PeerID)
 	}
+	c.converge(t, 15*time.Second)
+	return c
+}
+
+// converge waits until every node lists all the others.
+func (c *e2eCluster) converge(t *testing.T, d time.Duration) {
+	t.Helper()
 	start := time.Now()
-	waitFor(t, 15*time.Second, "every node to list all the others", func() bool {
+	waitFor(t, d, "every node to list all the others", func() bool {
 		for i, n := range c.nodes {
 			ps := n.peers()
 			for j := range c.nodes {
@@ -56,7 +63,6 @@ func startE2EChain(t *testing.T, resources ...string) *e2eCluster {
 		return true
 	})
 	t.Logf("%d nodes converged in %v", len(c.nodes), time.Since(start))
-	return c
 }
 
 // dumpLogs prints every node's output when the test failed.

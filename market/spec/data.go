@@ -219,7 +219,7 @@ inputs:
 		case in.From != "":
 			j.checkFrom(l, ti, ip, in, byName, anc)
 		case in.Data != "":
-			if !validDataID(in.Data) {
+			if !ValidDataID(in.Data) {
 				l.add(field(ip, "data"), "not a manifest ID (64 lowercase hex digits)")
 			}
 			if len(in.Name) > MaxDataPathLen || !utf8.ValidString(in.Name) {
@@ -350,8 +350,9 @@ func overlaps(a, b string) bool {
 	return a == b || a == "." || b == "." || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
 }
 
-// validDataID reports whether s is a lowercase hex SHA-256.
-func validDataID(s string) bool {
+// ValidDataID reports whether s is a manifest or chunk ID: a lowercase
+// hex SHA-256.
+func ValidDataID(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

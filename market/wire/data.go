@@ -126,7 +126,7 @@ func checkDataRef(p string, d *market.DataRef) error {
 	if d == nil {
 		return nil
 	}
-	if !validHexID(d.Manifest) {
+	if !spec.ValidDataID(d.Manifest) {
 		return bad(join(p, "manifest"), "not a manifest ID (64 lowercase hex digits)")
 	}
 	if d.Bytes < 0 {
@@ -177,19 +177,6 @@ func checkOutputs(p string, os []spec.Output) error {
 		}
 	}
 	return nil
-}
-
-// validHexID reports whether s is a lowercase hex SHA-256.
-func validHexID(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := range len(s) {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // checkPeers checks a gang's peer list: at most MaxPeers node IDs, each

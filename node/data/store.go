@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/runtime/checkpoint"
 	"github.com/agora-sched/agora/store"
 )
@@ -120,18 +121,8 @@ func (d *Store) setHeld(id string, ok bool) {
 func (d *Store) RLock()   { d.gcMu.RLock() }
 func (d *Store) RUnlock() { d.gcMu.RUnlock() }
 
-// ValidID reports whether id is a lowercase hex SHA-256.
-func ValidID(id string) bool {
-	if len(id) != 2*sha256.Size {
-		return false
-	}
-	for i := range len(id) {
-		if c := id[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// ValidID reports whether id is a manifest or chunk ID (spec.ValidDataID).
+func ValidID(id string) bool { return spec.ValidDataID(id) }
 
 // hashOf is the lowercase hex SHA-256 of b.
 func hashOf(b []byte) string {

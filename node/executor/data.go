@@ -38,15 +38,7 @@ func inputTimeout(in []market.InputRef) time.Duration {
 // it has one); an input that cannot be had fails the attempt, naming it.
 // A stop meanwhile means it never starts.
 func (x *Executor) inputsThenStart(t market.TaskSpec, id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result), ck *ckRun) {
-	ctx, cancel := context.WithTimeout(x.ctx, inputTimeout(t.Inputs))
-	p := &pendingStart{abort: cancel}
-	x.mu.Lock()
-	x.pending[id] = p
-	x.mu.Unlock()
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		defer cancel()
+	x.beforeStart(id, inputTimeout(t.Inputs), func(ctx context.Context, p *pendingStart) {
 		t0 := time.Now()
 		err := x.placeInputs(ctx, t)
 		x.mu.Lock()
@@ -66,7 +58,7 @@ func (x *Executor) inputsThenStart(t market.TaskSpec, id string, spec runtime.Sp
 			log.Infow("task inputs placed", "task", t.Key, "inputs", len(t.Inputs), "took", time.Since(t0))
 			x.launch(id, spec, sink, done, ck)
 		}
-	}()
+	})
 }
 
 // placeInputs fetches each input this node lacks from its holders (then

@@ -28,15 +28,7 @@ const ckResumeTimeout = 10 * time.Second
 // meanwhile (stopTask) means the process never starts; done reports the
 // attempt as cancelled instead, so the market sees exactly one exit.
 func (x *Executor) resumeThenStart(ck *ckRun, id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result)) {
-	ctx, cancel := context.WithTimeout(x.ctx, ckResumeTimeout)
-	p := &pendingStart{abort: cancel}
-	x.mu.Lock()
-	x.pending[id] = p
-	x.mu.Unlock()
-	x.wg.Add(1)
-	go func() {
-		defer x.wg.Done()
-		defer cancel()
+	x.beforeStart(id, ckResumeTimeout, func(ctx context.Context, p *pendingStart) {
 		t0 := time.Now()
 		m, from, err := x.restoreCheckpoint(ctx, ck)
 		x.mu.Lock()
@@ -80,6 +72,23 @@ func (x *Executor) resumeThenStart(ck *ckRun, id string, spec runtime.Spec, sink
 			return
 		}
 		x.launchLocked(id, spec, sink, done, ck)
+	})
+}
+
+// beforeStart runs prepare off the task goroutine, registered as a
+// pending start (a stop marks it cancelled and ends its context), with
+// timeout; prepare then starts the attempt or reports it.
+func (x *Executor) beforeStart(id string, timeout time.Duration, prepare func(ctx context.Context, p *pendingStart)) {
+	ctx, cancel := context.WithTimeout(x.ctx, timeout)
+	p := &pendingStart{abort: cancel}
+	x.mu.Lock()
+	x.pending[id] = p
+	x.mu.Unlock()
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		defer cancel()
+		prepare(ctx, p)
 	}()
 }
 
