@@ -166,6 +166,16 @@ func TestOfferCopies(t *testing.T) {
 	if err := a.svc.Offer(context.Background(), b.h.ID(), strings.Repeat("0", 64), rec, time.Hour); err == nil {
 		t.Fatal("an offer of data the offerer lacks was stored")
 	}
+	c := newNode(t, Options{})
+	connect(t, a, c)
+	liar := rec
+	liar.Bytes = 1 << 10
+	if err := a.svc.Offer(context.Background(), c.h.ID(), id, liar, time.Hour); err == nil || !strings.Contains(err.Error(), "more than the 1024 offered") {
+		t.Fatalf("an offer smaller than its data: %v", err)
+	}
+	if c.svc.Fetched.Load() != 0 {
+		t.Fatalf("%d bytes moved for an offer that lied about its size", c.svc.Fetched.Load())
+	}
 	// Expired, it goes at the next sweep, chunks and all.
 	if _, _, err := b.svc.Store().Sweep(time.Now().Add(2 * time.Hour)); err != nil {
 		t.Fatal(err)

@@ -119,13 +119,15 @@ func (s *Service) chunksFrom(ss *session, ids []string) (left []string, err erro
 
 // Fetch makes this node hold manifest id and all its chunks, fetching
 // what it lacks from holders in order (each chunk from the first that
-// has a good copy), and keeps it with rec. It returns the manifest.
+// has a good copy), and keeps it with rec. A rec.Bytes above zero bounds
+// the manifest's bytes (what an offer said). It returns the manifest.
 func (s *Service) Fetch(ctx context.Context, id string, holders []peer.ID, rec Record) (checkpoint.Manifest, error) {
 	s.st.RLock()
 	defer s.st.RUnlock()
 	if m, _, _, ok, err := s.st.Manifest(id); err == nil && ok {
 		lack, err := checkpoint.Missing(m, s.st)
 		if err == nil && len(lack) == 0 {
+			rec.Bytes = m.TotalBytes
 			if _, err := s.st.Keep(mustEncode(m), rec); err != nil {
 				return m, err
 			}
@@ -159,6 +161,10 @@ func (s *Service) Fetch(ctx context.Context, id string, holders []peer.ID, rec R
 				problems = append(problems, shortPeer(p)+": "+err.Error())
 				ss.close()
 				continue
+			}
+			if rec.Bytes > 0 && m.TotalBytes > rec.Bytes {
+				ss.close()
+				return checkpoint.Manifest{}, fmt.Errorf("manifest %.12s… lists %d bytes, more than the %d offered", id, m.TotalBytes, rec.Bytes)
 			}
 			raw = got
 			if lack, err = checkpoint.Missing(m, s.st); err != nil {

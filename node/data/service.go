@@ -252,7 +252,7 @@ func (s *Service) accept(from peer.ID, q request) error {
 		if err != nil {
 			return err
 		}
-		if total := use[KindOutput] + use[KindUpload]; total+q.Bytes > s.opts.MaxBytes {
+		if total := use.Others; total+q.Bytes > s.opts.MaxBytes {
 			return fmt.Errorf("this node keeps at most %d bytes of data for others (%d kept)", s.opts.MaxBytes, total)
 		}
 	}
@@ -262,7 +262,7 @@ func (s *Service) accept(from peer.ID, q request) error {
 	ttl := min(time.Duration(q.TTL)*time.Second, MaxRetention)
 	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout(q.Bytes))
 	defer cancel()
-	_, err := s.Fetch(ctx, q.ID, []peer.ID{from}, Record{Job: q.Job, Kind: q.Kind, From: from.String(), Expires: time.Now().Add(ttl)})
+	_, err := s.Fetch(ctx, q.ID, []peer.ID{from}, Record{Job: q.Job, Kind: q.Kind, From: from.String(), Bytes: max(q.Bytes, 1), Expires: time.Now().Add(ttl)})
 	return err
 }
 

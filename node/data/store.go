@@ -296,12 +296,19 @@ func (d *Store) Sweep(now time.Time) (manifests, chunks int, err error) {
 	return len(expired), len(drop), nil
 }
 
-// Usage is the bytes of the manifests kept, by kind.
-func (d *Store) Usage() (map[string]int64, error) {
-	out := map[string]int64{}
+// Usage is the bytes of the manifests kept: all of them, and those kept
+// for other nodes (offered by a peer).
+type Usage struct{ All, Others int64 }
+
+// Usage adds up the bytes of the manifests kept.
+func (d *Store) Usage() (Usage, error) {
+	var u Usage
 	err := d.records.Scan("", func(_ string, r Record) (bool, error) {
-		out[r.Kind] += r.Bytes
+		u.All += r.Bytes
+		if r.From != "" && r.Kind != KindCache {
+			u.Others += r.Bytes
+		}
 		return true, nil
 	})
-	return out, err
+	return u, err
 }

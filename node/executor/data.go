@@ -2,8 +2,8 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -114,7 +114,9 @@ func (x *Executor) placeInputs(ctx context.Context, t market.TaskSpec) error {
 }
 
 // holders are the peers to fetch an input from: those the manager named,
-// then the peers closest to where copies are kept.
+// then, for an upload, the peers closest to it, where copies are kept,
+// and for outputs whose holders are all gone, every live peer (one may
+// have fetched them since: a dependent task's node, an agora get's).
 func (x *Executor) holders(in market.InputRef) []peer.ID {
 	var out []peer.ID
 	seen := map[peer.ID]bool{}
@@ -124,7 +126,10 @@ func (x *Executor) holders(in market.InputRef) []peer.ID {
 			out = append(out, p)
 		}
 	}
-	return append(out, x.opts.Peers("data/"+in.Manifest, max(x.opts.DataReplicas, 0)+1, seen)...)
+	if in.Upload {
+		return append(out, x.opts.Peers(market.UploadKey(in.Manifest), max(x.opts.DataReplicas, 0)+1, seen)...)
+	}
+	return append(out, x.opts.Peers(in.Manifest, -1, seen)...)
 }
 
 // place moves src to dst (both beneath root), replacing what is at dst;
@@ -185,9 +190,6 @@ func (x *Executor) dataTTL() time.Duration {
 	return data.MaxRetention
 }
 
-// ErrOutputTooLarge is an output over its limit.
-var errOutputTooLarge = errors.New("over its limit")
-
 // saveOutputs stores a succeeded attempt's outputs and copies them to
 // their replica peers; it returns the reference the success reports.
 func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataRef, error) {
@@ -199,18 +201,15 @@ func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataR
 	}
 	for i, o := range t.Outputs {
 		paths[i] = o.Path
-		if _, err := root.Lstat(o.Path); err != nil {
+		if err := checkOutput(root, o); err != nil {
 			root.Close()
-			return nil, fmt.Errorf("output %s: not produced", o.Path)
+			return nil, err
 		}
 	}
 	root.Close()
 	ds.RLock()
 	m, _, err := checkpoint.SnapshotPaths(workDir, paths, checkpoint.Meta{Job: t.Key.Job, Task: t.Key.Task, Replica: t.Key.Replica,
 		Epoch: t.Epoch, Seq: uint64(max(t.Attempt, 0)), Created: time.Now()}, ds)
-	if err == nil {
-		err = checkLimits(m, t.Outputs)
-	}
 	var raw []byte
 	if err == nil {
 		raw, err = checkpoint.EncodeManifest(m)
@@ -234,24 +233,33 @@ func (x *Executor) saveOutputs(t market.TaskSpec, workDir string) (*market.DataR
 	return ref, nil
 }
 
-// checkLimits checks each output's bytes against its limit.
-func checkLimits(m checkpoint.Manifest, outs []spec.Output) error {
-	for _, o := range outs {
-		limit := o.Max
-		if limit == 0 {
-			limit = spec.MaxOutputBytes
+// checkOutput checks that an output exists and holds no more than its
+// limit, before a byte of it is stored (symlinks are not followed).
+func checkOutput(root *os.Root, o spec.Output) error {
+	limit := o.Max
+	if limit == 0 {
+		limit = spec.MaxOutputBytes
+	}
+	if _, err := root.Lstat(o.Path); err != nil {
+		return fmt.Errorf("output %s: not produced", o.Path)
+	}
+	var n int64
+	err := fs.WalkDir(root.FS(), o.Path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		var n int64
-		for _, e := range m.Entries {
-			if e.Path == o.Path || strings.HasPrefix(e.Path, o.Path+"/") {
-				n += e.Size
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if n += info.Size(); n > limit {
+				return fmt.Errorf("output %s: over its limit of %d bytes", o.Path, limit)
 			}
 		}
-		if n > limit {
-			return fmt.Errorf("output %s: %d bytes, %w of %d", o.Path, n, errOutputTooLarge, limit)
-		}
-	}
-	return nil
+		return nil
+	})
+	return err
 }
 
 // dataSweepEvery is how often expired data is dropped and its chunks

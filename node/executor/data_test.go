@@ -70,6 +70,19 @@ func TestOutputsThenInputs(t *testing.T) {
 	if r := <-a.exit.ch; !strings.Contains(r, "keeping outputs: output out.bin: not produced") {
 		t.Fatalf("a missing output: %q", r)
 	}
+
+	// An output over its limit fails the attempt before a byte of it is
+	// stored.
+	big := market.TaskKey{Job: "j-data", Task: "big"}
+	a.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: big}, Epoch: 1, Attempt: 1,
+		Command: []string{"sh", "-c", "mkdir d && head -c 700000 /dev/urandom > d/a && head -c 700000 /dev/urandom > d/b"},
+		Outputs: []spec.Output{{Path: "d", Max: 1 << 20}}}})
+	if r := <-a.exit.ch; !strings.Contains(r, "keeping outputs: output d: over its limit of 1048576 bytes") {
+		t.Fatalf("an output over its limit: %q", r)
+	}
+	if u, _ := a.data.Store().Usage(); u.All != ref.Bytes {
+		t.Fatalf("the store keeps %d bytes, want only prep's %d", u.All, ref.Bytes)
+	}
 }
 
 // TestOutputsOfADownExit: an attempt that succeeded while its node was
