@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,8 @@ func uploadInputs(c *client, data []byte, dir string, progress io.Writer) ([]byt
 			sizes[p] = n
 		}
 	}
+	// The node answers an upload once its copies are made: give it time.
+	c.http = &http.Client{Timeout: getTimeout}
 	ids := map[string]string{}
 	for p, n := range sizes {
 		id, err := upload(c, p, n, progress)

@@ -58,7 +58,10 @@ type OutputRef struct {
 const (
 	maxIDsPerAsk  = 4096
 	uploadTTL     = 7 * 24 * time.Hour
-	maxFetchBytes = 1 << 40
+	// dataWriteTimeout replaces the API's write timeout for the requests
+	// that move data between nodes before they answer (an upload's
+	// copies, a job's outputs fetched for agora get).
+	dataWriteTimeout = 30 * time.Minute
 )
 
 // ServeData adds the data endpoints, backed by d.
@@ -113,6 +116,7 @@ func (s *Server) handleGetChunk(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(dataWriteTimeout))
 	raw, err := io.ReadAll(io.LimitReader(r.Body, checkpoint.MaxManifestSize+1))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
@@ -143,6 +147,7 @@ func (s *Server) handleGetManifest(w http.ResponseWriter, r *http.Request) {
 // handleOutputs lists a job's outputs, after making this node hold them
 // (fetched from their holders): ?task=T and ?replica=R narrow the list.
 func (s *Server) handleOutputs(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(dataWriteTimeout))
 	id := r.PathValue("id")
 	j, err := s.b.Job(r.Context(), id)
 	if err != nil {
