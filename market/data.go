@@ -168,3 +168,32 @@ func (m *Market) overDataLimit(j *JobRecord, out *DataRef) string {
 	}
 	return fmt.Sprintf("the job's outputs would hold %d bytes, over the limit of %d per job", total, m.cfg.JobDataLimit)
 }
+
+// signedInputs checks an award's inputs against the signed task: each
+// names one of its inputs, is placed where that input says (under the
+// replica's index for replica: all), takes what it selects, and an
+// upload is the very data the user signed. Which manifest a producer's
+// outputs are is the manager's word: no signature covers it.
+func signedInputs(ts *spec.Task, refs []InputRef) error {
+	for _, r := range refs {
+		if r.Input < 0 || r.Input >= len(ts.Inputs) {
+			return fmt.Errorf("task %s: input %d is not in the signed job", ts.Name, r.Input)
+		}
+		in := ts.Inputs[r.Input]
+		okPath := r.Path == in.Path
+		if in.Replica == spec.AllReplicas {
+			dir, rep := path.Split(r.Path)
+			_, err := strconv.Atoi(rep)
+			okPath = err == nil && path.Clean(dir) == path.Clean(in.Path)
+		}
+		switch {
+		case !okPath:
+			return fmt.Errorf("task %s: input %d placed at %s, the signed job says %s", ts.Name, r.Input, r.Path, in.Path)
+		case r.Upload != (in.Data != ""), in.Data != "" && r.Manifest != in.Data:
+			return fmt.Errorf("task %s: input %d is not the data the signed job names", ts.Name, r.Input)
+		case in.From != "" && r.Select != in.Output:
+			return fmt.Errorf("task %s: input %d takes %q, the signed job says %q", ts.Name, r.Input, r.Select, in.Output)
+		}
+	}
+	return nil
+}

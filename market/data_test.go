@@ -191,3 +191,41 @@ func TestJobDataLimit(t *testing.T) {
 		t.Fatalf("%d attempts started, want 2 (no retry)", n)
 	}
 }
+
+// TestSignedInputs: in a network with an authority an executor takes an
+// award's inputs only as the signed job places them; a manager cannot
+// place other data, elsewhere, or another upload.
+func TestSignedInputs(t *testing.T) {
+	up := strings.Repeat("a", 64)
+	ts := &spec.Task{Name: "train", Inputs: []spec.Input{
+		{From: "prep", Output: "out.bin", Path: "in.bin"},
+		{From: "shards", Replica: spec.AllReplicas, Path: "all"},
+		{Data: up, Path: "params.json"},
+	}}
+	out := DataRef{Manifest: strings.Repeat("b", 64)}
+	good := []InputRef{
+		{Input: 0, DataRef: out, Select: "out.bin", Path: "in.bin"},
+		{Input: 1, DataRef: out, Path: "all/0"},
+		{Input: 1, DataRef: out, Path: "all/1"},
+		{Input: 2, DataRef: DataRef{Manifest: up}, Upload: true, Path: "params.json"},
+	}
+	if err := signedInputs(ts, good); err != nil {
+		t.Fatalf("the signed placement refused: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		ref  InputRef
+		want string
+	}{
+		{"unknown input", InputRef{Input: 3, DataRef: out, Path: "x"}, "input 3 is not in the signed job"},
+		{"elsewhere", InputRef{Input: 0, DataRef: out, Select: "out.bin", Path: "run.sh"}, "placed at run.sh"},
+		{"not a replica dir", InputRef{Input: 1, DataRef: out, Path: "all/x"}, "placed at all/x"},
+		{"another upload", InputRef{Input: 2, DataRef: out, Upload: true, Path: "params.json"}, "not the data the signed job names"},
+		{"an upload for outputs", InputRef{Input: 0, DataRef: out, Upload: true, Select: "out.bin", Path: "in.bin"}, "not the data the signed job names"},
+		{"another selection", InputRef{Input: 0, DataRef: out, Select: "other", Path: "in.bin"}, `takes "other"`},
+	} {
+		if err := signedInputs(ts, []InputRef{c.ref}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -217,8 +217,10 @@ func (m *Market) checkSpec(info *ticketInfo, s TaskSpec) error {
 		return fmt.Errorf("task %s: timeout or checkpoint interval is not the signed job's", ts.Name)
 	case s.Owner != info.user.Name:
 		return fmt.Errorf("task %s: owner %q, the signer is %s", ts.Name, s.Owner, info.user.Name)
+	case !reflect.DeepEqual(s.Outputs, ts.Outputs) && (len(s.Outputs) > 0 || len(ts.Outputs) > 0):
+		return fmt.Errorf("task %s: the outputs are not the signed job's", ts.Name)
 	}
-	return nil
+	return signedInputs(ts, s.Inputs)
 }
 
 func sameEnv(a, b map[string]string) bool {
