@@ -56,8 +56,8 @@ type OutputRef struct {
 
 // Limits of the data endpoints.
 const (
-	maxIDsPerAsk  = 4096
-	uploadTTL     = 7 * 24 * time.Hour
+	maxIDsPerAsk = 4096
+	uploadTTL    = 7 * 24 * time.Hour
 	// dataWriteTimeout replaces the API's write timeout for the requests
 	// that move data between nodes before they answer (an upload's
 	// copies, a job's outputs fetched for agora get).
