@@ -61,7 +61,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestCompute(t *testing.T) {
 	got := Compute(example())
 	want := Report{
-		Scheduler: "fcfs", Nodes: 2, Jobs: 4, Tasks: 5,
+		Scheduler: "fcfs", Nodes: 2, Jobs: 4, Tasks: 5, Unfinished: 1,
 		Makespan:            100,
 		MeanWait:            40.0 / 3,
 		MeanResponse:        205.0 / 3,
@@ -111,7 +111,7 @@ func TestReportJSON(t *testing.T) {
 	}
 	slices.Sort(keys)
 	want := []string{"bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "mean_bounded_slowdown",
-		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks",
+		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks", "unfinished",
 		"user_estimate_mape", "utilization", "wall_s"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("JSON keys %v, want %v", keys, want)

@@ -14,8 +14,11 @@ type Report struct {
 	Nodes     int    `json:"nodes"`
 	Jobs      int    `json:"jobs"`
 	Tasks     int    `json:"tasks"`
-	// Skipped counts the workload's records not replayed (Input.Skipped).
-	Skipped int `json:"skipped"`
+	// Skipped counts the workload's records not replayed (Input.Skipped);
+	// Unfinished, the jobs submitted that had not finished when the run
+	// ended (the means below leave them out).
+	Skipped    int `json:"skipped"`
+	Unfinished int `json:"unfinished"`
 	// Makespan is from the first submit to the last finish (or Input.End).
 	Makespan float64 `json:"makespan_s"`
 	// MeanWait, MeanResponse, MeanBoundedSlowdown and P99Wait are over
@@ -81,6 +84,7 @@ func Compute(in Input) Report {
 	var waits, responses, slowdowns []float64
 	for _, jt := range Jobs(in) {
 		if !jt.Finished {
+			r.Unfinished++
 			continue
 		}
 		waits = append(waits, jt.Wait.Seconds())
