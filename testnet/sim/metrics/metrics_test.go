@@ -68,7 +68,7 @@ func TestCompute(t *testing.T) {
 		MeanBoundedSlowdown: 7.75 / 3,
 		P99Wait:             30,
 		// CPU-ms: 2000·100 + 4000·40 + 1000·5 + 1000·5 = 370000 of 8000·100
-		Utilization: 0.4625,
+		Utilization: 0.4625, BottleneckBusy: 0.4625,
 		// the one GPU request (half the GPUs) arrives at 10 s, starts at 20 s
 		GPUAllocationRatio: 0,
 		// users' mean slowdowns a: (1+5.5)/2 = 3.25, b: 1.25
@@ -110,7 +110,7 @@ func TestReportJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "mean_bounded_slowdown",
+	want := []string{"bottleneck_busy", "bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "mean_bounded_slowdown",
 		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks", "unfinished",
 		"user_estimate_mape", "utilization", "wall_s"}
 	if !slices.Equal(keys, want) {

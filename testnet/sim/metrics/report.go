@@ -28,8 +28,11 @@ type Report struct {
 	MeanResponse        float64 `json:"mean_response_s"`
 	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
 	P99Wait             float64 `json:"p99_wait_s"`
-	// Utilization is the CPU used over the makespan (see Utilization).
-	Utilization float64 `json:"utilization"`
+	// Utilization is the CPU used over the makespan (see Utilization);
+	// BottleneckBusy the busier of the CPU and GPU fractions, the
+	// resource a load test must load to say anything about queueing.
+	Utilization    float64 `json:"utilization"`
+	BottleneckBusy float64 `json:"bottleneck_busy"`
 	// GPUAllocationRatio is the share of the GPUs allocated when the
 	// arriving GPU requests reach the cluster's GPUs (see
 	// GPUAllocationRatio).
@@ -95,7 +98,9 @@ func Compute(in Input) Report {
 	r.MeanResponse = Mean(responses)
 	r.MeanBoundedSlowdown = Mean(slowdowns)
 	r.P99Wait = Percentile(waits, 99)
-	r.Utilization, _ = Utilization(in)
+	var gpuBusy float64
+	r.Utilization, gpuBusy = Utilization(in)
+	r.BottleneckBusy = max(r.Utilization, gpuBusy)
 	r.GPUAllocationRatio = GPUAllocationRatio(in)
 	r.JainFairness = Fairness(in)
 	var pred, est, act, actE []time.Duration
