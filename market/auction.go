@@ -25,8 +25,13 @@ type auction struct {
 // placeReady opens an auction for every pending replica without one whose
 // back-off has passed.
 func (m *Market) placeReady() {
+	var lacking []inputLack
 	for j, t := range m.openTasks() {
 		if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
+			continue
+		}
+		if why := m.unresolved(j, t); why != "" {
+			lacking = append(lacking, inputLack{j, t, why})
 			continue
 		}
 		if j.isGang(t.Key.Task) {
@@ -36,6 +41,9 @@ func (m *Market) placeReady() {
 			continue
 		}
 		m.openAuction(j, t)
+	}
+	for _, l := range lacking {
+		m.failLacking(l)
 	}
 }
 

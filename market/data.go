@@ -197,3 +197,47 @@ func signedInputs(ts *spec.Task, refs []InputRef) error {
 	}
 	return nil
 }
+
+// inputLack is a ready replica an input of which cannot be resolved.
+type inputLack struct {
+	j   *JobRecord
+	t   *TaskRecord
+	why string
+}
+
+// unresolved says why a ready replica's inputs cannot all be resolved
+// (a producer replica that succeeded with no outputs on record: an
+// executor that does not keep outputs), or "". Started without them, the
+// task would run on missing files.
+func (m *Market) unresolved(j *JobRecord, t *TaskRecord) string {
+	ts, _ := j.Spec.Task(t.Key.Task)
+	if ts == nil {
+		return ""
+	}
+	for i, in := range ts.Inputs {
+		prod, _ := j.Spec.Task(in.From)
+		if prod == nil {
+			continue
+		}
+		for r := range prod.Replicas {
+			if in.Replica != spec.AllReplicas && in.Replica != r {
+				continue
+			}
+			if p := j.task(TaskKey{Job: j.ID, Task: in.From, Replica: r}); p != nil && p.State == TaskSucceeded && p.Outputs == nil {
+				return fmt.Sprintf("input %d: task %s replica %d succeeded with no outputs on record", i, in.From, r)
+			}
+		}
+	}
+	return ""
+}
+
+// failLacking fails a replica whose inputs cannot be had, and its job.
+func (m *Market) failLacking(l inputLack) {
+	if l.j.State.Terminal() || l.t.State != TaskPending {
+		return
+	}
+	m.move(l.j, l.t, change{ev: evFail, exit: -1, reason: l.why})
+	full := fmt.Sprintf("task %s cannot start: %s", l.t.Key.Task, l.why)
+	m.event(l.j.ID, full)
+	m.endJob(l.j, JobFailed, full)
+}

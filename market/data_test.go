@@ -229,3 +229,23 @@ func TestSignedInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestInputsUnresolved: a task whose producer succeeded with no outputs
+// on record (an executor that keeps none) fails, naming the input,
+// instead of starting on missing files.
+func TestInputsUnresolved(t *testing.T) {
+	c := newCluster(t, cpuNode(4))
+	prep := task("prep", 1000)
+	prep.Outputs = []spec.Output{{Path: "out.bin"}}
+	use := task("use", 1000, "prep")
+	use.Inputs = []spec.Input{{From: "prep", Output: "out.bin", Path: "in.bin"}}
+	c.submit(0, "j", job("j", prep, use)) // c.outputs unset: no outputs reported
+	c.until(time.Minute, "the job to end", func() bool { return c.job(0, "j").State.Terminal() })
+	j := c.job(0, "j")
+	if j.State != JobFailed || !strings.Contains(j.Reason, "task use cannot start: input 0: task prep replica 0 succeeded with no outputs on record") {
+		t.Fatalf("job %s: %s", j.State, j.Reason)
+	}
+	if len(c.starts) != 1 {
+		t.Fatalf("%d starts, want prep's only", len(c.starts))
+	}
+}

@@ -127,6 +127,7 @@ type Run struct {
 	Drained  bool // stopped while its node was leaving
 	exit     int
 	gen      uint64
+	outputs  bool // the task declares outputs
 }
 
 // Copy is a job-record copy a node holds for its manager.

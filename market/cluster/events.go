@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agora-sched/agora/market"
@@ -167,7 +170,7 @@ func (c *Cluster) carryOut(i int, effs []market.Effect) {
 func (c *Cluster) start(i int, x market.StartTask) {
 	nd := c.nodes[i]
 	c.gen++
-	r := &Run{gen: c.gen, Epoch: x.Task.Epoch, Start: c.Now()}
+	r := &Run{gen: c.gen, Epoch: x.Task.Epoch, Start: c.Now(), outputs: len(x.Task.Outputs) > 0}
 	nd.running[x.Task.Key] = r
 	c.cfg.Observer.Started(i, x.Task)
 	d, exit := c.cfg.Runtime(i, x.Task)
@@ -189,7 +192,14 @@ func (c *Cluster) finish(ev Event) {
 		reason = "stopped"
 	}
 	c.cfg.Observer.Ended(ev.node, ev.key, r, r.exit, false)
-	nd.Market.TaskExited(c.Time(), ev.key, r.Epoch, r.exit, reason, nil)
+	var outputs *market.DataRef
+	if r.outputs && r.exit == 0 {
+		// Outputs are modelled as kept by the node that ran the task,
+		// no bytes moved: the data path is not simulated.
+		sum := sha256.Sum256([]byte(market.DataKey(ev.key) + "@" + strconv.FormatUint(r.Epoch, 10)))
+		outputs = &market.DataRef{Manifest: hex.EncodeToString(sum[:]), Holders: []market.NodeID{nd.ID}}
+	}
+	nd.Market.TaskExited(c.Time(), ev.key, r.Epoch, r.exit, reason, outputs)
 	c.drain(ev.node)
 	if nd.state == Leaving {
 		c.leftIfIdle(ev.node)

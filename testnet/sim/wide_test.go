@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/testnet/sim/metrics"
 	"github.com/agora-sched/agora/testnet/sim/workload"
 )
@@ -51,5 +53,35 @@ func TestWideSWFJobs(t *testing.T) {
 				t.Fatalf("skipped %d: %v", r.Skipped, in.SkipReasons)
 			}
 		})
+	}
+}
+
+// TestPipelineInSimulator: tasks that hand each other data run to the end
+// in the simulator too (outputs are modelled as kept where made, no bytes
+// moved), under the auction and the central schedulers.
+func TestPipelineInSimulator(t *testing.T) {
+	task := func(name string, after ...string) spec.Task {
+		return spec.Task{Name: name, Command: []string{"true"}, Request: resource.Request{CPU: 1000}, Retries: 0, Replicas: 1, After: after}
+	}
+	prep, use := task("prep"), task("use", "prep")
+	prep.Outputs = []spec.Output{{Path: "out.bin"}}
+	use.Inputs = []spec.Input{{From: "prep", Output: "out.bin", Path: "in.bin"}}
+	w := &workload.Workload{Name: "pipeline"}
+	for i := range 4 {
+		id := fmt.Sprintf("p%d", i)
+		w.Jobs = append(w.Jobs, workload.Job{ID: id, User: "u", Submit: time.Duration(i) * time.Second,
+			Spec:     spec.Job{Name: id, Type: "pipe", Priority: 5, Tasks: []spec.Task{prep, use}},
+			Runtimes: map[string]time.Duration{"prep": time.Minute, "use": time.Minute}})
+	}
+	for _, s := range []string{"auction", "easy"} {
+		in, err := Simulate(Config{Cluster: tinyCluster(), Workload: w, Scheduler: s, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, jt := range metrics.Jobs(in) {
+			if !jt.Finished {
+				t.Fatalf("%s: job %s did not finish", s, jt.ID)
+			}
+		}
 	}
 }
