@@ -114,11 +114,8 @@ func (m *Market) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
 func (m *Market) heldInputs(in []DataRef) (held, total int64) {
 	for _, d := range in {
 		total += d.Bytes
-		if m.cfg.Holds != nil && m.cfg.Holds(d.Manifest) {
-			held += d.Bytes
-		}
 	}
-	return held, total
+	return total - lacking(in, m.cfg.Holds), total
 }
 
 // transferTime is how long moving n bytes takes at Config.DataRate.

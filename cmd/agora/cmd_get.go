@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +91,7 @@ func getOutputs(c *client, r api.OutputRef, dest string, progress io.Writer) err
 	if err := c.send("GET", "/v1/data/manifests/"+r.Manifest, "", nil, &raw); err != nil {
 		return err
 	}
-	if hashHex(raw) != r.Manifest {
+	if checkpoint.ID(raw) != r.Manifest {
 		return errors.New("the manifest the node sent does not hash to its ID")
 	}
 	m, err := checkpoint.DecodeManifest(raw)
@@ -154,11 +152,6 @@ func getOutputs(c *client, r api.OutputRef, dest string, progress io.Writer) err
 	return nil
 }
 
-func hashHex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // dirStore is a chunk store in a directory, one file per chunk.
 type dirStore struct{ dir string }
 
@@ -168,7 +161,7 @@ func (d *dirStore) Has(id string) (bool, error) {
 }
 
 func (d *dirStore) Put(id string, b []byte) error {
-	if len(id) != 64 || hashHex(b) != id {
+	if len(id) != 64 || checkpoint.ID(b) != id {
 		return fmt.Errorf("chunk %.12s…: the bytes sent do not hash to its ID", id)
 	}
 	return os.WriteFile(filepath.Join(d.dir, id), b, 0o600)

@@ -257,14 +257,13 @@ type placement struct {
 // placements are the paths an input writes in the work directory.
 func (j *Job) placements(in Input) []string {
 	prod, _ := j.Task(in.From)
-	if prod == nil || in.Output != "" || in.Path != "." {
-		if prod != nil && in.Replica == AllReplicas && in.Path == "." {
-			return replicaDirs(prod.Replicas)
-		}
+	switch {
+	case prod == nil || in.Path != ".":
 		return []string{in.Path}
-	}
-	if in.Replica == AllReplicas {
+	case in.Replica == AllReplicas:
 		return replicaDirs(prod.Replicas)
+	case in.Output != "":
+		return []string{in.Path}
 	}
 	var out []string
 	for _, o := range prod.Outputs {

@@ -76,7 +76,7 @@ func (s *Service) manifestFrom(ss *session, id string) ([]byte, error) {
 		}
 		raw = append(raw, part...)
 	}
-	if len(raw) != r.Size || hashOf(raw) != id {
+	if len(raw) != r.Size || checkpoint.ID(raw) != id {
 		return nil, errors.New("the manifest sent does not hash to its ID")
 	}
 	return raw, nil

@@ -1,8 +1,6 @@
 package data
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"sync"
@@ -124,12 +122,6 @@ func (d *Store) RUnlock() { d.gcMu.RUnlock() }
 // ValidID reports whether id is a manifest or chunk ID (spec.ValidDataID).
 func ValidID(id string) bool { return spec.ValidDataID(id) }
 
-// hashOf is the lowercase hex SHA-256 of b.
-func hashOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // Has reports whether a chunk is held.
 func (d *Store) Has(id string) (bool, error) {
 	if !ValidID(id) {
@@ -144,7 +136,7 @@ func (d *Store) Put(id string, b []byte) error {
 	if len(b) > checkpoint.MaxChunkSize {
 		return fmt.Errorf("data: chunk %s: %d bytes, over %d", id, len(b), checkpoint.MaxChunkSize)
 	}
-	if !ValidID(id) || hashOf(b) != id {
+	if !ValidID(id) || checkpoint.ID(b) != id {
 		return fmt.Errorf("data: chunk %.16s…: bytes do not hash to the ID", id)
 	}
 	if err := d.chunks.Put(id, chunkRec{Written: time.Now().UnixNano()}); err != nil {
@@ -172,7 +164,7 @@ func (d *Store) Delete(id string) error {
 // Keep stores a manifest, whose ID is the hash of raw, with its record;
 // a record already held is extended to the later expiry.
 func (d *Store) Keep(raw []byte, r Record) (string, error) {
-	id := hashOf(raw)
+	id := checkpoint.ID(raw)
 	if _, err := checkpoint.DecodeManifest(raw); err != nil {
 		return "", err
 	}
@@ -217,7 +209,7 @@ func (d *Store) Manifest(id string) (checkpoint.Manifest, []byte, Record, bool, 
 		}
 		raw = append(raw, part...)
 	}
-	if hashOf(raw) != id {
+	if checkpoint.ID(raw) != id {
 		return checkpoint.Manifest{}, nil, r, false, fmt.Errorf("data: manifest %.16s… is damaged in the store", id)
 	}
 	m, err := checkpoint.DecodeManifest(raw)

@@ -69,8 +69,9 @@ func cutPoint(data []byte) int {
 	return n
 }
 
-// chunkID returns the ID of a chunk: the lowercase hex SHA-256 of its bytes.
-func chunkID(data []byte) string {
+// ID is the ID of a chunk, or of a manifest from its canonical encoding:
+// the lowercase hex SHA-256 of the bytes.
+func ID(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }

@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
@@ -144,8 +142,7 @@ func ManifestID(m Manifest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return ID(data), nil
 }
 
 // ChunkIDs returns the IDs of the chunks m references, each once, in the

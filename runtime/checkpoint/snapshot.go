@@ -369,7 +369,7 @@ func (s *snapshotter) chunkFile(r io.Reader) (ids []string, n int64, err error) 
 			return nil, n, err
 		}
 		n += int64(len(data))
-		id := chunkID(data)
+		id := ID(data)
 		ids = append(ids, id)
 		if err := s.store(id, data); err != nil {
 			return nil, n, err
