@@ -218,7 +218,7 @@ func (r *report) synthetic() {
 			}
 		}
 		cdfs = append(cdfs, cdf(s, resp))
-		if s == "auction" || s == "omniscient" || s == "easy" || s == "random" {
+		if s == "auction" || s == "sjf-oracle" || s == "easy" || s == "random" {
 			u := series{Name: s}
 			for _, pt := range metrics.UtilizationSeries(in, time.Hour) {
 				u.X, u.Y = append(u.X, pt.At/3600), append(u.Y, pt.CPU)
@@ -226,13 +226,13 @@ func (r *report) synthetic() {
 			utils = append(utils, u)
 		}
 	}
-	r.table(reps, "omniscient")
+	r.table(reps, "sjf-oracle")
 	var a, om metrics.Report
 	for _, x := range reps {
 		switch x.Scheduler {
 		case "auction":
 			a = x
-		case "omniscient":
+		case "sjf-oracle":
 			om = x
 		}
 	}
@@ -240,7 +240,7 @@ func (r *report) synthetic() {
 	if a.MeanResponse > 1.10*om.MeanResponse {
 		verdict = fmt.Sprintf("missed by %.1f %%", 100*(a.MeanResponse/om.MeanResponse-1.10))
 	}
-	r.p("Target: auction mean response within 1.10× omniscient — %.3f×, %s.", a.MeanResponse/om.MeanResponse, verdict)
+	r.p("Target: auction mean response within 1.10× sjf-oracle — %.3f×, %s.", a.MeanResponse/om.MeanResponse, verdict)
 	for _, x := range reps {
 		if x.Scheduler == "random" || x.Scheduler == "round-robin" || x.Scheduler == "least-loaded" {
 			word := "beats"
@@ -302,10 +302,10 @@ func (r *report) swf() {
 			if err != nil {
 				fail("%v", err)
 			}
-			scheds := []string{"auction", "easy", "omniscient", "least-loaded", "random"}
+			scheds := []string{"auction", "easy", "sjf-oracle", "least-loaded", "random"}
 			what := fmt.Sprintf("the first %d jobs", len(w.Jobs))
 			if lim == o.swfJobs && lim != o.auctionSWFJobs {
-				scheds = []string{"easy", "omniscient", "least-loaded", "random"}
+				scheds = []string{"easy", "sjf-oracle", "least-loaded", "random"}
 				if lim == 0 {
 					what = fmt.Sprintf("all %d jobs", len(w.Jobs))
 				}
@@ -421,12 +421,12 @@ func (r *report) alibaba() {
 	for _, x := range []struct {
 		name, sched string
 		d           int
-	}{{"auction (d = 3)", "auction", 0}, {"auction (d = 32)", "auction", 32}, {"omniscient (best fit)", "omniscient", 0}} {
+	}{{"auction (d = 3)", "auction", 0}, {"auction (d = 32)", "auction", 32}, {"sjf-oracle (best fit)", "sjf-oracle", 0}} {
 		_, rep := r.run(sim.Config{Cluster: c, Workload: w, Scheduler: x.sched, Seed: o.seed, Horizon: horizon, D: x.d})
 		r.p("| %s | %.3f | %.1f |", x.name, rep.GPUAllocationRatio, rep.Wall)
 	}
 	r.p("")
-	r.p("`omniscient` places each pod at once with best fit (least CPU left over, then fewest free GPUs); the target is best-fit's published 92.9 %%. The auction invites the nodes whose GPUs a pod would leave least idle (pods without GPUs: nodes without free GPUs first), and each bidder weighs how much the pod would grow its GPU fragmentation under the task mix it learned from the calls for bids it saw, and puts a GPU share on the card that fragments least (FGD's measure, decentralised; docs/scheduling.md). `d` is how many candidates a manager invites per call for bids (`agora sim --d`); more bidders do not pack better, since among many bids the winner is the best score over CPU, memory and fragmentation together, while the manager's invitation order is by GPU fit alone.")
+	r.p("`sjf-oracle` places each pod at once with best fit (least CPU left over, then fewest free GPUs); the target is best-fit's published 92.9 %%. The auction invites the nodes whose GPUs a pod would leave least idle (pods without GPUs: nodes without free GPUs first), and each bidder weighs how much the pod would grow its GPU fragmentation under the task mix it learned from the calls for bids it saw, and puts a GPU share on the card that fragments least (FGD's measure, decentralised; docs/scheduling.md). `d` is how many candidates a manager invites per call for bids (`agora sim --d`); more bidders do not pack better, since among many bids the winner is the best score over CPU, memory and fragmentation together, while the manager's invitation order is by GPU fit alone.")
 	r.p("")
 }
 
@@ -453,7 +453,7 @@ func (r *report) faults() {
 	r.p("")
 	r.p("| scheduler | faults | mean response s | mean wait s | jobs finished | node failures | tasks restarted | lost task-hours | duplicate runs | messages lost |")
 	r.p("|---|---|---|---|---|---|---|---|---|---|")
-	for _, s := range []string{"auction", "omniscient", "easy"} {
+	for _, s := range []string{"auction", "sjf-oracle", "easy"} {
 		for _, f := range []bool{false, true} {
 			cfg := sim.Config{Cluster: base, Workload: w, Scheduler: s, Seed: o.seed}
 			label := "none"

@@ -89,7 +89,7 @@ func TestSimBadInput(t *testing.T) {
 // The fragmentation experiment: arrivals never depart, the run stops
 // after the last, and the allocation ratio is reported.
 func TestSimInflate(t *testing.T) {
-	r := simJSON(t, "--workload", "synthetic:2,jobs=200", "--scheduler", "omniscient", "--inflate", "1")
+	r := simJSON(t, "--workload", "synthetic:2,jobs=200", "--scheduler", "sjf-oracle", "--inflate", "1")
 	g := r["gpu_allocation_ratio"].(float64)
 	if g < 0.5 || g > 1 {
 		t.Fatalf("gpu_allocation_ratio %v, want a plausible fraction", g)

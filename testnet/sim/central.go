@@ -7,6 +7,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/predict"
 )
 
 // unit is what a central scheduler places at once: one replica, or every
@@ -34,10 +35,12 @@ type placed struct {
 }
 
 // central is a baseline: one scheduler with an instant, exact view of
-// every node's free resources, no messages.
+// every node's free resources, no messages. It schedules once per
+// instant, after every arrival and finish of that instant.
 type central struct {
 	e       *engine
 	policy  string
+	pred    *predict.Runtime // easy-predicted's runtime predictor
 	free    []resource.Vector
 	queue   []*unit
 	useq    int
@@ -65,6 +68,9 @@ func newCentral(e *engine, policy string) *central {
 		c.jobLeft = append(c.jobLeft, n)
 	}
 	c.dead = make([]bool, len(e.w.Jobs))
+	if policy == "easy-predicted" {
+		c.pred = predict.NewRuntime(predict.RuntimeConfig{})
+	}
 	return c
 }
 
@@ -92,6 +98,9 @@ func (c *central) handle(ev *event) {
 		if t := e.task(ev.key); t != nil {
 			t.Finish, t.Finished = e.now, true
 		}
+		if c.pred != nil && ev.key.Replica == p.u.replicas[0] {
+			c.pred.Observe(e.w.Jobs[ev.job].Spec.Type, e.now-p.start)
+		}
 		ji := ev.job
 		c.left[ji][ev.key.Task]--
 		if c.left[ji][ev.key.Task] == 0 {
@@ -114,6 +123,9 @@ func (c *central) handle(ev *event) {
 				}
 			}
 		}
+	}
+	if e.q.Len() > 0 && e.q[0].at == e.now && (e.q[0].kind == evArrive || e.q[0].kind == evFinish) {
+		return // schedule once every event of this instant is in
 	}
 	c.schedule()
 }
@@ -158,14 +170,11 @@ func (c *central) enqueue(ji int, name string) {
 }
 
 // pick chooses len(u.replicas) distinct nodes of free that fit u now, in
-// the policy's order, skipping excluded nodes; nil when too few fit.
-func (c *central) pick(u *unit, free []resource.Vector, exclude map[int]bool) []int {
+// the policy's order; nil when too few fit.
+func (c *central) pick(u *unit, free []resource.Vector) []int {
 	var cand []int
 	for i := range free {
-		if exclude[i] || c.e.state[i] != stUp {
-			continue
-		}
-		if _, why := resource.Fit(free[i], u.req); why == "" {
+		if c.e.state[i] == stUp && fits(free[i], u.req) {
 			cand = append(cand, i)
 		}
 	}
@@ -187,7 +196,7 @@ func (c *central) pick(u *unit, free []resource.Vector, exclude map[int]bool) []
 			fb := float64(free[cand[b]].CPU) / float64(max(c.e.nodes[cand[b]].cap.CPU, 1))
 			return fa > fb
 		})
-	case "omniscient":
+	case "sjf-oracle":
 		// best fit: the least CPU left over, then the fewest free GPUs
 		sort.SliceStable(cand, func(a, b int) bool {
 			la, lb := free[cand[a]].CPU-u.req.CPU, free[cand[b]].CPU-u.req.CPU
@@ -203,10 +212,7 @@ func (c *central) pick(u *unit, free []resource.Vector, exclude map[int]bool) []
 func (c *central) start(u *unit, nodes []int) {
 	e := c.e
 	j := &e.w.Jobs[u.job]
-	est := u.est
-	if est <= 0 {
-		est = 24 * time.Hour
-	}
+	est := c.planned(u)
 	for i, r := range u.replicas {
 		n := nodes[i]
 		a, why := resource.Fit(c.free[n], u.req)
@@ -226,8 +232,11 @@ func (c *central) start(u *unit, nodes []int) {
 			t.Start, t.Started = e.now, true
 		}
 		p := metricsPred{estimate: u.est}
-		if c.policy == "omniscient" {
+		switch c.policy {
+		case "sjf-oracle":
 			p.predicted = u.rt
+		case "easy-predicted":
+			p.predicted = est
 		}
 		e.preds = append(e.preds, predOf(k, p, u.rt))
 		e.push(&event{at: e.now + u.rt, kind: evFinish, node: n, job: u.job, key: k, gen: c.gen})
@@ -241,41 +250,26 @@ func (c *central) schedule() {
 	if len(c.queue) == 0 {
 		return
 	}
-	order := slices.Clone(c.queue)
-	if c.policy == "omniscient" {
-		// shortest true runtime first
+	if isBackfill(c.policy) {
+		c.backfillPass()
+		return
+	}
+	// list scheduling: every unit that fits starts, in queue order
+	// (sjf-oracle: shortest true runtime first)
+	order := c.queue
+	if c.policy == "sjf-oracle" {
+		order = slices.Clone(c.queue)
 		sort.SliceStable(order, func(a, b int) bool { return order[a].rt < order[b].rt })
 	}
 	started := map[*unit]bool{}
-	var shadow time.Duration
-	var reserved map[int]bool
 	for _, u := range order {
 		if c.dead[u.job] {
 			started[u] = true
 			continue
 		}
-		if c.policy == "easy" && reserved != nil {
-			est := u.est
-			if est <= 0 {
-				est = 24 * time.Hour
-			}
-			excl := reserved
-			if c.e.now+est <= shadow {
-				excl = nil
-			}
-			if nodes := c.pick(u, c.free, excl); nodes != nil {
-				c.start(u, nodes)
-				started[u] = true
-			}
-			continue
-		}
-		if nodes := c.pick(u, c.free, nil); nodes != nil {
+		if nodes := c.pick(u, c.free); nodes != nil {
 			c.start(u, nodes)
 			started[u] = true
-			continue
-		}
-		if c.policy == "easy" {
-			shadow, reserved = c.reserve(u)
 		}
 	}
 	kept := c.queue[:0]
@@ -286,58 +280,6 @@ func (c *central) schedule() {
 	}
 	clear(c.queue[len(kept):])
 	c.queue = kept
-}
-
-// reserve finds when the blocked head u could start if the running tasks
-// end at their estimates, and the nodes it would take then.
-func (c *central) reserve(u *unit) (time.Duration, map[int]bool) {
-	free := make([]resource.Vector, len(c.free))
-	for i := range c.free {
-		free[i] = c.free[i].Clone()
-	}
-	runs := make([]*placed, 0, len(c.run))
-	for _, p := range c.run {
-		runs = append(runs, p)
-	}
-	sort.Slice(runs, func(a, b int) bool {
-		if runs[a].estEnd != runs[b].estEnd {
-			return runs[a].estEnd < runs[b].estEnd
-		}
-		if runs[a].node != runs[b].node {
-			return runs[a].node < runs[b].node
-		}
-		return runs[a].key < runs[b].key
-	})
-	// Count the nodes that fit as releases come, and pick only once
-	// enough do: one pass over the nodes, not one per release.
-	fits := make([]bool, len(free))
-	n := 0
-	for i := range free {
-		if _, why := resource.Fit(free[i], u.req); why == "" {
-			fits[i] = true
-			n++
-		}
-	}
-	for _, p := range runs {
-		free[p.node].Give(p.req, p.alloc)
-		if !fits[p.node] {
-			if _, why := resource.Fit(free[p.node], u.req); why == "" {
-				fits[p.node] = true
-				n++
-			}
-		}
-		if n < len(u.replicas) {
-			continue
-		}
-		if nodes := c.pick(u, free, nil); nodes != nil {
-			res := map[int]bool{}
-			for _, n := range nodes {
-				res[n] = true
-			}
-			return max(p.estEnd, c.e.now), res
-		}
-	}
-	return c.e.now, map[int]bool{}
 }
 
 // The central baselines under failures and churn: a node that fails or

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestFaultsDeterministic(t *testing.T) {
 		}
 		b, _ := Run(cfg)
 		a.Wall, b.Wall = 0, 0
-		if a != b {
+		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: same seed, different reports:\n%+v\n%+v", sched, a, b)
 		}
 		if a.NodeFailures == 0 || (sched == "auction" && a.MessagesLost == 0) {

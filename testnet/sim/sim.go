@@ -16,8 +16,11 @@ import (
 	"github.com/agora-sched/agora/testnet/sim/workload"
 )
 
-// Schedulers are the scheduler names Run accepts.
-var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "omniscient", "easy"}
+// Schedulers are the scheduler names Run accepts: the auction, and the
+// central baselines (central.go, backfill.go). sjf-oracle is list
+// scheduling, shortest true runtime first with best fit: a strong
+// baseline that knows runtimes, not a bound on any scheduler.
+var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "sjf-backfill"}
 
 // Config configures one simulation run.
 type Config struct {
@@ -299,7 +302,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 	}
 	for i, j := range e.w.Jobs {
 		e.jobIndex[j.ID] = i
-		rec := metrics.JobRecord{ID: j.ID, User: j.User}
+		rec := metrics.JobRecord{ID: j.ID, User: j.User, Class: j.Spec.Type, RecordedWait: j.RecordedWait, Recorded: j.Recorded}
 		idx := map[string][]int{}
 		for _, t := range j.Spec.Tasks {
 			for r := range max(t.Replicas, 1) {
@@ -323,7 +326,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 			return metrics.Input{}, err
 		}
 		s = a
-	case "random", "round-robin", "least-loaded", "omniscient", "easy":
+	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "sjf-backfill":
 		s = newCentral(e, cfg.Scheduler)
 	default:
 		return metrics.Input{}, fmt.Errorf("sim: unknown scheduler %q (have %v)", cfg.Scheduler, Schedulers)
@@ -367,6 +370,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		End:         e.now,
 		Skipped:     e.w.Skipped,
 		SkipReasons: e.w.SkipReasons,
+		Measure:     metrics.Window{From: e.w.MeasureFrom, To: e.w.MeasureTo},
 		Faults: metrics.Faults{
 			NodeFailures: e.stats.failures, TasksRestarted: e.stats.restarted, LostWork: e.stats.lostWork,
 			DuplicateRuns: e.stats.dupRuns, MessagesLost: e.stats.msgsLost,

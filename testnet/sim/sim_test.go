@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -68,12 +69,12 @@ func TestDeterministic(t *testing.T) {
 	for _, s := range []string{"random", "easy", "auction"} {
 		a, b := run(t, s, 7, w), run(t, s, 7, w)
 		a.Wall, b.Wall = 0, 0
-		if a != b {
+		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: same seed, different reports:\n%+v\n%+v", s, a, b)
 		}
 		c := run(t, s, 8, tinyWorkload(t, 8, 40)) // placement seed alone rarely moves a light load
 		c.Wall = 0
-		if a == c {
+		if reflect.DeepEqual(a, c) {
 			t.Errorf("%s: different seeds gave identical reports %+v", s, a)
 		}
 	}
@@ -81,13 +82,13 @@ func TestDeterministic(t *testing.T) {
 
 func TestAuctionNearOmniscient(t *testing.T) {
 	w := tinyWorkload(t, 3, 40)
-	a, o := run(t, "auction", 1, w), run(t, "omniscient", 1, w)
+	a, o := run(t, "auction", 1, w), run(t, "sjf-oracle", 1, w)
 	ratio := a.MeanResponse / o.MeanResponse
-	t.Logf("auction mean response %.1fs, omniscient %.1fs, ratio %.2f; messages %d bytes %d", a.MeanResponse, o.MeanResponse, ratio, a.Messages, a.Bytes)
+	t.Logf("auction mean response %.1fs, sjf-oracle %.1fs, ratio %.2f; messages %d bytes %d", a.MeanResponse, o.MeanResponse, ratio, a.Messages, a.Bytes)
 	if a.Messages == 0 || a.Bytes == 0 {
 		t.Errorf("auction sent nothing: %+v", a)
 	}
 	if ratio > 3 {
-		t.Errorf("auction mean response %.2f× omniscient's", ratio)
+		t.Errorf("auction mean response %.2f× sjf-oracle's", ratio)
 	}
 }

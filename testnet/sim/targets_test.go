@@ -47,7 +47,7 @@ func TestKTHAuctionVersusEasy(t *testing.T) {
 }
 
 // On the synthetic mix at 80 % load on a heterogeneous cluster the
-// auction's mean response is within 1.10× of the omniscient scheduler's
+// auction's mean response is within 1.10× of the sjf-oracle scheduler's
 // (docs/performance.md has the 1,000-node run).
 func TestAuctionWithinTenPercentOfOmniscient(t *testing.T) {
 	if testing.Short() {
@@ -66,13 +66,13 @@ func TestAuctionWithinTenPercentOfOmniscient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := Run(Config{Cluster: c, Workload: w, Scheduler: "omniscient", Seed: 1})
+	o, err := Run(Config{Cluster: c, Workload: w, Scheduler: "sjf-oracle", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ratio := a.MeanResponse / o.MeanResponse
-	t.Logf("auction %.0f s, omniscient %.0f s: %.3f×; %d messages", a.MeanResponse, o.MeanResponse, ratio, a.Messages)
+	t.Logf("auction %.0f s, sjf-oracle %.0f s: %.3f×; %d messages", a.MeanResponse, o.MeanResponse, ratio, a.Messages)
 	if ratio > 1.10 {
-		t.Errorf("auction mean response %.3f× omniscient's, want <= 1.10", ratio)
+		t.Errorf("auction mean response %.3f× sjf-oracle's, want <= 1.10", ratio)
 	}
 }

@@ -34,6 +34,24 @@ type Input struct {
 	// SkipReasons by reason.
 	Skipped     int
 	SkipReasons map[string]int
+	// Measure, when its To is after its From, is the measurement window:
+	// the job figures count only the jobs submitted in [From, To), and
+	// the busy fractions are over that window, so that a run's warm-up
+	// and drain do not dilute a loaded period. Every job still runs.
+	Measure Window
+}
+
+// Window is an interval of simulated time, [From, To).
+type Window struct {
+	From, To time.Duration
+}
+
+// set reports whether w is a window at all.
+func (w Window) set() bool { return w.To > w.From }
+
+// measured reports whether a job submitted at submit is measured.
+func (in Input) measured(submit time.Duration) bool {
+	return !in.Measure.set() || (submit >= in.Measure.From && submit < in.Measure.To)
 }
 
 // Faults counts what node failures, churn and message loss cost a run.
@@ -56,8 +74,14 @@ type Faults struct {
 type JobRecord struct {
 	ID   string
 	User string
+	// Class is the job's type, for the per-class breakdown.
+	Class string
 	// Tasks holds a record per task replica.
 	Tasks []TaskRecord
+	// RecordedWait is the wait the trace records for the job in its own
+	// production schedule, when Recorded (SWF logs).
+	RecordedWait time.Duration
+	Recorded     bool
 }
 
 // TaskRecord is one replica of one task: what it asked for and when it

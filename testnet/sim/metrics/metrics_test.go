@@ -61,8 +61,9 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 func TestCompute(t *testing.T) {
 	got := Compute(example())
 	want := Report{
-		Scheduler: "fcfs", Nodes: 2, Jobs: 4, Tasks: 5, Unfinished: 1,
+		Scheduler: "fcfs", Nodes: 2, Jobs: 4, Tasks: 5, Unfinished: 1, Measured: 3,
 		Makespan:            100,
+		MaxWait:             30,
 		MeanWait:            40.0 / 3,
 		MeanResponse:        205.0 / 3,
 		MeanBoundedSlowdown: 7.75 / 3,
@@ -87,7 +88,7 @@ func TestCompute(t *testing.T) {
 			if !near(gf, w.(float64)) {
 				t.Errorf("%s = %v, want %v", name, gf, w)
 			}
-		} else if g != w {
+		} else if name != "ByWidth" && name != "ByClass" && !reflect.DeepEqual(g, w) {
 			t.Errorf("%s = %v, want %v", name, g, w)
 		}
 	}
@@ -110,8 +111,8 @@ func TestReportJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"bottleneck_busy", "bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "mean_bounded_slowdown",
-		"mean_response_s", "mean_wait_s", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks", "unfinished",
+	want := []string{"bottleneck_busy", "bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "max_wait_s", "mean_bounded_slowdown",
+		"mean_response_s", "mean_wait_s", "measured", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks", "unfinished",
 		"user_estimate_mape", "utilization", "wall_s"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("JSON keys %v, want %v", keys, want)
@@ -296,5 +297,44 @@ func TestStats(t *testing.T) {
 	}
 	if got, want := ResponseCDF(example()), []CDFPoint{{50, 1.0 / 3}, {55, 2.0 / 3}, {100, 1}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ResponseCDF = %v, want %v", got, want)
+	}
+}
+
+// TestBreakdowns: the width and class groups, the recorded schedule and
+// the measurement window on the example run.
+func TestBreakdowns(t *testing.T) {
+	in := example()
+	in.Jobs[0].Class, in.Jobs[1].Class, in.Jobs[2].Class, in.Jobs[3].Class = "x", "y", "x", "y"
+	// j1 as a gang of two replicas
+	in.Jobs[0].Tasks = append(in.Jobs[0].Tasks, in.Jobs[0].Tasks[0])
+	in.Jobs[0].Tasks[1].Replica = 1
+	in.Jobs[1].Recorded, in.Jobs[1].RecordedWait = true, 30*s // response 70, runtime 40: 1.75
+	r := Compute(in)
+	want := []Group{
+		{Label: "1", Jobs: 2, Unfinished: 1, MeanWait: 20, P99Wait: 30, MaxWait: 30, MeanBoundedSlowdown: (1.25 + 5.5) / 2},
+		{Label: "2-8", Jobs: 1, MeanWait: 0, P99Wait: 0, MaxWait: 0, MeanBoundedSlowdown: 1},
+	}
+	if !reflect.DeepEqual(r.ByWidth, want) {
+		t.Errorf("by width %+v, want %+v", r.ByWidth, want)
+	}
+	if len(r.ByClass) != 2 || r.ByClass[0].Label != "x" || r.ByClass[0].Jobs != 2 || r.ByClass[1].Unfinished != 1 {
+		t.Errorf("by class %+v", r.ByClass)
+	}
+	if r.Recorded == nil || r.Recorded.Jobs != 1 || r.Recorded.MeanWait != 30 || !near(r.Recorded.MeanBoundedSlowdown, 1.75) {
+		t.Errorf("recorded %+v", r.Recorded)
+	}
+	if r.Measured != 3 || r.MaxWait != 30 {
+		t.Errorf("measured %d, max wait %g; want 3, 30", r.Measured, r.MaxWait)
+	}
+	// Measure only what was submitted in [5s, 20s): j2. The CPU busy
+	// over that window: j1 2 cores × 15 s (×2 replicas), j2 4 cores from
+	// 20 s — nothing; so 60 core-s of 8 × 15.
+	in.Measure = Window{From: 5 * s, To: 20 * s}
+	r = Compute(in)
+	if r.Measured != 1 || r.MeanWait != 10 || r.Unfinished != 1 {
+		t.Errorf("windowed: measured %d, mean wait %g, unfinished %d; want 1, 10, 1", r.Measured, r.MeanWait, r.Unfinished)
+	}
+	if !near(r.BottleneckBusy, 60.0/120) {
+		t.Errorf("windowed busy %g, want 0.5", r.BottleneckBusy)
 	}
 }

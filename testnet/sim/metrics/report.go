@@ -19,6 +19,13 @@ type Report struct {
 	// ended (the means below leave them out).
 	Skipped    int `json:"skipped"`
 	Unfinished int `json:"unfinished"`
+	// Measured counts the finished jobs the job figures are over: those
+	// submitted in the measurement window (every finished job when there
+	// is none); MeasureFrom and MeasureTo are the window, omitted when
+	// there is none.
+	Measured    int     `json:"measured"`
+	MeasureFrom float64 `json:"measure_from_s,omitempty"`
+	MeasureTo   float64 `json:"measure_to_s,omitempty"`
 	// Makespan is from the first submit to the last finish (or Input.End).
 	Makespan float64 `json:"makespan_s"`
 	// MeanWait, MeanResponse, MeanBoundedSlowdown and P99Wait are over
@@ -28,11 +35,22 @@ type Report struct {
 	MeanResponse        float64 `json:"mean_response_s"`
 	MeanBoundedSlowdown float64 `json:"mean_bounded_slowdown"`
 	P99Wait             float64 `json:"p99_wait_s"`
+	// MaxWait is the longest wait of a measured job.
+	MaxWait float64 `json:"max_wait_s"`
 	// Utilization is the CPU used over the makespan (see Utilization);
-	// BottleneckBusy the busier of the CPU and GPU fractions, the
+	// BottleneckBusy the busier of the CPU and GPU fractions, over the
+	// measurement window when there is one (else the makespan): the
 	// resource a load test must load to say anything about queueing.
 	Utilization    float64 `json:"utilization"`
 	BottleneckBusy float64 `json:"bottleneck_busy"`
+	// ByWidth and ByClass break the measured jobs down by width (the
+	// most replicas of any of a job's tasks: processors, for an SWF job)
+	// and by class (job type; left out beyond 16 classes).
+	ByWidth []Group `json:"by_width,omitempty"`
+	ByClass []Group `json:"by_class,omitempty"`
+	// Recorded is the schedule the trace itself records for the same
+	// jobs (SWF logs: the production machine's), nil when it records none.
+	Recorded *Group `json:"recorded,omitempty"`
 	// GPUAllocationRatio is the share of the GPUs allocated when the
 	// arriving GPU requests reach the cluster's GPUs (see
 	// GPUAllocationRatio).
@@ -85,22 +103,36 @@ func Compute(in Input) Report {
 		r.Makespan = (end - begin).Seconds()
 	}
 	var waits, responses, slowdowns []float64
-	for _, jt := range Jobs(in) {
+	times := Jobs(in)
+	for _, jt := range times {
 		if !jt.Finished {
 			r.Unfinished++
+			continue
+		}
+		if !in.measured(jt.Submit) {
 			continue
 		}
 		waits = append(waits, jt.Wait.Seconds())
 		responses = append(responses, jt.Response.Seconds())
 		slowdowns = append(slowdowns, jt.BoundedSlowdown)
 	}
+	r.Measured = len(waits)
 	r.MeanWait = Mean(waits)
 	r.MeanResponse = Mean(responses)
 	r.MeanBoundedSlowdown = Mean(slowdowns)
 	r.P99Wait = Percentile(waits, 99)
+	for _, w := range waits {
+		r.MaxWait = max(r.MaxWait, w)
+	}
 	var gpuBusy float64
 	r.Utilization, gpuBusy = Utilization(in)
 	r.BottleneckBusy = max(r.Utilization, gpuBusy)
+	if in.Measure.set() {
+		r.MeasureFrom, r.MeasureTo = in.Measure.From.Seconds(), in.Measure.To.Seconds()
+		c, g := busy(in, in.Measure.From, in.Measure.To)
+		r.BottleneckBusy = max(c, g)
+	}
+	r.ByWidth, r.ByClass, r.Recorded = breakdowns(in, times)
 	r.GPUAllocationRatio = GPUAllocationRatio(in)
 	r.JainFairness = Fairness(in)
 	var pred, est, act, actE []time.Duration
@@ -151,8 +183,16 @@ func Fairness(in Input) float64 {
 // has none of that resource or the makespan is zero.
 func Utilization(in Input) (cpu, gpu float64) {
 	begin, end, ok := span(in)
+	if !ok {
+		return 0, 0
+	}
+	return busy(in, begin, end)
+}
+
+// busy is the share of the cluster's CPU and GPUs held over [begin, end].
+func busy(in Input, begin, end time.Duration) (cpu, gpu float64) {
 	capCPU, capGPU := capacity(in.Nodes)
-	if !ok || end <= begin {
+	if end <= begin {
 		return 0, 0
 	}
 	var usedCPU, usedGPU float64

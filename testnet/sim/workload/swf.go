@@ -27,6 +27,7 @@ var swfFields = [18]string{
 const (
 	swfJob       = 1
 	swfSubmit    = 2
+	swfWait      = 3
 	swfRun       = 4
 	swfAllocProc = 5
 	swfReqProc   = 8
@@ -205,7 +206,7 @@ func swfJobLine(text string) (Job, string, *fieldError) {
 			return Job{}, "", swfFieldErr(n, "%s is not a whole number", fs[n-1])
 		}
 	}
-	for _, n := range []int{swfSubmit, swfRun, swfReqTime} {
+	for _, n := range []int{swfSubmit, swfWait, swfRun, swfReqTime} {
 		if v[n] > spec.MaxDuration.Seconds()*100 {
 			return Job{}, "", swfFieldErr(n, "%s seconds is out of range", fs[n-1])
 		}
@@ -241,10 +242,16 @@ func swfJobLine(text string) (Job, string, *fieldError) {
 		task.Estimate = min(seconds(v[swfReqTime]), spec.MaxDuration)
 	}
 	id := "swf-" + strconv.FormatInt(int64(v[swfJob]), 10)
+	var waited time.Duration
+	if v[swfWait] >= 0 {
+		waited = seconds(v[swfWait])
+	}
 	return Job{
-		ID:     id,
-		User:   strconv.FormatInt(user, 10),
-		Submit: seconds(v[swfSubmit]),
+		RecordedWait: waited,
+		Recorded:     v[swfWait] >= 0,
+		ID:           id,
+		User:         strconv.FormatInt(user, 10),
+		Submit:       seconds(v[swfSubmit]),
 		Spec: spec.Job{
 			Name:     id,
 			Type:     fmt.Sprintf("swf-u%d-q%d", user, queue),

@@ -105,7 +105,9 @@ var (
 // Arrivals are Poisson: exponential gaps, scaled so that the span from
 // the first arrival (at zero) to the last makes the offered load —
 // Workload.OfferedLoad's dominant share — exactly opts.Load of
-// opts.Capacity (a Poisson process conditioned on its count). The same
+// opts.Capacity (a Poisson process conditioned on its count). Reports
+// measure the jobs submitted in the middle eight tenths of the span
+// (Workload.MeasureFrom, MeasureTo). The same
 // seed and options give the same workload; all randomness comes from one
 // *rand.Rand seeded with seed.
 func Synthetic(seed int64, opts SyntheticOptions) *Workload {
@@ -339,4 +341,5 @@ func (g *generator) arrivals(w *Workload) {
 		w.Jobs[i].Submit = seconds(span * at / total)
 	}
 	w.Jobs[n-1].Submit = seconds(span)
+	w.MeasureFrom, w.MeasureTo = seconds(span*0.1), seconds(span*0.9)
 }

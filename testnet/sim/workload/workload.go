@@ -25,6 +25,11 @@ type Job struct {
 	// name; every task has one, greater than zero. The simulator should
 	// reveal it to a scheduler only when the task finishes.
 	Runtimes map[string]time.Duration
+	// RecordedWait is how long the job waited in the schedule its log
+	// records (SWF field 3: the production machine's own scheduler), and
+	// Recorded says whether the log records one.
+	RecordedWait time.Duration
+	Recorded     bool
 }
 
 // Workload is a list of jobs in submit order.
@@ -41,6 +46,11 @@ type Workload struct {
 	SkipReasons map[string]int
 	// SWF holds the header of an SWF log, nil for other sources.
 	SWF *SWFHeader
+	// MeasureFrom and MeasureTo, when MeasureTo is after MeasureFrom, are
+	// the submit times of the jobs a report should measure: Synthetic
+	// leaves out the first and last tenth of its arrival span, the
+	// cluster's warm-up and drain.
+	MeasureFrom, MeasureTo time.Duration
 }
 
 // Sort puts the jobs in submit order, ties broken by ID.
