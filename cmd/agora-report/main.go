@@ -28,11 +28,14 @@ type options struct {
 	swfJobs                      int
 	auctionSWFJobs               int
 	swfSeeds                     int
+	sweep                        []float64
+	sweepJobs                    int
+	wholeAuction                 bool
 }
 
 func main() {
 	var o options
-	var scale string
+	var scale, sweep string
 	flag.StringVar(&o.out, "out", "docs/performance.md", "report to write")
 	flag.StringVar(&o.plots, "plots", "docs/perf", "directory for the PNG plots (linked relative to the report)")
 	flag.StringVar(&o.traces, "traces", "../shared/traces", "directory of the real traces (skipped when absent)")
@@ -46,7 +49,20 @@ func main() {
 	flag.IntVar(&o.swfJobs, "swf-jobs", 3000, "keep the first N jobs of each SWF log for the central schedulers (0: all)")
 	flag.IntVar(&o.auctionSWFJobs, "auction-swf-jobs", 2000, "keep the first N jobs of each SWF log for the comparison with the auction (0: all)")
 	flag.IntVar(&o.swfSeeds, "swf-seeds", 8, "replay each SWF log with the auction under this many seeds (seed, seed+1, ...) and compare their mean with EASY's")
+	flag.StringVar(&sweep, "sweep", "0.5,0.7,0.8,0.9,1.0", "offered loads of the synthetic load sweep on hetero:100 (empty: none)")
+	flag.IntVar(&o.sweepJobs, "sweep-jobs", 5000, "synthetic jobs per point of the load sweep")
+	flag.BoolVar(&o.wholeAuction, "whole-auction", true, "replay each whole SWF log under the auction too (KTH about 3 min, SDSC about 30 min on 2 cores)")
 	flag.Parse()
+	for _, f := range strings.Split(sweep, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		l, err := strconv.ParseFloat(f, 64)
+		if err != nil || l <= 0 {
+			fail("-sweep: %q is not a load > 0", f)
+		}
+		o.sweep = append(o.sweep, l)
+	}
 	for _, f := range strings.Split(scale, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -60,7 +76,9 @@ func main() {
 	r := &report{o: o}
 	r.header()
 	r.synthetic()
+	r.loadSweep()
 	r.scaling()
+	r.baselines()
 	r.swf()
 	r.alibaba()
 	r.faults()
@@ -179,15 +197,15 @@ func (r *report) table(reps []metrics.Report, ref string) {
 			refResp = x.MeanResponse
 		}
 	}
-	r.p("| scheduler | mean response s | × %s | mean wait s | p99 wait s | bounded slowdown | utilization | GPU alloc | Jain | messages | bytes | prediction MAPE | estimate MAPE | wall s |", ref)
-	r.p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	r.p("| scheduler | mean response s | × %s | mean wait s | p99 wait s | max wait s | bounded slowdown | unfinished | utilization | bottleneck busy | GPU alloc | Jain | messages | bytes | prediction MAPE | estimate MAPE | wall s |", ref)
+	r.p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, x := range reps {
 		ratio := math.NaN()
 		if refResp > 0 {
 			ratio = x.MeanResponse / refResp
 		}
-		r.p("| %s | %.0f | %.3f | %.0f | %.0f | %.2f | %.3f | %.3f | %.3f | %d | %d | %.3f | %.3f | %.1f |",
-			x.Scheduler, x.MeanResponse, ratio, x.MeanWait, x.P99Wait, x.MeanBoundedSlowdown, x.Utilization,
+		r.p("| %s | %.0f | %.3f | %.0f | %.0f | %.0f | %.2f | %d | %.3f | %.3f | %.3f | %.3f | %d | %d | %.3f | %.3f | %.1f |",
+			x.Scheduler, x.MeanResponse, ratio, x.MeanWait, x.P99Wait, x.MaxWait, x.MeanBoundedSlowdown, x.Unfinished, x.Utilization, x.BottleneckBusy,
 			x.GPUAllocationRatio, x.JainFairness, x.Messages, x.Bytes, x.PredictionMAPE, x.UserEstimateMAPE, x.Wall)
 	}
 	r.p("")

@@ -32,8 +32,8 @@ import (
 // correction Tsafrir et al. ("Backfilling using system-generated
 // predictions rather than user runtime estimates", IEEE TPDS 2007) make.
 
-// noEstimate plans a job that gives no estimate.
-const noEstimate = 24 * time.Hour
+// NoEstimate plans a job that gives no estimate.
+const NoEstimate = 24 * time.Hour
 
 func isBackfill(policy string) bool {
 	switch policy {
@@ -47,7 +47,7 @@ func isBackfill(policy string) bool {
 func (c *central) planned(u *unit) time.Duration {
 	est := u.est
 	if est <= 0 {
-		est = noEstimate
+		est = NoEstimate
 	}
 	if c.policy == "easy-predicted" && c.pred != nil {
 		p := c.pred.Predict(c.e.w.Jobs[u.job].Spec.Type, u.est).Runtime

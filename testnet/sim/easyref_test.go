@@ -19,7 +19,7 @@ func refJobs(w *workload.Workload) []refeasy.Job {
 		t := j.Spec.Tasks[0]
 		est := t.Estimate
 		if est <= 0 {
-			est = noEstimate
+			est = NoEstimate
 		}
 		out = append(out, refeasy.Job{Submit: j.Submit, Runtime: j.Runtimes[t.Name], Estimate: est, Procs: max(t.Replicas, 1)})
 	}
