@@ -5,7 +5,7 @@ DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test vet fmt bench bench-data bench-swf-full bench-all proto clean
+.PHONY: all build run test testdeps vet fmt bench bench-data bench-swf-full bench-all proto clean
 
 all: build
 
@@ -20,7 +20,18 @@ run: build
 vet:
 	$(GO) vet $(PKGS)
 
-test: vet
+# What the tests need beyond Go: iproute2 and nftables for the tests that
+# build NAT'd sites out of network namespaces (testnet/netns; root only,
+# skipped with a message elsewhere or when the packages cannot be had).
+testdeps:
+	@if [ "$$(id -u)" = 0 ] && ! { command -v ip && command -v nft; } >/dev/null 2>&1; then \
+		echo "make: installing iproute2 and nftables for the network namespace tests"; \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 nftables || \
+		  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 nftables; }; } >/dev/null 2>&1 || \
+		echo "make: could not install iproute2/nftables; the network namespace tests will skip"; \
+	fi
+
+test: vet testdeps
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 fmt:
