@@ -56,6 +56,8 @@ type Config struct {
 	ResourcesFile  string            // optional YAML declaring or overriding resources
 	Resources      *devices.Overrides
 	MDNS           bool          // enable mDNS discovery on the LAN (off by default)
+	RelayService   bool          // offer circuit relay v2 to peers behind NAT (--relay-service)
+	NATTraversal   bool          // AutoNAT, the bootstrap peers as relays, hole punching (--nat-traversal)
 	Network        string        // Agora network name, part of every topic
 	AdvertInterval time.Duration // resource advert period
 	// AdvertRelayDelay is how long a peer's advert is held before it is

@@ -32,6 +32,7 @@ import (
 	"github.com/agora-sched/agora/node/commit"
 	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/node/executor"
+	"github.com/agora-sched/agora/node/p2phost"
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/node/transport"
@@ -132,9 +133,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := api.CheckExposure(cfg.API, cfg.Insecure); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	boot, err := parseBootstrap(cfg.Bootstrap)
+	boot, err := p2phost.ParseBootstrap(cfg.Bootstrap)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	overrides := cfg.Resources
 	if cfg.ResourcesFile != "" {
@@ -146,8 +147,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	var psk []byte
 	if cfg.SwarmKeyFile != "" {
-		if psk, err = loadSwarmKey(cfg.SwarmKeyFile); err != nil {
-			return nil, err
+		if psk, err = p2phost.LoadSwarmKey(cfg.SwarmKeyFile); err != nil {
+			return nil, &ConfigError{Err: err}
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -214,8 +215,10 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	if n.host, err = newHost(key, listen, psk, n.gater); err != nil {
-		return nil, err
+	n.host, err = p2phost.New(p2phost.Options{Key: key, Listen: listen, PSK: psk, Gater: n.gater,
+		RelayService: cfg.RelayService, NATTraversal: cfg.NATTraversal, Relays: boot})
+	if err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	if err := n.store.PutMeta("peer_id", n.host.ID().String()); err != nil {
 		return nil, fmt.Errorf("node: %w", err)

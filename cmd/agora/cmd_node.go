@@ -89,6 +89,8 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&taskEnv, "task-env", "a variable of the node's environment that tasks also get (repeatable; otherwise they see their spec's, Agora's and a default PATH)")
 	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")
 	fs.BoolVar(&cfg.MDNS, "mdns", false, "discover peers on the LAN with mDNS")
+	fs.BoolVar(&cfg.RelayService, "relay-service", false, "offer circuit relay v2 to peers behind NAT, bounded by the resource manager and the relay limits (docs/operations.md); for publicly reachable nodes")
+	fs.BoolVar(&cfg.NATTraversal, "nat-traversal", false, "be reachable from behind NAT: learn reachability by AutoNAT, reserve a slot on a --bootstrap peer that offers --relay-service, upgrade relayed connections by hole punching")
 	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
 	fs.DurationVar(&cfg.AdvertRelayDelay, "advert-relay-delay", gossip.DefaultRelayDelay, "hold a peer's advert this long before relaying it, so duplicates are suppressed (0s: relay at once)")

@@ -307,7 +307,7 @@ func (s *Service) call(ctx context.Context, p peer.ID, req ckRequest) (ckReply, 
 	if len(b) > maxCkFrame {
 		return ckReply{}, fmt.Errorf("checkpoint %s request of %d bytes exceeds %d", req.Op, len(b), maxCkFrame)
 	}
-	st, err := s.h.NewStream(ctx, p, Protocol)
+	st, err := s.h.NewStream(network.WithAllowLimitedConn(ctx, "checkpoints"), p, Protocol)
 	if err != nil {
 		return ckReply{}, err
 	}

@@ -76,7 +76,7 @@ func (s *Service) serve(st network.Stream) {
 func (s *Service) Ask(ctx context.Context, p peer.ID, q wire.Query) (wire.QueryReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	st, err := s.h.NewStream(ctx, p, Protocol)
+	st, err := s.h.NewStream(network.WithAllowLimitedConn(ctx, "query"), p, Protocol)
 	if err != nil {
 		return wire.QueryReply{}, err
 	}

@@ -292,7 +292,7 @@ func (s *Service) pushFrame(ctx context.Context, p peer.ID, recs []encoded, body
 	ch := make(chan result, 1)
 	k.mu.Lock()
 	if k.s == nil {
-		st, err := s.h.NewStream(ctx, p, Protocol)
+		st, err := s.h.NewStream(network.WithAllowLimitedConn(ctx, "replication"), p, Protocol)
 		if err != nil {
 			k.mu.Unlock()
 			return err
