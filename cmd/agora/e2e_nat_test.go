@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,21 +97,38 @@ func (nd *nsNode) id() idJSON {
 // node A offering relay service that both bootstrap to. E1 lists E2; a
 // task submitted on E1 and pinned to E2's label runs on E2, and E1 reads
 // its logs — through E2's relay address, as nothing can dial E2 directly.
-func TestEdgeBehindNAT(t *testing.T) {
+// natSites is a public node A offering relay service and two edge nodes
+// behind two NATs, both bootstrapped to A, each holding a slot on A's
+// relay (AutoNAT having found it unreachable).
+type natSites struct {
+	a, e1, e2 *nsNode
+	dump      func()
+}
+
+func startNATSites(t *testing.T, res func(i int) string) natSites {
 	n := netns.New(t)
 	s := n.Sites(2)
-	a := startNS(t, n, s.Public, s.PublicAddr, "--relay-service", "--label", "role=a")
-	aID := a.id()
-	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, aID.PeerID)
-	e1 := startNS(t, n, s.Edges[0], s.EdgeAddrs[0], "--nat-traversal", "--bootstrap", boot, "--label", "role=e1")
-	e2 := startNS(t, n, s.Edges[1], s.EdgeAddrs[1], "--nat-traversal", "--bootstrap", boot, "--label", "role=e2")
-	dump := func() {
+	resArgs := func(i int) []string {
+		if res == nil {
+			return nil
+		}
+		f := filepath.Join(t.TempDir(), "res.yaml")
+		if err := os.WriteFile(f, []byte(res(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"--resources", f}
+	}
+	a := startNS(t, n, s.Public, s.PublicAddr, append(resArgs(0), "--relay-service", "--label", "role=a")...)
+	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
+	start := time.Now()
+	e1 := startNS(t, n, s.Edges[0], s.EdgeAddrs[0], append(resArgs(1), "--nat-traversal", "--bootstrap", boot, "--label", "role=e1")...)
+	e2 := startNS(t, n, s.Edges[1], s.EdgeAddrs[1], append(resArgs(2), "--nat-traversal", "--bootstrap", boot, "--label", "role=e2")...)
+	ns := natSites{a: a, e1: e1, e2: e2, dump: func() {
 		for _, nd := range []*nsNode{a, e1, e2} {
 			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 40))
 		}
-	}
+	}}
 	e2ID := e2.id().PeerID
-	start := time.Now()
 	listed := false
 	for time.Since(start) < 20*time.Second && !listed {
 		out, _, code := e1.agora("peers")
@@ -117,20 +136,34 @@ func TestEdgeBehindNAT(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !listed {
-		dump()
+		ns.dump()
 		t.Fatalf("E1 did not list E2 (%s) within 20 s", e2ID)
 	}
-	t.Logf("E1 lists E2 after %v", time.Since(start).Round(time.Millisecond))
-	relayed := false
-	for time.Since(start) < 30*time.Second && !relayed {
-		relayed = strings.Contains(strings.Join(e2.id().Addrs, " "), "/p2p-circuit")
-		time.Sleep(200 * time.Millisecond)
+	t.Logf("E1 lists E2 %v after they started", time.Since(start).Round(time.Millisecond))
+	for _, e := range []*nsNode{e1, e2} {
+		relayed := false
+		for time.Since(start) < 40*time.Second && !relayed {
+			relayed = strings.Contains(strings.Join(e.id().Addrs, " "), "/p2p-circuit")
+			time.Sleep(200 * time.Millisecond)
+		}
+		if !relayed {
+			ns.dump()
+			t.Fatalf("%s advertises no relay address 40 s after it started: %v", e.ns, e.id().Addrs)
+		}
 	}
-	if !relayed {
-		dump()
-		t.Fatalf("E2 advertises no relay address 30 s after it started: %v", e2.id().Addrs)
-	}
-	t.Logf("E2 learnt by AutoNAT it is not reachable and holds a slot on A's relay %v after it started", time.Since(start).Round(time.Millisecond))
+	t.Logf("both edges learnt by AutoNAT they are not reachable and hold a slot on A's relay %v after they started", time.Since(start).Round(time.Millisecond))
+	return ns
+}
+
+// TestEdgeBehindNAT (issue 25, done-when 1, first part): two edge nodes
+// behind two NATs that drop unsolicited inbound connections, and a public
+// node A offering relay service that both bootstrap to. E1 lists E2; a
+// task submitted on E1 and pinned to E2's label runs on E2, and E1 reads
+// its logs — through E2's relay address, as nothing can dial E2 directly.
+func TestEdgeBehindNAT(t *testing.T) {
+	ns := startNATSites(t, nil)
+	e1, e2, dump := ns.e1, ns.e2, ns.dump
+	e2ID := e2.id().PeerID
 	spec := filepath.Join(t.TempDir(), "job.yaml")
 	if err := os.WriteFile(spec, []byte("name: behind-nat\ntasks:\n  - name: hello\n    command: \"echo hello-behind-nat\"\n    resources: {labels: {role: e2}}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -177,4 +210,94 @@ func tail(s string, lines int) string {
 		l = l[len(l)-lines:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// natCounter counts to 40, one step per 0.5 s, keeping the count in the
+// checkpoint directory, and says where it resumed from.
+const natCounter = `d="$AGORA_CHECKPOINT_DIR"; n=$(cat "$d/count" 2>/dev/null || echo 0)
+if [ "$AGORA_RESUMED" = 1 ]; then echo "resumed from $n"; fi
+while [ "$n" -lt 40 ]; do
+  n=$((n+1)); echo "$n" > "$d/count.tmp"; mv "$d/count.tmp" "$d/count"; echo "step $n"; sleep 0.5
+done`
+
+// TestEdgeCheckpointFailover (issue 25, done-when 1, second part): a
+// checkpointing task on E2 gets its checkpoints to replica peers across
+// the NATs and, after E2 is killed, resumes on E1 from a checkpoint.
+func TestEdgeCheckpointFailover(t *testing.T) {
+	ns := startNATSites(t, func(i int) string {
+		if i == 0 {
+			return "cpu: 0\nmemory: 1GiB\ngpus: []\n" // A relays, runs nothing
+		}
+		return "cpu: 2\nmemory: 4GiB\ngpus: []\n"
+	})
+	e1, e2 := ns.e1, ns.e2
+	dir := t.TempDir()
+	// E1's two CPUs are busy for a while, so the counter starts on E2.
+	blocker := filepath.Join(dir, "blocker.yaml")
+	if err := os.WriteFile(blocker, []byte("name: blocker\ntasks:\n  - name: hold\n    command: \"sleep 12\"\n    resources: {cpu: 2, labels: {role: e1}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := e1.agora("submit", "--json", blocker); code != 0 {
+		t.Fatalf("submit blocker: %s %s", out, errs)
+	}
+	cmd, _ := json.Marshal(natCounter)
+	counter := filepath.Join(dir, "counter.yaml")
+	if err := os.WriteFile(counter, []byte(fmt.Sprintf("name: counter\ntasks:\n  - name: count\n    command: %s\n    resources: {cpu: 2}\n    checkpoint: {interval: 2s}\n", cmd)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := e1.agora("submit", "--json", counter)
+	if code != 0 {
+		t.Fatalf("submit counter: %s %s", out, errs)
+	}
+	id := jobID(out)
+	e2ID, e1ID := e2.id().PeerID, e1.id().PeerID
+	status := func() jobStatus {
+		out, _, code := e1.agora("status", "--json", id)
+		var st jobStatus
+		if code == 0 {
+			_ = json.Unmarshal([]byte(out), &st)
+		}
+		return st
+	}
+	step := func() int {
+		out, _, _ := e1.agora("logs", id)
+		return lastMatch(`step (\d+)`, out)
+	}
+	waitFor(t, 30*time.Second, "the counter to run on E2 past step 10", func() bool {
+		st := status()
+		return len(st.Tasks) == 1 && st.Tasks[0].Node == e2ID && st.Tasks[0].State == "running" && step() >= 10
+	})
+	atKill := step()
+	e2.kill()
+	killed := time.Now()
+	var logs string
+	waitFor(t, 60*time.Second, "the counter to finish on E1", func() bool {
+		st := status()
+		if len(st.Tasks) == 1 && st.Tasks[0].State == "failed" {
+			ns.dump()
+			t.Fatalf("the counter failed: %+v", st)
+		}
+		ok := len(st.Tasks) == 1 && st.Tasks[0].State == "succeeded"
+		if ok && st.Tasks[0].Node != e1ID {
+			t.Fatalf("the counter finished on %s, want E1 %s", st.Tasks[0].Node, e1ID)
+		}
+		return ok
+	})
+	logs, _, _ = e1.agora("logs", id)
+	from := lastMatch(`resumed from (\d+)`, logs)
+	t.Logf("E2 killed at step %d; the counter resumed on E1 from %d and finished %v after the kill", atKill, from, time.Since(killed).Round(time.Millisecond))
+	if from < 4 || from > atKill+1 {
+		ns.dump()
+		t.Fatalf("resumed from %d, want 4..%d (a checkpoint from E2):\n%s", from, atKill+1, logs)
+	}
+}
+
+// lastMatch is the number in the last match of pattern in s, or -1.
+func lastMatch(pattern, s string) int {
+	m := regexp.MustCompile(pattern).FindAllStringSubmatch(s, -1)
+	if len(m) == 0 {
+		return -1
+	}
+	v, _ := strconv.Atoi(m[len(m)-1][1])
+	return v
 }
