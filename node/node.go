@@ -53,8 +53,9 @@ type Node struct {
 	cfg      Config
 	store    *store.Store
 	host     host.Host
-	ph       host.Host // what every protocol but admission runs on
-	trust    *trust    // nil without --trust
+	ph       host.Host                           // what every protocol but admission runs on
+	trust    *trust                              // nil without --trust
+	relayAdm atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
 	dht      *dht.IpfsDHT
 	ps       *pubsub.PubSub
 	gossip   *gossip.Service
@@ -216,7 +217,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, &ConfigError{Err: err}
 	}
 	n.host, err = p2phost.New(p2phost.Options{Key: key, Listen: listen, PSK: psk, Gater: n.gater,
-		RelayService: cfg.RelayService, NATTraversal: cfg.NATTraversal, Relays: boot})
+		RelayService: cfg.RelayService, RelayAllowed: n.relayAllowed, NATTraversal: cfg.NATTraversal, Relays: boot})
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}

@@ -75,7 +75,25 @@ func (n *Node) startAdmission() error {
 		return configErr("--cert %s: %v", n.cfg.CertFile, err)
 	}
 	n.trust.adm, n.ph = adm, adm.Host()
+	n.relayAdm.Store(adm)
 	return nil
+}
+
+// relayAllowed says whether p may use this node's relay: anyone in an
+// open network; in one with an authority, admitted members only (waiting
+// briefly for a handshake under way, as a reservation follows a fresh
+// connection). Before admission starts, nobody.
+func (n *Node) relayAllowed(p peer.ID) bool {
+	if n.cfg.Trust == "" {
+		return true
+	}
+	adm := n.relayAdm.Load()
+	if adm == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return adm.Wait(ctx, p)
 }
 
 // revocationLearned keeps a new revocation and hands it to the market

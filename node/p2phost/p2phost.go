@@ -56,6 +56,11 @@ type Options struct {
 	// RelayService offers circuit relay v2 to peers behind NAT, within
 	// RelayLimits, and answers their AutoNAT probes (--relay-service).
 	RelayService bool
+	// RelayAllowed, when set, says which peers may hold a relay slot or
+	// be relayed to or from (in a network with an authority: admitted
+	// members only; libp2p's relay handler is not behind the admission
+	// guard that covers Agora's own protocols).
+	RelayAllowed func(peer.ID) bool
 	// NATTraversal makes the host learn its reachability by AutoNAT
 	// (v2, and v1 from peers that serve it), reserve a slot on a relay
 	// of Relays when it is not reachable, and upgrade relayed
@@ -116,7 +121,11 @@ func New(o Options) (host.Host, error) {
 		res := relayv2.DefaultResources()
 		res.Limit = &relayv2.RelayLimit{Data: RelayData, Duration: RelayDuration}
 		res.MaxReservations, res.MaxCircuits = RelayMaxReservations, RelayMaxCircuits
-		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(res)), libp2p.EnableNATService(), libp2p.EnableAutoNATv2())
+		ropts := []relayv2.Option{relayv2.WithResources(res)}
+		if o.RelayAllowed != nil {
+			ropts = append(ropts, relayv2.WithACL(relayACL(o.RelayAllowed)))
+		}
+		opts = append(opts, libp2p.EnableRelayService(ropts...), libp2p.EnableNATService(), libp2p.EnableAutoNATv2())
 	}
 	switch {
 	case o.NATTraversal:
@@ -138,6 +147,15 @@ func New(o Options) (host.Host, error) {
 		return nil, fmt.Errorf("start libp2p host on %v: %v", addrs, err)
 	}
 	return h, nil
+}
+
+// relayACL admits to the relay the peers allowed says.
+type relayACL func(peer.ID) bool
+
+func (f relayACL) AllowReserve(p peer.ID, _ ma.Multiaddr) bool { return f(p) }
+
+func (f relayACL) AllowConnect(src peer.ID, _ ma.Multiaddr, dest peer.ID) bool {
+	return f(src) && f(dest)
 }
 
 // ParseBootstrap turns full multiaddrs into peer infos.

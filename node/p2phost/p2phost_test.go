@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -66,5 +67,18 @@ func TestNoListenAddress(t *testing.T) {
 	_, err := New(Options{Key: key, PSK: psk, Listen: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1")}})
 	if err == nil {
 		t.Fatal("a QUIC-only host with a swarm key started")
+	}
+}
+
+// TestRelayACL: a reservation needs the asking peer allowed, a relayed
+// connection both ends.
+func TestRelayACL(t *testing.T) {
+	ok := peer.ID("member")
+	acl := relayACL(func(p peer.ID) bool { return p == ok })
+	if !acl.AllowReserve(ok, nil) || acl.AllowReserve("outsider", nil) {
+		t.Error("reservations: want the member only")
+	}
+	if !acl.AllowConnect(ok, nil, ok) || acl.AllowConnect("outsider", nil, ok) || acl.AllowConnect(ok, nil, "outsider") {
+		t.Error("connections: want member to member only")
 	}
 }
