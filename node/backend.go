@@ -64,6 +64,24 @@ func (n *Node) Identity() (string, []string) {
 // Peers lists every other live peer from the membership view.
 func (n *Node) Peers() []gossip.Member { return n.gossip.Members() }
 
+// Connection says how the host is connected to peer id: "direct" when
+// any connection is not limited (relayed), "relayed" when all are,
+// "none" when there are none.
+func (n *Node) Connection(id string) string {
+	p, err := peer.Decode(id)
+	if err != nil {
+		return "none"
+	}
+	kind := "none"
+	for _, c := range n.host.Network().ConnsToPeer(p) {
+		if !c.Stat().Limited {
+			return "direct"
+		}
+		kind = "relayed"
+	}
+	return kind
+}
+
 // Capacity is the node's resource vector (discovered, then overridden).
 func (n *Node) Capacity() resource.Vector { return n.capacity }
 

@@ -79,6 +79,25 @@ func (nd *nsNode) agora(args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
+// connection is how the node is connected to peer id, as `agora peers
+// --json` says.
+func (nd *nsNode) connection(id string) string {
+	out, _, code := nd.agora("peers", "--json")
+	var ps []struct {
+		PeerID     string `json:"peer_id"`
+		Connection string `json:"connection"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &ps) != nil {
+		return "unknown"
+	}
+	for _, p := range ps {
+		if p.PeerID == id {
+			return p.Connection
+		}
+	}
+	return "unlisted"
+}
+
 func (nd *nsNode) id() idJSON {
 	nd.t.Helper()
 	out, errs, code := nd.agora("id", "--json")
@@ -151,7 +170,20 @@ func startNATSites(t *testing.T, res func(i int) string) natSites {
 			t.Fatalf("%s advertises no relay address 40 s after it started: %v", e.ns, e.id().Addrs)
 		}
 	}
-	t.Logf("both edges learnt by AutoNAT they are not reachable and hold a slot on A's relay %v after they started", time.Since(start).Round(time.Millisecond))
+	slots := time.Now()
+	t.Logf("both edges learnt by AutoNAT they are not reachable and hold a slot on A's relay %v after they started", slots.Sub(start).Round(time.Millisecond))
+	// Hole punching (done-when 2): the edges meet through the relay
+	// (pubsub, the DHT) and DCUtR upgrades that to a direct connection.
+	kind := "none"
+	for time.Since(slots) < 30*time.Second && kind != "direct" {
+		kind = e1.connection(e2ID)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if kind != "direct" {
+		ns.dump()
+		t.Fatalf("no direct connection from E1 to E2 30 s after both held relay slots (E1 says %q)", kind)
+	}
+	t.Logf("hole punching: E1 and E2 connected directly %v after both held relay slots", time.Since(slots).Round(time.Millisecond))
 	return ns
 }
 

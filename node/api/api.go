@@ -24,6 +24,9 @@ type Backend interface {
 	Identity() (string, []string)
 	// Peers lists the other live peers.
 	Peers() []gossip.Member
+	// Connection says how this node is connected to peer id: "direct",
+	// "relayed" (only through a relay) or "none".
+	Connection(id string) string
 	// Capacity is the node's resource vector.
 	Capacity() resource.Vector
 	// Submit accepts a validated job and returns its ID. An error that
@@ -189,7 +192,9 @@ func (s *Server) handleID(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) handlePeers(w http.ResponseWriter, _ *http.Request) {
 	out := []PeerResponse{}
 	for _, m := range s.b.Peers() {
-		out = append(out, PeerView(m))
+		p := PeerView(m)
+		p.Connection = s.b.Connection(p.PeerID)
+		out = append(out, p)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

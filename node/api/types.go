@@ -31,6 +31,10 @@ type PeerResponse struct {
 	// others anyway.
 	Enforces       string `json:"enforces"`
 	RunsUnenforced bool   `json:"runs_unenforced"`
+	// Connection is how this node is connected to the peer: "direct",
+	// "relayed" (through a relay only; see --nat-traversal) or "none"
+	// (its adverts reach this node through others).
+	Connection string `json:"connection"`
 }
 
 // ErrorResponse is the body of every API error.
