@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -129,8 +128,11 @@ func New(o Options) (host.Host, error) {
 	}
 	switch {
 	case o.NATTraversal:
-		opts = append(opts, libp2p.EnableRelay(), libp2p.EnableAutoNATv2(), libp2p.EnableHolePunching(),
+		opts = append(opts, libp2p.EnableRelay(), libp2p.EnableHolePunching(),
 			libp2p.EnableAutoRelayWithStaticRelays(o.Relays, autorelay.WithBootDelay(0), autorelay.WithMinCandidates(1)))
+		if !o.RelayService { // which already turned AutoNAT v2 on
+			opts = append(opts, libp2p.EnableAutoNATv2())
+		}
 	case o.RelayService:
 		// A relay is reachable by definition; it does not probe.
 		opts = append(opts, libp2p.ForceReachabilityPublic())

@@ -82,3 +82,13 @@ func TestRelayACL(t *testing.T) {
 		t.Error("connections: want member to member only")
 	}
 }
+
+// TestBothFlags: a relay that is itself told to traverse NAT builds.
+func TestBothFlags(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	h, err := New(Options{Key: key, Listen: []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")}, RelayService: true, NATTraversal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+}

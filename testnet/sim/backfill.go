@@ -282,9 +282,15 @@ func (c *central) backfillPass() {
 		return k
 	}
 	start := func(u *unit, nodes []int) {
-		if res != nil && !res.none && e.now+c.planned(u) > res.shadow {
+		if res != nil && !res.none {
+			long := e.now+c.planned(u) > res.shadow
 			for _, i := range nodes {
+				// What node i has at the shadow time is fixed before the
+				// job takes room now: one that ends by then gives it back.
 				v := c.extraOf(res, i)
+				if !long {
+					continue
+				}
 				if a, why := resource.Fit(v, u.req); why == "" {
 					v.Take(u.req, a)
 					res.extra[i] = v
