@@ -58,6 +58,7 @@ type Config struct {
 	MDNS           bool          // enable mDNS discovery on the LAN (off by default)
 	RelayService   bool          // offer circuit relay v2 to peers behind NAT (--relay-service)
 	NATTraversal   bool          // AutoNAT, the bootstrap peers as relays, hole punching (--nat-traversal)
+	NoHolePunching bool          // with NATTraversal, stay on relayed connections (--no-hole-punching)
 	Network        string        // Agora network name, part of every topic
 	AdvertInterval time.Duration // resource advert period
 	// AdvertRelayDelay is how long a peer's advert is held before it is

@@ -217,7 +217,8 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, &ConfigError{Err: err}
 	}
 	n.host, err = p2phost.New(p2phost.Options{Key: key, Listen: listen, PSK: psk, Gater: n.gater,
-		RelayService: cfg.RelayService, RelayAllowed: n.relayAllowed, NATTraversal: cfg.NATTraversal, Relays: boot})
+		RelayService: cfg.RelayService, RelayAllowed: n.relayAllowed, NATTraversal: cfg.NATTraversal, Relays: boot,
+		NoHolePunching: cfg.NoHolePunching})
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}

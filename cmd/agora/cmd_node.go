@@ -90,6 +90,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")
 	fs.BoolVar(&cfg.MDNS, "mdns", false, "discover peers on the LAN with mDNS")
 	fs.BoolVar(&cfg.RelayService, "relay-service", false, "offer circuit relay v2 to peers behind NAT, bounded by the resource manager and the relay limits (docs/operations.md); for publicly reachable nodes")
+	fs.BoolVar(&cfg.NoHolePunching, "no-hole-punching", false, "with --nat-traversal, keep relayed connections relayed instead of upgrading them by hole punching")
 	fs.BoolVar(&cfg.NATTraversal, "nat-traversal", false, "be reachable from behind NAT: learn reachability by AutoNAT, reserve a slot on a --bootstrap peer that offers --relay-service, upgrade relayed connections by hole punching")
 	fs.StringVar(&cfg.Network, "network", node.DefaultNetwork, "Agora network name (part of every topic)")
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")

@@ -124,7 +124,7 @@ type natSites struct {
 	dump      func()
 }
 
-func startNATSites(t *testing.T, res func(i int) string) natSites {
+func startNATSites(t *testing.T, res func(i int) string, edgeArgs ...string) natSites {
 	n := netns.New(t)
 	s := n.Sites(2)
 	resArgs := func(i int) []string {
@@ -140,8 +140,8 @@ func startNATSites(t *testing.T, res func(i int) string) natSites {
 	a := startNS(t, n, s.Public, s.PublicAddr, append(resArgs(0), "--relay-service", "--label", "role=a")...)
 	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
 	start := time.Now()
-	e1 := startNS(t, n, s.Edges[0], s.EdgeAddrs[0], append(resArgs(1), "--nat-traversal", "--bootstrap", boot, "--label", "role=e1")...)
-	e2 := startNS(t, n, s.Edges[1], s.EdgeAddrs[1], append(resArgs(2), "--nat-traversal", "--bootstrap", boot, "--label", "role=e2")...)
+	e1 := startNS(t, n, s.Edges[0], s.EdgeAddrs[0], append(append(resArgs(1), "--nat-traversal", "--bootstrap", boot, "--label", "role=e1"), edgeArgs...)...)
+	e2 := startNS(t, n, s.Edges[1], s.EdgeAddrs[1], append(append(resArgs(2), "--nat-traversal", "--bootstrap", boot, "--label", "role=e2"), edgeArgs...)...)
 	ns := natSites{a: a, e1: e1, e2: e2, dump: func() {
 		for _, nd := range []*nsNode{a, e1, e2} {
 			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 40))
@@ -172,6 +172,9 @@ func startNATSites(t *testing.T, res func(i int) string) natSites {
 	}
 	slots := time.Now()
 	t.Logf("both edges learnt by AutoNAT they are not reachable and hold a slot on A's relay %v after they started", slots.Sub(start).Round(time.Millisecond))
+	if hasFlag(edgeArgs, "--no-hole-punching") {
+		return ns
+	}
 	// Hole punching (done-when 2): the edges meet through the relay
 	// (pubsub, the DHT) and DCUtR upgrades that to a direct connection.
 	kind := "none"
@@ -193,7 +196,24 @@ func startNATSites(t *testing.T, res func(i int) string) natSites {
 // task submitted on E1 and pinned to E2's label runs on E2, and E1 reads
 // its logs — through E2's relay address, as nothing can dial E2 directly.
 func TestEdgeBehindNAT(t *testing.T) {
-	ns := startNATSites(t, nil)
+	pinnedTaskOnE2(t, startNATSites(t, nil))
+}
+
+// TestEdgeRelayOnly (issue 25, done-when 2, the "off" half): with hole
+// punching off, the edges stay connected through the relay only, and
+// the pinned task and its logs still go through it.
+func TestEdgeRelayOnly(t *testing.T) {
+	ns := startNATSites(t, nil, "--no-hole-punching")
+	pinnedTaskOnE2(t, ns)
+	if kind := ns.e1.connection(ns.e2.id().PeerID); kind != "relayed" {
+		t.Fatalf("E1's connection to E2 is %q with hole punching off, want relayed", kind)
+	}
+	t.Logf("E1 reached E2 through the relay only")
+}
+
+// pinnedTaskOnE2 submits on E1 a task pinned to E2's label; it must run
+// on E2, and E1 must read its logs.
+func pinnedTaskOnE2(t *testing.T, ns natSites) {
 	e1, e2, dump := ns.e1, ns.e2, ns.dump
 	e2ID := e2.id().PeerID
 	spec := filepath.Join(t.TempDir(), "job.yaml")

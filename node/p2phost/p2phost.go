@@ -66,6 +66,9 @@ type Options struct {
 	// connections by hole punching (--nat-traversal).
 	NATTraversal bool
 	Relays       []peer.AddrInfo
+	// NoHolePunching leaves relayed connections relayed (a site whose
+	// NAT breaks simultaneous opens, or to test the relay path).
+	NoHolePunching bool
 }
 
 // RelayLimits bound what a relay-service node relays: per relayed
@@ -128,8 +131,11 @@ func New(o Options) (host.Host, error) {
 	}
 	switch {
 	case o.NATTraversal:
-		opts = append(opts, libp2p.EnableRelay(), libp2p.EnableHolePunching(),
+		opts = append(opts, libp2p.EnableRelay(),
 			libp2p.EnableAutoRelayWithStaticRelays(o.Relays, autorelay.WithBootDelay(0), autorelay.WithMinCandidates(1)))
+		if !o.NoHolePunching {
+			opts = append(opts, libp2p.EnableHolePunching())
+		}
 		if !o.RelayService { // which already turned AutoNAT v2 on
 			opts = append(opts, libp2p.EnableAutoNATv2())
 		}
