@@ -353,3 +353,74 @@ func lastMatch(pattern, s string) int {
 	v, _ := strconv.Atoi(m[len(m)-1][1])
 	return v
 }
+
+// TestEdgeDataTransfer (issue 25, done-when 5, the transfer): a task on
+// a NAT'd edge node writes 256 MiB; a task on the public node takes it
+// as its input, over the data protocol, and hashes it equal. The test
+// says whether the bytes went direct or through a relay (the data
+// protocol never uses a relayed connection; the edge dialled the public
+// node, so the connection between them is direct).
+func TestEdgeDataTransfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 256 MiB")
+	}
+	ns := startNATSites(t, nil)
+	a, e1 := ns.a, ns.e1
+	spec := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(spec, []byte(`name: edge-data
+tasks:
+  - name: make
+    command: "head -c 268435456 /dev/urandom > big.bin && sha256sum big.bin"
+    outputs: [big.bin]
+    resources: {labels: {role: e1}}
+  - name: take
+    after: [make]
+    inputs:
+      - {from: make, path: big.bin}
+    command: "sha256sum big.bin"
+    resources: {labels: {role: a}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := e1.agora("submit", "--json", spec)
+	if code != 0 {
+		t.Fatalf("submit: %s %s", out, errs)
+	}
+	id := jobID(out)
+	var took time.Duration
+	waitFor(t, 120*time.Second, "the job to finish", func() bool {
+		out, _, code := e1.agora("status", "--json", id)
+		var st jobStatus
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+			return false
+		}
+		if st.State == "failed" {
+			ns.dump()
+			t.Fatalf("the job failed: %s", out)
+		}
+		for _, tk := range st.Tasks {
+			if tk.Name == "take" && tk.Started != "" && tk.Finished != "" {
+				s, _ := time.Parse(time.RFC3339Nano, tk.Started)
+				f, _ := time.Parse(time.RFC3339Nano, tk.Finished)
+				took = f.Sub(s)
+			}
+		}
+		return st.State == "succeeded"
+	})
+	hash := func(task string) string {
+		out, errs, code := e1.agora("logs", "--task", task, id)
+		if code != 0 {
+			t.Fatalf("logs %s: %s", task, errs)
+		}
+		return hashesIn(out)["big.bin"]
+	}
+	made, taken := hash("make"), hash("take")
+	if made == "" || made != taken {
+		t.Fatalf("the public node hashed %q, the edge wrote %q", taken, made)
+	}
+	kind := a.connection(e1.id().PeerID)
+	t.Logf("256 MiB from the NAT'd edge to the public node, hashes equal; the take task ran %v; the connection between them: %s", took.Round(time.Millisecond), kind)
+	if kind != "direct" {
+		t.Fatalf("the public node's connection to the edge is %q, want direct (the data protocol does not use a relay)", kind)
+	}
+}
