@@ -5,13 +5,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
 // joinLoop connects to the bootstrap peers and the peers remembered from
 // the last run, then keeps retrying while the node has no connections, so
-// nodes may be started in any order.
+// nodes may be started in any order; while it has some, it keeps dialling
+// the bootstrap peers it is not connected to (every 5 s at most), so
+// that a site cut off from them rejoins when the cut heals.
 func (n *Node) joinLoop(boot []peer.AddrInfo) {
 	defer n.wg.Done()
 	known := append([]peer.AddrInfo(nil), boot...)
@@ -21,6 +24,11 @@ func (n *Node) joinLoop(boot []peer.AddrInfo) {
 	for {
 		if len(n.host.Network().Peers()) == 0 {
 			n.connectAll(known)
+		} else {
+			// A site cut off keeps its own connections, so "no
+			// connections" never comes back: dial the bootstrap peers
+			// it lacks, and the islands merge once the link returns.
+			n.connectAll(n.missing(boot))
 		}
 		if !bootstrapped && len(n.host.Network().Peers()) > 0 {
 			if err := n.dht.Bootstrap(n.ctx); err == nil {
@@ -34,6 +42,17 @@ func (n *Node) joinLoop(boot []peer.AddrInfo) {
 		}
 		delay = min(delay*2, 5*time.Second)
 	}
+}
+
+// missing is the peers of ps this node has no connection to.
+func (n *Node) missing(ps []peer.AddrInfo) []peer.AddrInfo {
+	var out []peer.AddrInfo
+	for _, ai := range ps {
+		if n.host.Network().Connectedness(ai.ID) != network.Connected {
+			out = append(out, ai)
+		}
+	}
+	return out
 }
 
 func (n *Node) connectAll(peers []peer.AddrInfo) {

@@ -1,0 +1,139 @@
+package testnet
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// TestIslands (issue 25, done-when 3): a site of two nodes is cut off from
+// the three others for 60 s while 100 tasks are submitted, half on each
+// side. Each side keeps scheduling among its own nodes — the cut-off
+// side's jobs run there during the cut — and once the cut heals every
+// task has succeeded exactly once and every node reports the same state
+// and node for every job.
+func TestIslands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 60 s partition")
+	}
+	two := func(int) string { return "cpu: 2\nmemory: 4GiB\ngpus: []\n" }
+	net := New(t, 5, Options{Resources: two, Topology: Star})
+	net.WaitConverged(20 * time.Second)
+	main, island := []int{0, 1, 2}, []int{3, 4}
+	side := map[string]string{}
+	for _, i := range main {
+		side[net.Node(i).ID().String()] = "main"
+	}
+	for _, i := range island {
+		side[net.Node(i).ID().String()] = "island"
+	}
+	for _, i := range main {
+		for _, j := range island {
+			net.Partition(i, j)
+		}
+	}
+	cut := time.Now()
+	sees := func(i int, others []int) bool {
+		seen := map[peer.ID]bool{}
+		for _, m := range net.Node(i).Peers() {
+			seen[m.Advert.Peer] = true
+		}
+		for _, j := range others {
+			if seen[net.Node(j).ID()] {
+				return true
+			}
+		}
+		return false
+	}
+	WaitFor(t, 15*time.Second, "each side to drop the other from its view", func() bool {
+		for _, i := range main {
+			if sees(i, island) {
+				return false
+			}
+		}
+		for _, i := range island {
+			if sees(i, main) {
+				return false
+			}
+		}
+		return true
+	})
+	type job struct {
+		id, side string
+		manager  int
+	}
+	var jobs []job
+	for k := 0; k < 100; k++ {
+		mgr := main[k%len(main)]
+		s := "main"
+		if k%2 == 1 {
+			mgr, s = island[k%len(island)], "island"
+		}
+		id, err := net.Node(mgr).Submit(fmt.Sprintf(`{"name": "isl-%03d", "tasks": [{"name": "t", "command": ["sleep", "0.3"], "resources": {"cpu": 1}}]}`, k))
+		if err != nil {
+			t.Fatalf("submit %d on node %d: %v", k, mgr, err)
+		}
+		jobs = append(jobs, job{id: id, side: s, manager: mgr})
+	}
+	// Both sides finish their own jobs during the cut, on their own nodes.
+	WaitFor(t, 45*time.Second, "every job to succeed on its own side during the cut", func() bool {
+		for _, j := range jobs {
+			st, err := net.Node(j.manager).Status(j.id)
+			if err != nil || st.State != "succeeded" {
+				return false
+			}
+			if where := side[st.Tasks[0].Node]; where != j.side {
+				t.Fatalf("job %s submitted on the %s side ran on the %s side during the cut", j.id, j.side, where)
+			}
+		}
+		return true
+	})
+	t.Logf("all 100 jobs succeeded on their own sides %v into the cut", time.Since(cut).Round(time.Millisecond))
+	if d := 60*time.Second - time.Since(cut); d > 0 {
+		time.Sleep(d)
+	}
+	for _, i := range main {
+		for _, j := range island {
+			net.Heal(i, j)
+		}
+	}
+	healed := time.Now()
+	// the island rejoins by dialling its bootstrap peer again (node 0):
+	// seconds, not a DHT refresh's minutes
+	net.WaitConverged(20 * time.Second)
+	t.Logf("views whole again %v after the heal", time.Since(healed).Round(time.Millisecond))
+	// Every node answers the same for every job: state, node, one success.
+	WaitFor(t, 60*time.Second, "every node to agree on every job", func() bool {
+		for _, j := range jobs {
+			want, err := net.Node(j.manager).Status(j.id)
+			if err != nil {
+				return false
+			}
+			for i := range 5 {
+				got, err := net.Node(i).Status(j.id)
+				if err != nil || got.State != want.State || len(got.Tasks) != 1 || got.Tasks[0].Node != want.Tasks[0].Node {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for _, j := range jobs {
+		rec, ok := net.Node(j.manager).JobRecord(j.id)
+		if !ok {
+			t.Fatalf("job %s: no record on its manager", j.id)
+		}
+		n := 0
+		for _, h := range rec.Tasks[0].History {
+			if h.State == "succeeded" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("job %s: %d successful attempts: %+v", j.id, n, rec.Tasks[0].History)
+		}
+	}
+	t.Logf("after the heal every node agrees on all 100 jobs, each succeeded once")
+}
