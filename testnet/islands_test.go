@@ -137,3 +137,68 @@ func TestIslands(t *testing.T) {
 	}
 	t.Logf("after the heal every node agrees on all 100 jobs, each succeeded once")
 }
+
+// TestRestartWhileCutOff (issue 25, done-when 4): an edge node running its
+// own job is cut off from the rest, killed and restarted while still cut
+// off; it restarts its work, the job succeeds, and once the cut heals
+// the other nodes see it succeeded, once.
+func TestRestartWhileCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a partition and a restart")
+	}
+	two := func(int) string { return "cpu: 2\nmemory: 4GiB\ngpus: []\n" }
+	net := New(t, 4, Options{Resources: two, Topology: Star})
+	net.WaitConverged(20 * time.Second)
+	const edge = 3
+	for i := 0; i < edge; i++ {
+		net.Partition(i, edge)
+	}
+	id, err := net.Node(edge).Submit(fmt.Sprintf(`{"name": "edge-work", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 3; echo edge-done"], "resources": {"cpu": 1, "site": "site-%d"}}]}`, edge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 15*time.Second, "the edge's task to run", func() bool {
+		st, err := net.Node(edge).Status(id)
+		return err == nil && st.Tasks[0].State == "running"
+	})
+	net.Kill(edge)
+	net.Restart(edge) // the others' gaters still refuse it: the cut holds
+	restarted := time.Now()
+	WaitFor(t, 30*time.Second, "the restarted edge to finish its job while cut off", func() bool {
+		st, err := net.Node(edge).Status(id)
+		return err == nil && st.State == "succeeded"
+	})
+	t.Logf("the restarted edge finished its job %v after the restart, still cut off", time.Since(restarted).Round(time.Millisecond))
+	for i := 0; i < edge; i++ {
+		if _, err := net.Node(i).Status(id); err == nil {
+			t.Fatalf("node %d reached the edge's job during the cut", i)
+		}
+	}
+	for i := 0; i < edge; i++ {
+		net.Heal(i, edge)
+	}
+	net.WaitConverged(20 * time.Second)
+	WaitFor(t, 20*time.Second, "the other nodes to see the job succeeded", func() bool {
+		for i := 0; i < edge; i++ {
+			st, err := net.Node(i).Status(id)
+			if err != nil || st.State != "succeeded" {
+				return false
+			}
+		}
+		return true
+	})
+	rec, ok := net.Node(edge).JobRecord(id)
+	if !ok {
+		t.Fatal("no job record on the edge")
+	}
+	n := 0
+	for _, h := range rec.Tasks[0].History {
+		if h.State == "succeeded" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d successful attempts: %+v", n, rec.Tasks[0].History)
+	}
+	t.Logf("after the heal the others see it succeeded; history: %+v", rec.Tasks[0].History)
+}
