@@ -120,9 +120,16 @@ func checkOneSuccess(t *testing.T, net *Net, id string) string {
 	if s := waitJob(t, net.Node(0), id, 45*time.Second); s.State != "succeeded" {
 		t.Fatalf("job %s: %s", s.State, s.Reason)
 	}
-	rec, ok := net.Node(0).JobRecord(id)
+	return oneSuccess(t, net.Node(0), id)
+}
+
+// oneSuccess fails t unless the first task of job id, managed by nd,
+// has exactly one successful attempt, and returns its history.
+func oneSuccess(t *testing.T, nd *Node, id string) string {
+	t.Helper()
+	rec, ok := nd.JobRecord(id)
 	if !ok {
-		t.Fatal("no job record on the manager")
+		t.Fatalf("no record of job %s on its manager", id)
 	}
 	var hist []string
 	ok1 := 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -66,17 +65,7 @@ func (nd *nsNode) kill() {
 func (nd *nsNode) agora(args ...string) (string, string, int) {
 	nd.t.Helper()
 	args = append(args[:1:1], append([]string{"--api", nd.api}, args[1:]...)...)
-	cmd := exec.Command("ip", append([]string{"netns", "exec", nd.ns, agoraBin}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		nd.t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runCLI(nd.t, exec.Command("ip", append([]string{"netns", "exec", nd.ns, agoraBin}, args...)...))
 }
 
 // connection is how the node is connected to peer id, as `agora peers

@@ -131,7 +131,13 @@ func (p *proc) kill() {
 // agora runs a client command and returns stdout and the exit code.
 func agora(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(agoraBin, args...)
+	return runCLI(t, exec.Command(agoraBin, args...))
+}
+
+// runCLI runs a client command and returns stdout, stderr and the exit
+// code.
+func runCLI(t testing.TB, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
