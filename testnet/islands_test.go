@@ -1,10 +1,12 @@
 package testnet
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/node/api"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -123,7 +125,32 @@ func TestIslands(t *testing.T) {
 	for _, j := range jobs {
 		oneSuccess(t, net.Node(j.manager), j.id)
 	}
-	t.Logf("after the heal every node agrees on all 100 jobs, each succeeded once")
+	// Every node's job list (`agora jobs`: the jobs it manages) holds its
+	// own jobs, succeeded, and no job is listed by two nodes: no side
+	// adopted the other's jobs during the cut.
+	listedBy := map[string]int{}
+	for i := range 5 {
+		code, b, err := net.Node(i).API("GET", "/v1/jobs", nil)
+		var list []api.JobStatus
+		if err != nil || code != 200 || json.Unmarshal(b, &list) != nil {
+			t.Fatalf("node %d: jobs: %d %v %s", i, code, err, b)
+		}
+		for _, js := range list {
+			if prev, dup := listedBy[js.ID]; dup {
+				t.Fatalf("job %s is listed by nodes %d and %d", js.ID, prev, i)
+			}
+			listedBy[js.ID] = i
+			if js.State != "succeeded" {
+				t.Fatalf("node %d lists job %s as %s", i, js.ID, js.State)
+			}
+		}
+	}
+	for _, j := range jobs {
+		if i, ok := listedBy[j.id]; !ok || i != j.manager {
+			t.Fatalf("job %s (managed by node %d) listed by node %d (%v)", j.id, j.manager, i, ok)
+		}
+	}
+	t.Logf("after the heal every node agrees on all 100 jobs, each succeeded once and is listed by its manager alone")
 }
 
 // TestRestartWhileCutOff (issue 25, done-when 4): an edge node running its
