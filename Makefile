@@ -41,7 +41,9 @@ fmt:
 # simulator experiments (synthetic mix, wall time against node count, the
 # SWF and Alibaba traces in $(TRACES)), written to docs/performance.md with
 # its plots in docs/perf/. REPORTFLAGS sizes the experiments (see
-# `go run ./cmd/agora-report -h`); expect about half an hour on 2 cores.
+# `go run ./cmd/agora-report -h`); expect about an hour on 2 cores (the
+# whole SDSC log under the auction alone takes 12 minutes; -whole-auction=false
+# leaves the auction out of the whole-log tables).
 # NETCOUNT repeats each real-network benchmark: their figures move with the
 # machine's noise, and the report shows every repetition.
 # BENCHTMP holds the real-network benchmarks' temporary directories (the
@@ -63,9 +65,9 @@ bench:
 
 # Every SWF log in $(TRACES), whole, under easy and auction (seed 1), as
 # `agora sim --json` prints them, to docs/perf/swf-full.txt. The report
-# replays the first jobs of each log under 8 seeds instead; a whole log
-# takes the auction 4 min (KTH) to half an hour (SDSC) and EASY up to
-# 25 min on 2 cores, so make bench does not run this.
+# replays the first jobs of each log under 8 seeds (and each whole log
+# once, seed 1); a whole log takes the auction 2 min (KTH) to 12 min
+# (SDSC) and EASY seconds on 2 cores.
 bench-swf-full: build
 	@mkdir -p docs/perf
 	@{ echo "# make bench-swf-full at $$(git rev-parse --short HEAD), $$(date -u +%Y-%m-%dT%H:%MZ), $$(nproc) CPUs"; \
