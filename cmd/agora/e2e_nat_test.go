@@ -32,8 +32,12 @@ type nsNode struct {
 func startNS(t *testing.T, n *netns.Net, ns, ip string, args ...string) *nsNode {
 	t.Helper()
 	data := t.TempDir()
+	port := "4001" // ip may be "IP:PORT" for nodes sharing a namespace
+	if h, p, ok := strings.Cut(ip, ":"); ok {
+		ip, port = h, p
+	}
 	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms",
-		"--allow-unenforced-limits", "--insecure", "--listen", "/ip4/" + ip + "/tcp/4001"}, args...)
+		"--allow-unenforced-limits", "--insecure", "--listen", "/ip4/" + ip + "/tcp/" + port}, args...)
 	cmd := n.Command(ns, agoraBin, full...)
 	if lv := os.Getenv("AGORA_NAT_DEBUG"); lv != "" {
 		cmd.Env = append(os.Environ(), "GOLOG_LOG_LEVEL="+lv)

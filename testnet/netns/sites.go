@@ -1,6 +1,9 @@
 package netns
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Sites is a public network and edge sites behind NAT routers:
 //
@@ -52,4 +55,53 @@ func (n *Net) Sites(k int) Sites {
 		n.ip(s.Public, "route", "add", fmt.Sprintf("10.78.%d.0/24", i+1), "via", s.RouterAddrs[i])
 	}
 	return s
+}
+
+// AddSite adds to s one more NAT'd site with m edge namespaces on one
+// LAN (a bridge in the router) behind one router, and returns the edges
+// and their addresses. Its router is s.Routers' next, at the next public
+// address; its LAN is 10.78.(index).0/24.
+func (n *Net) AddSite(s *Sites, m int) (edges, addrs []string) {
+	n.t.Helper()
+	i := len(s.Routers)
+	r := n.Space(fmt.Sprintf("r%d", i+1))
+	raddr, gw := fmt.Sprintf("192.0.0.%d", 141+i), fmt.Sprintf("10.78.%d.1", i+1)
+	port := fmt.Sprintf("pub%d", i+1)
+	n.Link(s.Public, port, "", r, "wan", raddr+"/25")
+	n.ip(s.Public, "link", "set", port, "master", "br0")
+	var lan []string
+	for k := range m {
+		e := n.Space(fmt.Sprintf("e%d-%d", i+1, k+1))
+		eaddr := fmt.Sprintf("10.78.%d.%d", i+1, k+2)
+		p := fmt.Sprintf("lan%d", k+1)
+		n.Link(r, p, "", e, "eth0", eaddr+"/24")
+		lan = append(lan, p)
+		edges, addrs = append(edges, e), append(addrs, eaddr)
+	}
+	n.Bridge(r, "lan", gw+"/24", lan...)
+	for _, e := range edges {
+		n.Route(e, gw)
+	}
+	n.NAT(r, "wan")
+	n.ip(s.Public, "route", "add", fmt.Sprintf("10.78.%d.0/24", i+1), "via", raddr)
+	s.Routers, s.RouterAddrs = append(s.Routers, r), append(s.RouterAddrs, raddr)
+	s.Edges, s.EdgeAddrs = append(s.Edges, edges...), append(s.EdgeAddrs, addrs...)
+	return edges, addrs
+}
+
+// Cut drops everything router forwards, both ways, until Mend: the site
+// behind it is cut off from the public network.
+func (n *Net) Cut(router string) {
+	n.t.Helper()
+	cmd := n.Command(router, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader("table ip agora_cut {\n\tchain cut_forward {\n\t\ttype filter hook forward priority -50; policy drop;\n\t}\n}\n")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		n.t.Fatalf("netns: cut %s: %v: %s", router, err, b)
+	}
+}
+
+// Mend undoes Cut.
+func (n *Net) Mend(router string) {
+	n.t.Helper()
+	n.run(router, "nft", "delete", "table", "ip", "agora_cut")
 }

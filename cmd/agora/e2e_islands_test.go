@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/testnet/netns"
+)
+
+// TestIslandsBehindNAT (issue 25, done-when 3, in namespaces): a site of
+// two edge nodes behind one NAT is cut off from three public nodes for
+// 60 s (its router drops everything) while 100 one-task jobs are
+// submitted, half on each side. Each side runs its own during the cut;
+// after the cut every node answers the same for every job, each job is
+// listed by its manager alone, and every one succeeded.
+func TestIslandsBehindNAT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 60 s cut")
+	}
+	n := netns.New(t)
+	s := n.Sites(0)
+	edges, eaddrs := n.AddSite(&s, 2)
+	a := startNS(t, n, s.Public, s.PublicAddr+":4001", "--relay-service")
+	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
+	b := startNS(t, n, s.Public, s.PublicAddr+":4002", "--bootstrap", boot)
+	c := startNS(t, n, s.Public, s.PublicAddr+":4003", "--bootstrap", boot)
+	e1 := startNS(t, n, edges[0], eaddrs[0], "--nat-traversal", "--bootstrap", boot)
+	e2 := startNS(t, n, edges[1], eaddrs[1], "--nat-traversal", "--bootstrap", boot)
+	all := []*nsNode{a, b, c, e1, e2}
+	public, island := all[:3], all[3:]
+	ids := map[*nsNode]string{}
+	side := map[string]string{}
+	for _, nd := range all {
+		ids[nd] = nd.id().PeerID
+	}
+	for _, nd := range public {
+		side[ids[nd]] = "public"
+	}
+	for _, nd := range island {
+		side[ids[nd]] = "island"
+	}
+	dump := func() {
+		for _, nd := range all {
+			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 30))
+		}
+	}
+	sees := func(nd *nsNode, others []*nsNode) int {
+		out, _, code := nd.agora("peers")
+		if code != 0 {
+			return -1
+		}
+		k := 0
+		for _, o := range others {
+			if strings.Contains(out, ids[o]) {
+				k++
+			}
+		}
+		return k
+	}
+	whole := func() bool {
+		for _, nd := range all {
+			if sees(nd, all) != len(all)-1 {
+				return false
+			}
+		}
+		return true
+	}
+	start := time.Now()
+	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
+	t.Logf("five nodes whole %v after start", time.Since(start).Round(time.Millisecond))
+	n.Cut(s.Routers[0])
+	cut := time.Now()
+	waitFor(t, 20*time.Second, "each side to drop the other from its view", func() bool {
+		for _, nd := range public {
+			if sees(nd, island) != 0 {
+				return false
+			}
+		}
+		for _, nd := range island {
+			if sees(nd, public) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	type job struct {
+		id, side string
+		mgr      *nsNode
+	}
+	var jobs []job
+	dir := t.TempDir()
+	for k := 0; k < 100; k++ {
+		mgr, sd := public[k%3], "public"
+		if k%2 == 1 {
+			mgr, sd = island[k%2], "island"
+		}
+		f := filepath.Join(dir, fmt.Sprintf("j%03d.yaml", k))
+		if err := os.WriteFile(f, []byte(fmt.Sprintf("name: isl-%03d\ntasks:\n  - name: t\n    command: \"sleep 0.3\"\n    resources: {cpu: 0.5}\n", k)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := mgr.agora("submit", "--json", f)
+		if code != 0 {
+			dump()
+			t.Fatalf("submit %d on %s: %s %s", k, mgr.ns, out, errs)
+		}
+		jobs = append(jobs, job{id: jobID(out), side: sd, mgr: mgr})
+	}
+	status := func(nd *nsNode, id string) (jobStatus, bool) {
+		out, _, code := nd.agora("status", "--json", id)
+		var st jobStatus
+		return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil && len(st.Tasks) == 1
+	}
+	waitFor(t, 50*time.Second, "every job to succeed on its own side during the cut", func() bool {
+		for _, j := range jobs {
+			st, ok := status(j.mgr, j.id)
+			if !ok || st.State != "succeeded" {
+				return false
+			}
+			if where := side[st.Tasks[0].Node]; where != j.side {
+				dump()
+				t.Fatalf("job %s submitted on the %s side ran on the %s side during the cut", j.id, j.side, where)
+			}
+		}
+		return true
+	})
+	t.Logf("all 100 jobs succeeded on their own sides %v into the cut", time.Since(cut).Round(time.Millisecond))
+	if d := 60*time.Second - time.Since(cut); d > 0 {
+		time.Sleep(d)
+	}
+	n.Mend(s.Routers[0])
+	mended := time.Now()
+	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
+	t.Logf("views whole again %v after the cut ended", time.Since(mended).Round(time.Millisecond))
+	waitFor(t, 60*time.Second, "every node to answer the same for every job", func() bool {
+		for _, j := range jobs {
+			want, ok := status(j.mgr, j.id)
+			if !ok {
+				return false
+			}
+			for _, nd := range all {
+				got, ok := status(nd, j.id)
+				if !ok || got.State != want.State || got.Tasks[0].Node != want.Tasks[0].Node {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	listedBy := map[string]*nsNode{}
+	for _, nd := range all {
+		out, errs, code := nd.agora("jobs", "--json")
+		var list []jobStatus
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("jobs on %s: %s %s", nd.ns, out, errs)
+		}
+		for _, js := range list {
+			if prev := listedBy[js.ID]; prev != nil {
+				t.Fatalf("job %s listed by %s and %s", js.ID, prev.ns, nd.ns)
+			}
+			listedBy[js.ID] = nd
+			if js.State != "succeeded" {
+				t.Fatalf("%s lists job %s as %s", nd.ns, js.ID, js.State)
+			}
+		}
+	}
+	retried := 0
+	for _, j := range jobs {
+		if listedBy[j.id] != j.mgr {
+			t.Fatalf("job %s is not listed by its manager %s alone", j.id, j.mgr.ns)
+		}
+		if st, _ := status(j.mgr, j.id); st.Tasks[0].Attempts != 1 {
+			retried++
+		}
+	}
+	t.Logf("after the cut every node answers the same for all 100 jobs, each listed by its manager alone, all succeeded (%d needed a second attempt)", retried)
+}
