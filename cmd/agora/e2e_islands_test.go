@@ -111,9 +111,8 @@ func TestIslandsBehindNAT(t *testing.T) {
 		jobs = append(jobs, job{id: jobID(out), side: sd, mgr: mgr})
 	}
 	status := func(nd *nsNode, id string) (jobStatus, bool) {
-		out, _, code := nd.agora("status", "--json", id)
-		var st jobStatus
-		return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil && len(st.Tasks) == 1
+		st, ok := nd.status(id)
+		return st, ok && len(st.Tasks) == 1
 	}
 	waitFor(t, 50*time.Second, "every job to succeed on its own side during the cut", func() bool {
 		for _, j := range jobs {

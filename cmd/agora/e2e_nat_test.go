@@ -91,6 +91,13 @@ func (nd *nsNode) connection(id string) string {
 	return "unlisted"
 }
 
+// status is a job's status as the node answers it; ok is false when it
+// does not answer one with a task.
+func (nd *nsNode) status(id string) (st jobStatus, ok bool) {
+	out, _, code := nd.agora("status", "--json", id)
+	return st, code == 0 && json.Unmarshal([]byte(out), &st) == nil && len(st.Tasks) > 0
+}
+
 func (nd *nsNode) id() idJSON {
 	nd.t.Helper()
 	out, errs, code := nd.agora("id", "--json")
@@ -223,12 +230,8 @@ func pinnedTaskOnE2(t *testing.T, ns natSites) {
 	id := jobID(out)
 	var state, ranOn string
 	waitFor(t, 60*time.Second, "the pinned task to finish", func() bool {
-		out, _, code := e1.agora("status", "--json", id)
-		if code != 0 {
-			return false
-		}
-		var st jobStatus
-		if json.Unmarshal([]byte(out), &st) != nil || len(st.Tasks) == 0 {
+		st, ok := e1.status(id)
+		if !ok {
 			return false
 		}
 		state, ranOn = st.Tasks[0].State, st.Tasks[0].Node
@@ -297,11 +300,7 @@ func TestEdgeCheckpointFailover(t *testing.T) {
 	id := jobID(out)
 	e2ID, e1ID := e2.id().PeerID, e1.id().PeerID
 	status := func() jobStatus {
-		out, _, code := e1.agora("status", "--json", id)
-		var st jobStatus
-		if code == 0 {
-			_ = json.Unmarshal([]byte(out), &st)
-		}
+		st, _ := e1.status(id)
 		return st
 	}
 	step := func() int {
@@ -382,9 +381,8 @@ tasks:
 	id := jobID(out)
 	var took time.Duration
 	waitFor(t, 120*time.Second, "the job to finish", func() bool {
-		out, _, code := e1.agora("status", "--json", id)
-		var st jobStatus
-		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		st, ok := e1.status(id)
+		if !ok {
 			return false
 		}
 		if st.State == "failed" {

@@ -32,27 +32,14 @@ type Sites struct {
 	EdgeAddrs          []string
 }
 
-// Sites makes a public network and k edge sites behind NAT.
+// Sites makes a public network and k edge sites behind NAT, one edge
+// namespace each.
 func (n *Net) Sites(k int) Sites {
 	n.t.Helper()
 	s := Sites{Public: n.Space("pub"), PublicAddr: "192.0.0.129"}
-	var ports []string
-	for i := range k {
-		r, e := n.Space(fmt.Sprintf("r%d", i+1)), n.Space(fmt.Sprintf("e%d", i+1))
-		raddr := fmt.Sprintf("192.0.0.%d", 141+i)
-		gw, eaddr := fmt.Sprintf("10.78.%d.1", i+1), fmt.Sprintf("10.78.%d.2", i+1)
-		port := fmt.Sprintf("pub%d", i+1)
-		n.Link(s.Public, port, "", r, "wan", raddr+"/25")
-		n.Link(r, "lan", gw+"/24", e, "eth0", eaddr+"/24")
-		n.Route(e, gw)
-		n.NAT(r, "wan")
-		ports = append(ports, port)
-		s.Routers, s.Edges = append(s.Routers, r), append(s.Edges, e)
-		s.RouterAddrs, s.EdgeAddrs = append(s.RouterAddrs, raddr), append(s.EdgeAddrs, eaddr)
-	}
-	n.Bridge(s.Public, "br0", s.PublicAddr+"/25", ports...)
-	for i := range k {
-		n.ip(s.Public, "route", "add", fmt.Sprintf("10.78.%d.0/24", i+1), "via", s.RouterAddrs[i])
+	n.Bridge(s.Public, "br0", s.PublicAddr+"/25")
+	for range k {
+		n.AddSite(&s, 1)
 	}
 	return s
 }
