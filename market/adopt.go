@@ -29,6 +29,7 @@ func (m *Market) adopt(rec JobRecord) {
 		m.adoptedAt = map[string]time.Time{}
 	}
 	m.adoptedAt[j.ID] = m.now
+	m.takenFrom[j.ID] = old
 	m.jobOrder = append(m.jobOrder, j.ID)
 	m.touch(j.ID)
 	delete(m.rehome, j.ID)

@@ -44,10 +44,17 @@ type copies struct {
 // unfinished job is taken over if its manager is gone; a finished one is
 // dropped a retention after the job finished. A record whose replica set
 // does not hold this node tells it to drop its copy (the caller deletes
-// it): the manager's copies moved to other peers.
+// it): the manager's copies moved to other peers. A copy of a job this
+// node manages itself is dropped, and its sender asked to settle which of
+// the two managers keeps the job (split.go).
 func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
 	m.enter(now)
 	defer m.leave()
+	if j := m.jobs[rec.ID]; j != nil && rec.Manager != m.cfg.Self {
+		m.emit(DropReplica{Job: rec.ID})
+		m.claim(rec.Manager, j, false)
+		return
+	}
 	m.storeCopy(rec, peers, false)
 }
 

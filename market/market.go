@@ -89,6 +89,11 @@ type Market struct {
 	// adoptedAt is when this node took each unfinished job over
 	// (fromPreviousManager).
 	adoptedAt map[string]time.Time
+	// takenFrom is, per job this node took over, the manager it took it
+	// from, and gone the peers that left the view: the managers a job may
+	// have been split between by a cut meet again through them (split.go).
+	takenFrom map[string]NodeID
+	gone      map[NodeID]struct{}
 
 	// contractor role
 	c         contractor
@@ -130,6 +135,7 @@ func New(cfg Config) (*Market, error) {
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
+		takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
 	}, nil
 }
 
@@ -268,6 +274,8 @@ func (m *Market) step(from NodeID, msg Msg) {
 		m.onManagerQuery(x)
 	case ManagerAnswer:
 		m.onManagerAnswer(x)
+	case ManagerClaim:
+		m.onManagerClaim(x)
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
 	}

@@ -43,6 +43,7 @@ func (m *Market) forgetFinished() {
 		delete(m.jobs, r.id)
 		delete(m.dirty, r.id)
 		delete(m.firstRecord, r.id)
+		delete(m.takenFrom, r.id)
 		m.stale++
 		m.forgetCopies(r.id)
 		m.emit(ForgetJob{Job: r.id})

@@ -45,6 +45,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	if m.replicating() {
 		m.dropsFor(p.ID)
 	}
+	m.peerBack(p.ID)
 }
 
 // PeerGone removes a peer from the view: the tasks it held are placed
@@ -61,6 +62,7 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.managerGone(id)
 	m.replicaPeerGone(id)
 	m.reclaimPeerGone(id)
+	m.peerLeft(id)
 }
 
 // Live reports whether a node is this one or in its view.

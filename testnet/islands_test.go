@@ -204,3 +204,78 @@ func TestRestartWhileCutOff(t *testing.T) {
 	})
 	t.Logf("after the heal the others see it succeeded; history: %s", oneSuccess(t, net.Node(edge), id))
 }
+
+// TestRestartWhileCutOffCopied is TestRestartWhileCutOff with the job
+// submitted before the cut, so the other side holds copies of its record
+// and the closest holder takes the job over when the edge leaves its
+// view; it finds no node on the edge's site and fails the job there.
+// After the heal the two managers settle on the edge's record, which ran
+// the task (market/split.go): every node answers it, succeeded, and the
+// edge alone lists the job.
+func TestRestartWhileCutOffCopied(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a partition and a restart")
+	}
+	two := func(int) string { return "cpu: 2\nmemory: 4GiB\ngpus: []\n" }
+	net := New(t, 4, Options{Resources: two, Topology: Star})
+	net.WaitConverged(20 * time.Second)
+	const edge = 3
+	id, err := net.Node(edge).Submit(fmt.Sprintf(`{"name": "edge-work", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 4; echo edge-done"], "resources": {"cpu": 1, "site": "site-%d"}}]}`, edge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, 15*time.Second, "the edge's task to run", func() bool {
+		st, err := net.Node(edge).Status(id)
+		return err == nil && st.Tasks[0].State == "running"
+	})
+	WaitFor(t, 10*time.Second, "a copy of the running record on another node", func() bool {
+		for i := 0; i < edge; i++ {
+			if c, ok := net.Node(i).ReplicaRecord(id); ok && c.Tasks[0].State == "running" {
+				return true
+			}
+		}
+		return false
+	})
+	for i := 0; i < edge; i++ {
+		net.Partition(i, edge)
+	}
+	net.Kill(edge)
+	net.Restart(edge)
+	restarted := time.Now()
+	WaitFor(t, 40*time.Second, "the restarted edge to finish its job while cut off", func() bool {
+		st, err := net.Node(edge).Status(id)
+		return err == nil && st.State == "succeeded"
+	})
+	t.Logf("the restarted edge finished its job %v after the restart, still cut off", time.Since(restarted).Round(time.Millisecond))
+	adopter := -1
+	WaitFor(t, 30*time.Second, "the other side to take the job over and fail it (no node on the edge's site)", func() bool {
+		for i := 0; i < edge; i++ {
+			if rec, ok := net.Node(i).JobRecord(id); ok && rec.State == "failed" {
+				adopter = i
+				return true
+			}
+		}
+		return false
+	})
+	for i := 0; i < edge; i++ {
+		net.Heal(i, edge)
+	}
+	net.WaitConverged(20 * time.Second)
+	healed := time.Now()
+	WaitFor(t, 30*time.Second, "every node to answer the edge's record, succeeded", func() bool {
+		for i := 0; i <= edge; i++ {
+			st, err := net.Node(i).Status(id)
+			if err != nil || st.State != "succeeded" || st.Tasks[0].Node != net.Node(edge).ID().String() {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("node %d took the job over during the cut and failed it; %v after the heal every node answers succeeded on the edge", adopter, time.Since(healed).Round(time.Millisecond))
+	for i := 0; i < edge; i++ {
+		if _, ok := net.Node(i).JobRecord(id); ok {
+			t.Fatalf("node %d still manages the job after the heal", i)
+		}
+	}
+	t.Logf("history: %s", oneSuccess(t, net.Node(edge), id))
+}

@@ -178,3 +178,113 @@ func TestIslandsBehindNAT(t *testing.T) {
 	}
 	t.Logf("after the cut every node answers the same for all 100 jobs, each listed by its manager alone, all succeeded (%d needed a second attempt)", retried)
 }
+
+// TestEdgeRestartWhileCutOff (issue 25, done-when 4, in namespaces): an
+// edge node runs its own job, pinned to it, when its site's router cuts
+// it off; it is killed and started again while still cut off, restarts
+// the job and finishes it there. Meanwhile a public node that held a copy
+// of the job's record took the job over and failed it (no node on the
+// edge's label). After the cut the two managers settle on the edge's
+// record: every node answers succeeded on the edge, one attempt
+// succeeded, and the edge alone lists the job.
+func TestEdgeRestartWhileCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cut and a restart")
+	}
+	n := netns.New(t)
+	s := n.Sites(0)
+	edges, eaddrs := n.AddSite(&s, 2)
+	a := startNS(t, n, s.Public, s.PublicAddr+":4001", "--relay-service")
+	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
+	b := startNS(t, n, s.Public, s.PublicAddr+":4002", "--bootstrap", boot)
+	c := startNS(t, n, s.Public, s.PublicAddr+":4003", "--bootstrap", boot)
+	e1 := startNS(t, n, edges[0], eaddrs[0], "--nat-traversal", "--bootstrap", boot, "--label", "role=e1")
+	e2 := startNS(t, n, edges[1], eaddrs[1], "--nat-traversal", "--bootstrap", boot)
+	all := []*nsNode{a, b, c, e1, e2}
+	public := all[:3]
+	ids := map[*nsNode]string{}
+	for _, nd := range all {
+		ids[nd] = nd.id().PeerID
+	}
+	dump := func() {
+		for _, nd := range all {
+			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 30))
+		}
+	}
+	whole := func() bool {
+		for _, nd := range all {
+			out, _, code := nd.agora("peers")
+			if code != 0 {
+				return false
+			}
+			for _, o := range all {
+				if o != nd && !strings.Contains(out, ids[o]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
+	f := filepath.Join(t.TempDir(), "edge.yaml")
+	if err := os.WriteFile(f, []byte("name: edge-work\ntasks:\n  - name: t\n    command: \"sleep 8; echo edge-done\"\n    resources: {cpu: 1, labels: {role: e1}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := e1.agora("submit", "--json", f)
+	if code != 0 {
+		t.Fatalf("submit on E1: %s %s", out, errs)
+	}
+	id := jobID(out)
+	waitFor(t, 20*time.Second, "the job to run on E1", func() bool {
+		st, ok := e1.status(id)
+		return ok && st.Tasks[0].State == "running"
+	})
+	time.Sleep(2 * time.Second) // the running record's copies reach the public nodes
+	n.Cut(s.Routers[0])
+	e1.restart()
+	restarted := time.Now()
+	waitFor(t, 60*time.Second, "E1, restarted while cut off, to finish its job", func() bool {
+		st, ok := e1.status(id)
+		return ok && st.State == "succeeded"
+	})
+	t.Logf("E1, restarted while cut off, finished its job %v after the restart", time.Since(restarted).Round(time.Millisecond))
+	during := map[string]string{}
+	waitFor(t, 30*time.Second, "a public node to take the job over meanwhile", func() bool {
+		for _, nd := range public {
+			if st, ok := nd.status(id); ok {
+				during[nd.ns+nd.ip] = st.State + " managed by " + st.Manager
+				return st.Manager != ids[e1]
+			}
+		}
+		return false
+	})
+	t.Logf("during the cut the public side answers: %v", during)
+	n.Mend(s.Routers[0])
+	mended := time.Now()
+	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
+	waitFor(t, 60*time.Second, "every node to answer E1's record: succeeded on E1", func() bool {
+		for _, nd := range all {
+			st, ok := nd.status(id)
+			if !ok || st.State != "succeeded" || st.Tasks[0].Node != ids[e1] || st.Manager != ids[e1] {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%v after the cut ended every node answers E1's record, succeeded on E1", time.Since(mended).Round(time.Millisecond))
+	for _, nd := range all {
+		out, errs, code := nd.agora("jobs", "--json")
+		var list []jobStatus
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("jobs on %s: %s %s", nd.ns, out, errs)
+		}
+		for _, js := range list {
+			if js.ID == id && nd != e1 {
+				dump()
+				t.Fatalf("%s (%s) still lists the job", nd.ns, ids[nd])
+			}
+		}
+	}
+	st, _ := e1.status(id)
+	t.Logf("E1's record: %s on %s after %d attempts (%s); the public side's record is dropped, each node lists its own jobs only", st.Tasks[0].State, st.Tasks[0].Node, st.Tasks[0].Attempts, st.Tasks[0].Reason)
+}

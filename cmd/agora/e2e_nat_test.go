@@ -19,7 +19,10 @@ import (
 // nsNode is a real node process in a network namespace of the test's.
 type nsNode struct {
 	t      *testing.T
+	n      *netns.Net
 	ns, ip string
+	data   string
+	args   []string // agora's, to start it again (restart)
 	cmd    *exec.Cmd
 	log    *syncBuffer
 	api    string
@@ -38,23 +41,42 @@ func startNS(t *testing.T, n *netns.Net, ns, ip string, args ...string) *nsNode 
 	}
 	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms",
 		"--allow-unenforced-limits", "--insecure", "--listen", "/ip4/" + ip + "/tcp/" + port}, args...)
-	cmd := n.Command(ns, agoraBin, full...)
+	nd := &nsNode{t: t, n: n, ns: ns, ip: ip, data: data, args: full}
+	t.Cleanup(nd.kill)
+	nd.start()
+	return nd
+}
+
+// start runs the node's process and waits for its API address.
+func (nd *nsNode) start() {
+	nd.t.Helper()
+	cmd := nd.n.Command(nd.ns, agoraBin, nd.args...)
 	if lv := os.Getenv("AGORA_NAT_DEBUG"); lv != "" {
 		cmd.Env = append(os.Environ(), "GOLOG_LOG_LEVEL="+lv)
 	}
 	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		nd.t.Fatal(err)
 	}
-	nd := &nsNode{t: t, ns: ns, ip: ip, cmd: cmd, log: &buf}
-	t.Cleanup(nd.kill)
-	waitFor(t, 15*time.Second, "api.addr in "+ns, func() bool {
-		b, err := os.ReadFile(filepath.Join(data, "api.addr"))
+	nd.cmd, nd.log = cmd, &buf
+	addr := filepath.Join(nd.data, "api.addr")
+	waitFor(nd.t, 15*time.Second, "api.addr in "+nd.ns, func() bool {
+		b, err := os.ReadFile(addr)
 		nd.api = strings.TrimSpace(string(b))
 		return err == nil && nd.api != ""
 	})
-	return nd
+}
+
+// restart kills the node (SIGKILL) and starts it again on the same data
+// directory and flags.
+func (nd *nsNode) restart() {
+	nd.t.Helper()
+	nd.kill()
+	if err := os.Remove(filepath.Join(nd.data, "api.addr")); err != nil && !os.IsNotExist(err) {
+		nd.t.Fatal(err)
+	}
+	nd.start()
 }
 
 func (nd *nsNode) kill() {

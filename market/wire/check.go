@@ -14,6 +14,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/names"
+	"github.com/agora-sched/agora/market/spec"
 )
 
 // FieldError is a message rejected for one field's value. Its Error text
@@ -46,6 +47,19 @@ var taskStates = map[market.TaskState]bool{
 	market.TaskWaiting: true, market.TaskPending: true, market.TaskAwarded: true,
 	market.TaskRunning: true, market.TaskSucceeded: true, market.TaskFailed: true,
 	market.TaskCancelled: true, market.TaskPreempted: true,
+}
+
+// checkJobState checks that s names a job state.
+func checkJobState(p string, s market.JobState) error {
+	for _, k := range market.JobStates {
+		if s == k {
+			return nil
+		}
+	}
+	if s == "" {
+		return bad(p, "required")
+	}
+	return bad(p, "unknown job state %s", show(string(s)))
 }
 
 // finalStates are the states that end an attempt: a report of one may
@@ -168,6 +182,14 @@ func checkMsg(m market.Msg) error {
 		return firstErr(
 			checkJobID("manager_answer.job", x.Job),
 			checkNodeID("manager_answer.from", x.From),
+		)
+	case market.ManagerClaim:
+		return firstErr(
+			checkJobID("manager_claim.job", x.Job),
+			checkNodeID("manager_claim.from", x.From),
+			checkJobState("manager_claim.state", x.Rank.State),
+			checkRange("manager_claim.succeeded", x.Rank.Succeeded, 0, spec.MaxJobReplicas),
+			checkRange("manager_claim.running", x.Rank.Running, 0, spec.MaxJobReplicas),
 		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire/pb"
 )
 
@@ -76,6 +77,9 @@ func Encode(m market.Msg) ([]byte, error) {
 		env.Body = &pb.Envelope_ManagerQuery{ManagerQuery: &pb.ManagerQuery{Job: x.Job, From: string(x.From)}}
 	case market.ManagerAnswer:
 		env.Body = &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: x.Job, From: string(x.From), Manages: x.Manages}}
+	case market.ManagerClaim:
+		env.Body = &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: x.Job, From: string(x.From), State: string(x.Rank.State),
+			Succeeded: uint32(x.Rank.Succeeded), Running: uint32(x.Rank.Running), Reply: x.Reply}}
 	}
 	b, err := marshal.Marshal(env)
 	if err != nil {
@@ -321,6 +325,16 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 			return nil, bad("manager_answer", "empty message")
 		}
 		return market.ManagerAnswer{Job: x.Job, From: market.NodeID(x.From), Manages: x.Manages}, nil
+	case *pb.Envelope_ManagerClaim:
+		x := body.ManagerClaim
+		if x == nil {
+			return nil, bad("manager_claim", "empty message")
+		}
+		if x.Succeeded > spec.MaxJobReplicas || x.Running > spec.MaxJobReplicas {
+			return nil, bad("manager_claim.succeeded", "%d succeeded and %d running: more than a job's %d replicas", x.Succeeded, x.Running, spec.MaxJobReplicas)
+		}
+		return market.ManagerClaim{Job: x.Job, From: market.NodeID(x.From), Reply: x.Reply,
+			Rank: market.ClaimRank{State: market.JobState(x.State), Succeeded: int(x.Succeeded), Running: int(x.Running)}}, nil
 	case nil:
 		return nil, bad("body", "required: the envelope holds no message")
 	}

@@ -171,11 +171,13 @@ func roundTrips() []struct {
 		{"manager query", market.ManagerQuery{Job: key.Job, From: bidder}},
 		{"manager answer yes", market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}},
 		{"manager answer no", market.ManagerAnswer{Job: key.Job, From: manager}},
+		{"manager claim", market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2}}},
+		{"manager claim reply", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobSucceeded, Succeeded: 1000}, Reply: true}},
 	}
 }
 
 // numKinds is how many market message kinds the wire carries.
-const numKinds = 17
+const numKinds = 18
 
 func TestRoundTrip(t *testing.T) {
 	kinds := map[string]bool{}
@@ -222,7 +224,7 @@ func TestDecodeStepTypes(t *testing.T) {
 		switch m.(type) {
 		case market.CFP, market.Bid, market.NoBid, market.Award, market.AwardReply, market.TaskStatus, market.CancelTask,
 			market.ResultAck, market.Hold, market.HoldReply, market.Commit, market.Release, market.Reserve,
-			market.StealRequest, market.Transfer, market.ManagerQuery, market.ManagerAnswer:
+			market.StealRequest, market.Transfer, market.ManagerQuery, market.ManagerAnswer, market.ManagerClaim:
 		default:
 			t.Errorf("%s: Decode returned %T", tc.name, m)
 		}
@@ -527,6 +529,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"manager query no job", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerQuery{ManagerQuery: &pb.ManagerQuery{From: string(bidder)}}}), "manager_query.job: required"},
 		{"manager answer empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerAnswer{}}), "manager_answer.job: required"},
 		{"manager answer long job", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: strings.Repeat("j", 200), From: string(bidder)}}}), "manager_answer.job"},
+		{"manager claim empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerClaim{}}), "manager_claim"},
+		{"manager claim no state", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: key.Job, From: string(bidder)}}}), "manager_claim.state: required"},
+		{"manager claim bad state", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: key.Job, From: string(bidder), State: "won"}}}), "manager_claim.state: unknown job state"},
+		{"manager claim too many", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: key.Job, From: string(bidder), State: "running", Succeeded: 1 << 31}}}), "manager_claim.succeeded"},
 		{"transfer no from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "" }), "transfer.from: required"},
 		{"transfer bad from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = "12D3/Koo" }), "transfer.from: invalid node ID"},
 		{"transfer long from", raw(t, transfer, func(e *pb.Envelope) { e.GetTransfer().From = long(MaxNodeIDLen + 1) }), "transfer.from: 129 bytes"},
@@ -647,6 +653,9 @@ func TestEncodeRejects(t *testing.T) {
 		{"manager query bad job", market.ManagerQuery{Job: "a/b", From: bidder}, "wire: manager_query.job"},
 		{"manager query no from", market.ManagerQuery{Job: key.Job}, "wire: manager_query.from: required"},
 		{"manager answer bad from", market.ManagerAnswer{Job: key.Job, From: "n 2"}, "wire: manager_answer.from: invalid node ID"},
+		{"manager claim no state", market.ManagerClaim{Job: key.Job, From: bidder}, "wire: manager_claim.state: required"},
+		{"manager claim negative", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobRunning, Running: -1}}, "wire: manager_claim.running: -1 out of range"},
+		{"manager claim no job", market.ManagerClaim{From: bidder, Rank: market.ClaimRank{State: market.JobRunning}}, "wire: manager_claim.job: required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -825,6 +834,7 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{fullTransfer(), ""},
 		{market.ManagerQuery{Job: key.Job, From: bidder}, ""},
 		{market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}, ""},
+		{market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2}, Reply: true}, ""},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range tests {

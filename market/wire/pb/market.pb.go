@@ -68,6 +68,7 @@ type Envelope struct {
 	//	*Envelope_ResultAck
 	//	*Envelope_ManagerQuery
 	//	*Envelope_ManagerAnswer
+	//	*Envelope_ManagerClaim
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -270,6 +271,15 @@ func (x *Envelope) GetManagerAnswer() *ManagerAnswer {
 	return nil
 }
 
+func (x *Envelope) GetManagerClaim() *ManagerClaim {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_ManagerClaim); ok {
+			return x.ManagerClaim
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -342,6 +352,10 @@ type Envelope_ManagerAnswer struct {
 	ManagerAnswer *ManagerAnswer `protobuf:"bytes,18,opt,name=manager_answer,json=managerAnswer,proto3,oneof"` // whether the sender manages the job, peer -> asker
 }
 
+type Envelope_ManagerClaim struct {
+	ManagerClaim *ManagerClaim `protobuf:"bytes,19,opt,name=manager_claim,json=managerClaim,proto3,oneof"` // the sender manages a job the receiver may manage too (after a cut), manager -> manager
+}
+
 func (*Envelope_Cfp) isEnvelope_Body() {}
 
 func (*Envelope_Bid) isEnvelope_Body() {}
@@ -375,6 +389,8 @@ func (*Envelope_ResultAck) isEnvelope_Body() {}
 func (*Envelope_ManagerQuery) isEnvelope_Body() {}
 
 func (*Envelope_ManagerAnswer) isEnvelope_Body() {}
+
+func (*Envelope_ManagerClaim) isEnvelope_Body() {}
 
 // TaskKey names one replica of one task of one job.
 type TaskKey struct {
@@ -2506,6 +2522,96 @@ func (x *ManagerAnswer) GetManages() bool {
 	return false
 }
 
+// ManagerClaim says the sender manages a job, and how far its record
+// got. After a cut both sides may manage one job: the node that took it
+// over from a copy, and its manager on the other side. When they meet
+// again each sends the other a claim; both rank the two records the same
+// way (docs/protocol.md, "Two managers after a cut") and the lower one
+// gives the job up.
+type ManagerClaim struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`              // job ID; required, as TaskKey.job
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`            // node ID of the claiming manager; required, as Cfp.manager; must be the stream's peer
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`          // the job's state in the sender's record: "pending", "running", "succeeded", "failed" or "cancelled"
+	Succeeded     uint32                 `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"` // replicas succeeded in that record, 0..1000 (a job's most replicas)
+	Running       uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`     // replicas awarded or running in that record, as succeeded
+	Reply         bool                   `protobuf:"varint,6,opt,name=reply,proto3" json:"reply,omitempty"`         // answers a claim: the receiver sends none back
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagerClaim) Reset() {
+	*x = ManagerClaim{}
+	mi := &file_market_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagerClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagerClaim) ProtoMessage() {}
+
+func (x *ManagerClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagerClaim.ProtoReflect.Descriptor instead.
+func (*ManagerClaim) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ManagerClaim) GetJob() string {
+	if x != nil {
+		return x.Job
+	}
+	return ""
+}
+
+func (x *ManagerClaim) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ManagerClaim) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ManagerClaim) GetSucceeded() uint32 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *ManagerClaim) GetRunning() uint32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *ManagerClaim) GetReply() bool {
+	if x != nil {
+		return x.Reply
+	}
+	return false
+}
+
 // Query asks a peer about a job it manages or a task it ran; one Query
 // and one QueryReply per /agora/query/1.0.0 stream.
 type Query struct {
@@ -2525,7 +2631,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[29]
+	mi := &file_market_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2643,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[29]
+	mi := &file_market_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2656,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{29}
+	return file_market_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2629,7 +2735,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[30]
+	mi := &file_market_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2747,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[30]
+	mi := &file_market_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2760,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{30}
+	return file_market_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2689,7 +2795,7 @@ var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
 	"\n" +
-	"\fmarket.proto\x12\bagora.v1\"\xfe\x06\n" +
+	"\fmarket.proto\x12\bagora.v1\"\xbd\a\n" +
 	"\bEnvelope\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12!\n" +
 	"\x03cfp\x18\x02 \x01(\v2\r.agora.v1.CfpH\x00R\x03cfp\x12!\n" +
@@ -2714,7 +2820,8 @@ const file_market_proto_rawDesc = "" +
 	"\n" +
 	"result_ack\x18\x10 \x01(\v2\x13.agora.v1.ResultAckH\x00R\tresultAck\x12=\n" +
 	"\rmanager_query\x18\x11 \x01(\v2\x16.agora.v1.ManagerQueryH\x00R\fmanagerQuery\x12@\n" +
-	"\x0emanager_answer\x18\x12 \x01(\v2\x17.agora.v1.ManagerAnswerH\x00R\rmanagerAnswerB\x06\n" +
+	"\x0emanager_answer\x18\x12 \x01(\v2\x17.agora.v1.ManagerAnswerH\x00R\rmanagerAnswer\x12=\n" +
+	"\rmanager_claim\x18\x13 \x01(\v2\x16.agora.v1.ManagerClaimH\x00R\fmanagerClaimB\x06\n" +
 	"\x04body\"I\n" +
 	"\aTaskKey\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
@@ -2896,7 +3003,14 @@ const file_market_proto_rawDesc = "" +
 	"\rManagerAnswer\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
-	"\amanages\x18\x03 \x01(\bR\amanages\"\xe0\x01\n" +
+	"\amanages\x18\x03 \x01(\bR\amanages\"\x98\x01\n" +
+	"\fManagerClaim\x12\x10\n" +
+	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1c\n" +
+	"\tsucceeded\x18\x04 \x01(\rR\tsucceeded\x12\x18\n" +
+	"\arunning\x18\x05 \x01(\rR\arunning\x12\x14\n" +
+	"\x05reply\x18\x06 \x01(\bR\x05reply\"\xe0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -2928,7 +3042,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -2959,10 +3073,11 @@ var file_market_proto_goTypes = []any{
 	(*Transfer)(nil),      // 26: agora.v1.Transfer
 	(*ManagerQuery)(nil),  // 27: agora.v1.ManagerQuery
 	(*ManagerAnswer)(nil), // 28: agora.v1.ManagerAnswer
-	(*Query)(nil),         // 29: agora.v1.Query
-	(*QueryReply)(nil),    // 30: agora.v1.QueryReply
-	nil,                   // 31: agora.v1.Request.LabelsEntry
-	nil,                   // 32: agora.v1.TaskSpec.EnvEntry
+	(*ManagerClaim)(nil),  // 29: agora.v1.ManagerClaim
+	(*Query)(nil),         // 30: agora.v1.Query
+	(*QueryReply)(nil),    // 31: agora.v1.QueryReply
+	nil,                   // 32: agora.v1.Request.LabelsEntry
+	nil,                   // 33: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	12, // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -2982,45 +3097,46 @@ var file_market_proto_depIdxs = []int32{
 	18, // 14: agora.v1.Envelope.result_ack:type_name -> agora.v1.ResultAck
 	27, // 15: agora.v1.Envelope.manager_query:type_name -> agora.v1.ManagerQuery
 	28, // 16: agora.v1.Envelope.manager_answer:type_name -> agora.v1.ManagerAnswer
-	1,  // 17: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
-	3,  // 18: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
-	4,  // 19: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	31, // 20: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
-	1,  // 21: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
-	5,  // 22: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
-	8,  // 23: agora.v1.TaskOffer.inputs:type_name -> agora.v1.DataRef
-	6,  // 24: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	32, // 25: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
-	11, // 26: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
-	9,  // 27: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
-	10, // 28: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
-	8,  // 29: agora.v1.InputRef.data:type_name -> agora.v1.DataRef
-	2,  // 30: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
-	6,  // 31: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
-	2,  // 32: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
-	2,  // 33: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
-	2,  // 34: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
-	7,  // 35: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
-	13, // 36: agora.v1.Award.bid:type_name -> agora.v1.Bid
-	2,  // 37: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 38: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
-	8,  // 39: agora.v1.TaskStatus.outputs:type_name -> agora.v1.DataRef
-	1,  // 40: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
-	1,  // 41: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
-	2,  // 42: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
-	7,  // 43: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
-	2,  // 44: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
-	1,  // 45: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
-	1,  // 46: agora.v1.Release.key:type_name -> agora.v1.TaskKey
-	2,  // 47: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
-	5,  // 48: agora.v1.Reserve.request:type_name -> agora.v1.Request
-	5,  // 49: agora.v1.StealRequest.room:type_name -> agora.v1.Request
-	1,  // 50: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	29, // 17: agora.v1.Envelope.manager_claim:type_name -> agora.v1.ManagerClaim
+	1,  // 18: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
+	3,  // 19: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
+	4,  // 20: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
+	32, // 21: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	1,  // 22: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
+	5,  // 23: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
+	8,  // 24: agora.v1.TaskOffer.inputs:type_name -> agora.v1.DataRef
+	6,  // 25: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
+	33, // 26: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	11, // 27: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
+	9,  // 28: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
+	10, // 29: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
+	8,  // 30: agora.v1.InputRef.data:type_name -> agora.v1.DataRef
+	2,  // 31: agora.v1.Cfp.auction:type_name -> agora.v1.AuctionID
+	6,  // 32: agora.v1.Cfp.task:type_name -> agora.v1.TaskOffer
+	2,  // 33: agora.v1.Bid.auction:type_name -> agora.v1.AuctionID
+	2,  // 34: agora.v1.NoBid.auction:type_name -> agora.v1.AuctionID
+	2,  // 35: agora.v1.Award.auction:type_name -> agora.v1.AuctionID
+	7,  // 36: agora.v1.Award.task:type_name -> agora.v1.TaskSpec
+	13, // 37: agora.v1.Award.bid:type_name -> agora.v1.Bid
+	2,  // 38: agora.v1.AwardReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 39: agora.v1.TaskStatus.key:type_name -> agora.v1.TaskKey
+	8,  // 40: agora.v1.TaskStatus.outputs:type_name -> agora.v1.DataRef
+	1,  // 41: agora.v1.ResultAck.key:type_name -> agora.v1.TaskKey
+	1,  // 42: agora.v1.CancelTask.key:type_name -> agora.v1.TaskKey
+	2,  // 43: agora.v1.Hold.auction:type_name -> agora.v1.AuctionID
+	7,  // 44: agora.v1.Hold.task:type_name -> agora.v1.TaskSpec
+	2,  // 45: agora.v1.HoldReply.auction:type_name -> agora.v1.AuctionID
+	1,  // 46: agora.v1.Commit.key:type_name -> agora.v1.TaskKey
+	1,  // 47: agora.v1.Release.key:type_name -> agora.v1.TaskKey
+	2,  // 48: agora.v1.Reserve.auction:type_name -> agora.v1.AuctionID
+	5,  // 49: agora.v1.Reserve.request:type_name -> agora.v1.Request
+	5,  // 50: agora.v1.StealRequest.room:type_name -> agora.v1.Request
+	1,  // 51: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -3046,6 +3162,7 @@ func file_market_proto_init() {
 		(*Envelope_ResultAck)(nil),
 		(*Envelope_ManagerQuery)(nil),
 		(*Envelope_ManagerAnswer)(nil),
+		(*Envelope_ManagerClaim)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3053,7 +3170,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,253 @@
+package market
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+)
+
+// Two managers after a cut. A node that takes a job over from a copy
+// (failover.go) cannot tell a manager that died from one cut off: after
+// a cut heals, the job may be managed on both sides — by its manager,
+// which kept it (or restored it after a restart while cut off, asking
+// only the peers it could reach), and by the copy holder that adopted
+// it. Each side may have run, finished or failed the job meanwhile.
+//
+// When they meet again one of them gives the job up. Each sends the
+// other a ManagerClaim with its record's rank; both rank the two records
+// the same way (outranks) and the lower one yields: it cancels the
+// attempts that report to it (an executor obeys a cancel from its own
+// manager only, so attempts that report to the winner run on), tells
+// the holders of its copies to drop them, and forgets the job, keeping
+// its event log. The winner copies its record again to its replica set.
+// A task that ran on both sides ran twice; the record that remains shows
+// one outcome for it.
+//
+// They meet (claims go out) when
+//   - a manager a job was taken over from comes back into the view
+//     (takenFrom, in memory: an adopter that restarts forgets it);
+//   - a peer that left the view comes back and is among the peers
+//     closest to the ID of a job managed here: it may have held a copy
+//     and adopted the job;
+//   - a node is pushed a copy of a job it manages itself.
+//
+// A claim is taken only from such a peer: the job's original manager
+// (for an adopter), or one of the peers closest to the job ID, which
+// could have held a copy. A claim from any other node is refused: it
+// could otherwise make a manager drop any job.
+
+// ClaimRank is how far a manager's record of a job got, as a
+// ManagerClaim carries it.
+type ClaimRank struct {
+	State     JobState `json:"state"`
+	Succeeded int      `json:"succeeded"`
+	Running   int      `json:"running"`
+}
+
+// rankOf is j's rank.
+func rankOf(j *JobRecord) ClaimRank {
+	r := ClaimRank{State: j.State}
+	for i := range j.Tasks {
+		switch j.Tasks[i].State {
+		case TaskSucceeded:
+			r.Succeeded++
+		case TaskAwarded, TaskRunning:
+			r.Running++
+		}
+	}
+	return r
+}
+
+// stateOrder ranks job states for outranks: an outcome a task really had
+// beats a job that still runs, which beats one failed (on one side of a
+// cut a job pinned to the other fails for want of a node). A job its
+// owner cancelled stays cancelled unless it succeeded anyway.
+func stateOrder(s JobState) int {
+	switch s {
+	case JobSucceeded:
+		return 4
+	case JobCancelled:
+		return 3
+	case JobRunning:
+		return 2
+	case JobPending:
+		return 1
+	}
+	return 0
+}
+
+// outranks reports whether a's record of a job, managed by node an,
+// ranks above b's, managed by bn: by job state (stateOrder), then
+// replicas succeeded, then replicas running, then the smaller node ID.
+// Both managers decide alike: outranks(a, an, b, bn) == !outranks(b, bn,
+// a, an) whenever an != bn.
+func outranks(a ClaimRank, an NodeID, b ClaimRank, bn NodeID) bool {
+	if x, y := stateOrder(a.State), stateOrder(b.State); x != y {
+		return x > y
+	}
+	if a.Succeeded != b.Succeeded {
+		return a.Succeeded > b.Succeeded
+	}
+	if a.Running != b.Running {
+		return a.Running > b.Running
+	}
+	return an < bn
+}
+
+// ManagerClaim says From manages Job, with its record's rank: sent to a
+// node that may manage the job too (see above). Reply marks the answer
+// to a claim, which is not answered again.
+type ManagerClaim struct {
+	Job   string    `json:"job"`
+	From  NodeID    `json:"from"`
+	Rank  ClaimRank `json:"rank"`
+	Reply bool      `json:"reply,omitempty"`
+}
+
+func (ManagerClaim) msgKind() string  { return "manager_claim" }
+func (m ManagerClaim) Sender() NodeID { return m.From }
+
+// RefuseClaim is the refusal of a ManagerClaim from a node that could not
+// have taken the job over.
+const RefuseClaim = "manager_claim"
+
+// claim sends p this node's claim to job.
+func (m *Market) claim(p NodeID, j *JobRecord, reply bool) {
+	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: rankOf(j), Reply: reply})
+}
+
+// peerBack sends claims, when peer p comes into the view, for the jobs
+// managed here that p may manage too.
+func (m *Market) peerBack(p NodeID) {
+	_, wasGone := m.gone[p]
+	delete(m.gone, p)
+	if !m.settled() {
+		return
+	}
+	ids := make([]string, 0)
+	for job, from := range m.takenFrom {
+		if from == p && m.jobs[job] != nil {
+			ids = append(ids, job)
+		}
+	}
+	if wasGone {
+		h := sha256.Sum256([]byte(p))
+		for id := range m.jobs {
+			if m.takenFrom[id] != p && m.amongClosest(id, h, m.reclaimAsk()) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		m.claim(p, m.jobs[id], false)
+	}
+}
+
+// maxGone bounds the peers remembered as gone; past it the memory starts
+// afresh (a peer forgotten there is checked when it pushes a copy).
+const maxGone = 4096
+
+// peerLeft remembers that p left the view, for peerBack.
+func (m *Market) peerLeft(p NodeID) {
+	if len(m.gone) >= maxGone {
+		clear(m.gone)
+	}
+	m.gone[p] = struct{}{}
+}
+
+// amongClosest reports whether a peer with ID digest h is among the r
+// peers of the view closest to key (this node left out), as closestPeers
+// orders them; h's peer itself need not be in the view.
+func (m *Market) amongClosest(key string, h [sha256.Size]byte, r int) bool {
+	k := sha256.Sum256([]byte(key))
+	d := xorDist(h, k)
+	closer := 0
+	for id, q := range m.view {
+		if id == m.cfg.Self || q.hash == h {
+			continue
+		}
+		if e := xorDist(q.hash, k); bytes.Compare(e[:], d[:]) < 0 {
+			if closer++; closer >= r {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// mayManage reports whether node p could manage job too: this node took
+// it over from p, or p is among the peers closest to its ID (it may have
+// held a copy), or p is in the replica set its copies last went to.
+func (m *Market) mayManage(job string, p NodeID) bool {
+	if m.takenFrom[job] == p || m.amongClosest(job, sha256.Sum256([]byte(p)), m.reclaimAsk()) {
+		return true
+	}
+	for _, q := range m.rep.sets[job] {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// onManagerClaim settles a job claimed by two managers.
+func (m *Market) onManagerClaim(c ManagerClaim) {
+	j := m.jobs[c.Job]
+	if j == nil || c.From == m.cfg.Self {
+		return // not managed here (held back after a restart: Reclaim asks)
+	}
+	if !m.mayManage(c.Job, c.From) {
+		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
+		return
+	}
+	mine := rankOf(j)
+	if !c.Reply {
+		m.claim(c.From, j, true)
+	}
+	if outranks(mine, m.cfg.Self, c.Rank, c.From) {
+		m.event(j.ID, fmt.Sprintf("%s manages this job too (a cut split its managers): its record (%s, %d succeeded, %d running) ranks below this one (%s, %d, %d); keeping it", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, mine.State, mine.Succeeded, mine.Running))
+		delete(m.takenFrom, j.ID)
+		if m.replicating() {
+			m.noteSaved(j.Clone()) // copies again, over the other's
+		}
+		return
+	}
+	m.yield(j, c)
+}
+
+// yield gives job j up to the manager of claim c, whose record ranks
+// above this node's.
+func (m *Market) yield(j *JobRecord, c ManagerClaim) {
+	why := fmt.Sprintf("%s manages this job too (a cut split its managers) and its record (%s, %d succeeded, %d running) ranks above this one", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running)
+	if !j.State.Terminal() {
+		m.endJob(j, JobCancelled, "superseded: "+why) // cancels the attempts that report here
+	}
+	m.event(j.ID, why+"; giving it up")
+	if m.replicating() {
+		// The holders of this node's copies drop them: a copy naming this
+		// node as manager would be adopted again if this node left.
+		var drop []NodeID
+		seen := map[NodeID]bool{c.From: true, m.cfg.Self: true}
+		for _, set := range [][]NodeID{m.rep.sets[j.ID], m.rep.drop[j.ID], m.closestPeers(j.ID, m.cfg.JobReplicas, "")} {
+			for _, p := range set {
+				if !seen[p] && m.Live(p) {
+					seen[p] = true
+					drop = append(drop, p)
+				}
+			}
+		}
+		if len(drop) > 0 {
+			m.emit(Replicate{Records: []ReplicaCopy{{Record: j.Clone(), Drop: drop}}})
+		}
+	}
+	delete(m.jobs, j.ID)
+	delete(m.dirty, j.ID)
+	delete(m.firstRecord, j.ID)
+	delete(m.takenFrom, j.ID)
+	delete(m.adoptedAt, j.ID)
+	m.stale++
+	m.forgetCopies(j.ID)
+	m.emit(ForgetJob{Job: j.ID, KeepEvents: true})
+}

@@ -1,0 +1,180 @@
+package market
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// TestOutranks: the two managers of a split job decide alike, whoever
+// compares: exactly one of outranks(a, b) and outranks(b, a) holds.
+func TestOutranks(t *testing.T) {
+	r := func(s JobState, ok, run int) ClaimRank { return ClaimRank{State: s, Succeeded: ok, Running: run} }
+	tests := []struct {
+		name string
+		a, b ClaimRank
+		want bool // a (on n1) outranks b (on n2)
+	}{
+		{"succeeded beats failed", r(JobSucceeded, 1, 0), r(JobFailed, 0, 0), true},
+		{"running beats failed", r(JobRunning, 0, 1), r(JobFailed, 3, 0), true},
+		{"cancelled beats running", r(JobCancelled, 0, 0), r(JobRunning, 2, 1), true},
+		{"succeeded beats cancelled", r(JobCancelled, 0, 0), r(JobSucceeded, 1, 0), false},
+		{"pending loses to running", r(JobPending, 0, 0), r(JobRunning, 0, 1), false},
+		{"more succeeded", r(JobRunning, 3, 0), r(JobRunning, 2, 5), true},
+		{"more running", r(JobRunning, 2, 1), r(JobRunning, 2, 2), false},
+		{"tie: smaller node ID", r(JobRunning, 2, 2), r(JobRunning, 2, 2), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := outranks(tc.a, "n1", tc.b, "n2"); got != tc.want {
+				t.Fatalf("outranks(a, b) = %v, want %v", got, tc.want)
+			}
+			if back := outranks(tc.b, "n2", tc.a, "n1"); back == tc.want {
+				t.Fatalf("outranks(b, a) = %v as well: the two managers would not agree", back)
+			}
+		})
+	}
+}
+
+// splitCluster cuts manager n0 off from n1 and n2 after its job started,
+// and lets n2 take the job over from the copy it holds, as a copy holder
+// does when the manager leaves its view.
+func splitCluster(t *testing.T, caps ...int) *cluster {
+	vs := make([]resource.Vector, len(caps))
+	for i, c := range caps {
+		vs[i] = cpuNode(c)
+	}
+	c := newCluster(t, vs...)
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 6 * time.Second }
+	c.submit(0, "j", job("split", task("t", 1000)))
+	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	rec := c.job(0, "j")
+	c.cut["n0"] = true
+	for i := 1; i < len(c.nodes); i++ {
+		c.nodes[i].PeerGone(c.now, "n0")
+	}
+	c.nodes[0].PeerGone(c.now, "n1")
+	c.nodes[0].PeerGone(c.now, "n2")
+	c.nodes[2].adoptAt(c.now, rec)
+	c.drain()
+	return c
+}
+
+// heal ends the cut: the views fill again.
+func (c *cluster) heal() {
+	c.cut = map[NodeID]bool{}
+	c.adverts()
+	c.drain()
+}
+
+// managers lists the nodes that manage job id.
+func (c *cluster) managers(id string) []NodeID {
+	var out []NodeID
+	for i, m := range c.nodes {
+		if _, ok := m.Job(id); ok {
+			out = append(out, c.ids[i])
+		}
+	}
+	return out
+}
+
+// TestSplitManagerKeepsOutcome: the manager ran its task on itself and it
+// succeeded during the cut; the adopter, on the other side, found no node
+// for it and failed the job. After the cut the adopter gives the job up
+// to the manager, whose record shows the one success.
+func TestSplitManagerKeepsOutcome(t *testing.T) {
+	c := splitCluster(t, 4, 0, 0)
+	c.until(time.Minute, "both sides to finish", func() bool {
+		return c.job(0, "j").State == JobSucceeded && c.job(2, "j").State == JobFailed
+	})
+	c.heal()
+	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+		t.Fatalf("managers %v, want n0", got)
+	}
+	succeededOnce(t, c.job(0, "j"))
+	if !slices.Contains(c.forgotten, "n2/j") {
+		t.Fatalf("n2 did not forget the job: %v", c.forgotten)
+	}
+	if log := c.eventLog(); !strings.Contains(log, "n2: n0 manages this job too") || !strings.Contains(log, "n0: n2 manages this job too") {
+		t.Fatalf("no event says how the split was settled:\n%s", log)
+	}
+}
+
+// TestSplitAdopterKeepsOutcome: the manager is cut off alone with no room
+// for its task, which ran on n1, and fails the job; n2 takes the job
+// over, n1 reports to it, and the task succeeds there. After the cut the
+// manager gives the job up.
+func TestSplitAdopterKeepsOutcome(t *testing.T) {
+	c := splitCluster(t, 0, 4, 0)
+	c.nodes[1].rehomeAt(c.now, "j", "n2")
+	c.drain()
+	c.until(time.Minute, "both sides to finish", func() bool {
+		return c.job(0, "j").State == JobFailed && c.job(2, "j").State == JobSucceeded
+	})
+	c.heal()
+	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n2"}) {
+		t.Fatalf("managers %v, want n2", got)
+	}
+	succeededOnce(t, c.job(2, "j"))
+	if len(c.starts) != 1 {
+		t.Fatalf("%d runs, want 1", len(c.starts))
+	}
+}
+
+// TestSplitCancelsLoserAttempts: both sides run the task (the manager on
+// itself, the adopter on n1) and the heal comes while both run. The
+// record with the smaller node ID is kept (everything else ties); the
+// other manager cancels the attempt that reports to it, and the job
+// ends with one success.
+func TestSplitCancelsLoserAttempts(t *testing.T) {
+	c := splitCluster(t, 4, 4, 0)
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
+	c.until(time.Minute, "the adopter to run the task again", func() bool {
+		return c.job(2, "j").Tasks[0].State == TaskRunning
+	})
+	c.heal()
+	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+		t.Fatalf("managers %v, want n0 (ties go to the smaller ID)", got)
+	}
+	c.until(10*time.Millisecond, "the loser's attempt to stop", func() bool { return len(c.running["n1"]) == 0 })
+	c.until(time.Minute, "the job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	succeededOnce(t, c.job(0, "j"))
+}
+
+// TestSplitClaimRefused: a claim from a node that could not have taken
+// the job over (not among the peers closest to its ID) is refused, and
+// the manager keeps its job.
+func TestSplitClaimRefused(t *testing.T) {
+	caps := make([]resource.Vector, 8)
+	for i := range caps {
+		caps[i] = cpuNode(1)
+	}
+	c := newCluster(t, caps...)
+	c.submit(0, "j", job("split", task("t", 1000)))
+	close := Closest("j", c.ids[1:], c.nodes[0].reclaimAsk())
+	var far NodeID
+	for _, id := range c.ids[1:] {
+		if !slices.Contains(close, id) {
+			far = id
+		}
+	}
+	c.nodes[0].Step(c.now, far, ManagerClaim{Job: "j", From: far, Rank: ClaimRank{State: JobSucceeded, Succeeded: 1}})
+	c.drain()
+	if c.refused[RefuseClaim] != 1 {
+		t.Fatalf("refusals %v, want one %s", c.refused, RefuseClaim)
+	}
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+		t.Fatalf("managers %v, want n0", got)
+	}
+	c.nodes[0].Step(c.now, close[0], ManagerClaim{Job: "j", From: close[0], Rank: ClaimRank{State: JobSucceeded, Succeeded: 1}})
+	c.drain()
+	if got := c.managers("j"); len(got) != 0 {
+		t.Fatalf("managers %v after a claim from %s, one of the closest: want none (n0 yields to it)", got, close[0])
+	}
+}
