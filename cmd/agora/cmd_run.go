@@ -93,10 +93,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
 	wait := fs.Bool("wait", false, "wait for the job to finish; exit 0 only if it succeeded")
 	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID`)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agora run [flags] -- CMD ARGS...")
-		fs.PrintDefaults()
-	}
 	argv, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)

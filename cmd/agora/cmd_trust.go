@@ -42,6 +42,13 @@ const (
 const defaultValidity = 720 * time.Hour
 
 func cmdAuthority(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		printHelp(stderr, "authority", nil)
+		return exitOK
+	}
+	if len(args) > 0 && badSubcommandFlag("authority", args[0], stderr) {
+		return exitBadUsage
+	}
 	if len(args) == 0 || (args[0] != "init" && args[0] != "delegate") {
 		fmt.Fprintln(stderr, "agora authority: usage: agora authority init DIR | agora authority delegate --authority DIR NAME --site S --out DIR2")
 		return exitBadUsage
@@ -251,6 +258,13 @@ func cmdAdmit(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdUser(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		printHelp(stderr, "user", nil)
+		return exitOK
+	}
+	if len(args) > 0 && badSubcommandFlag("user", args[0], stderr) {
+		return exitBadUsage
+	}
 	if len(args) == 0 || args[0] != "add" {
 		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--valid 720h] [--out FILE]")
 		return exitBadUsage

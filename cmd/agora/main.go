@@ -63,41 +63,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'agora COMMAND --help' for a command's flags.")
-}
-
-// newFlagSet makes a flag set that reports errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("agora "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseFlags parses flags anywhere among the arguments (before the first
-// "--", after which everything is positional) and returns the positional
-// arguments. It returns errHelp for -h/--help.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	for i, a := range args {
-		if a == "--" {
-			tail = append(tail, args[i+1:]...)
-			args = args[:i]
-			break
-		}
-	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return append(pos, tail...), nil
+	fmt.Fprintln(w, "\nRun 'agora COMMAND --help' for a command's flags and examples.")
 }
 
 // flagExit maps a flag parsing error to an exit code.

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// helpArgs is how each command and subcommand is asked for its help.
+func helpArgs() [][]string {
+	var out [][]string
+	for name := range commands {
+		if subs, ok := subcommands[name]; ok {
+			out = append(out, []string{name, "--help"})
+			for _, s := range subs {
+				out = append(out, []string{name, s, "--help"})
+			}
+			continue
+		}
+		out = append(out, []string{name, "--help"})
+	}
+	return out
+}
+
+// TestHelpFormat (issue 26, done-when 5): every command's --help exits 0
+// and prints one format — a usage line, the summary, the flags, at least
+// one example.
+func TestHelpFormat(t *testing.T) {
+	for _, args := range helpArgs() {
+		name := strings.Join(args[:len(args)-1], " ")
+		t.Run(name, func(t *testing.T) {
+			out, errs, code := cli(t, args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			help := out + errs
+			if !strings.HasPrefix(help, "usage: agora "+name) {
+				t.Errorf("help does not start with %q:\n%s", "usage: agora "+name, help)
+			}
+			if !strings.Contains(help, summaryOf(name)) {
+				t.Errorf("help lacks the summary %q:\n%s", summaryOf(name), help)
+			}
+			ex := strings.Index(help, "\nexamples:\n  agora ")
+			if ex < 0 {
+				t.Fatalf("help has no example:\n%s", help)
+			}
+			if strings.Contains(help, "Usage of") || rawFlag.MatchString(help) {
+				t.Errorf("help holds Go's raw flag usage:\n%s", help)
+			}
+		})
+	}
+}
+
+// rawFlag matches a flag as Go's flag package prints it ("  -api string").
+var rawFlag = regexp.MustCompile(`\n  -[a-z]`)
+
+// TestUnknownFlag (issue 26, done-when 5): an unknown flag exits 2 with
+// one line naming the flag and the command's help.
+func TestUnknownFlag(t *testing.T) {
+	for _, args := range helpArgs() {
+		args = append(args[:len(args)-1:len(args)-1], "--no-such-flag")
+		name := strings.Join(args[:len(args)-1], " ")
+		t.Run(name, func(t *testing.T) {
+			_, errs, code := cli(t, args...)
+			if code != exitBadUsage {
+				t.Fatalf("exit %d, want %d: %s", code, exitBadUsage, errs)
+			}
+			want := "agora " + name + ": unknown flag --no-such-flag (run 'agora " + name + " --help')\n"
+			if errs != want {
+				t.Fatalf("stderr %q, want %q", errs, want)
+			}
+		})
+	}
+}
+
+// TestHelpTable: every help entry names a command that exists, and every
+// command has one.
+func TestHelpTable(t *testing.T) {
+	for _, n := range helpNames() {
+		top, _, _ := strings.Cut(n, " ")
+		if _, ok := commands[top]; !ok {
+			t.Errorf("help for %q, which is no command", n)
+		}
+		if len(helps[n].examples) == 0 {
+			t.Errorf("%s: no example", n)
+		}
+	}
+	for _, args := range helpArgs() {
+		if name := strings.Join(args[:len(args)-1], " "); helps[name].usage == "" {
+			t.Errorf("%s has no help entry", name)
+		}
+	}
+}
+
+// TestCompletion: the bash script is valid bash and completes every
+// command and every flag of each; the zsh script names them too (and is
+// checked by zsh where it is installed).
+func TestCompletion(t *testing.T) {
+	flags := completionFlags()
+	for _, shell := range []string{"bash", "zsh"} {
+		out, errs, code := cli(t, "completion", shell)
+		if code != exitOK {
+			t.Fatalf("completion %s: exit %d: %s", shell, code, errs)
+		}
+		for name, fl := range flags {
+			if !strings.Contains(out, strings.Fields(name)[0]) {
+				t.Errorf("%s completion lacks command %s", shell, name)
+			}
+			for _, f := range fl {
+				if !strings.Contains(out, f) {
+					t.Errorf("%s completion lacks %s's flag %s", shell, name, f)
+				}
+			}
+		}
+		if len(flags["jobs"]) == 0 || len(flags["user add"]) == 0 {
+			t.Fatalf("no flags collected for jobs or user add: %v", flags)
+		}
+		sh, err := exec.LookPath(shell)
+		if err != nil {
+			t.Logf("%s not installed: syntax not checked", shell)
+			continue
+		}
+		f := filepath.Join(t.TempDir(), "agora."+shell)
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(sh, "-n", f).CombinedOutput(); err != nil {
+			t.Fatalf("%s -n: %v: %s", shell, err, b)
+		}
+		if shell != "bash" {
+			continue
+		}
+		// Completing "agora user add --ma" offers the --max-* flags.
+		script := ". " + f + `; COMP_WORDS=(agora user add --ma); COMP_CWORD=3; _agora; echo "${COMPREPLY[@]}"`
+		b, err := exec.Command(sh, "-c", script).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(b)) != "--max-cpu --max-gpu --max-priority" {
+			t.Fatalf("completing 'agora user add --ma': %v: %q", err, b)
+		}
+	}
+	if _, errs, code := cli(t, "completion", "fish"); code != exitBadUsage || !strings.Contains(errs, "bash or zsh") {
+		t.Fatalf("completion fish: exit %d: %s", code, errs)
+	}
+}
