@@ -257,7 +257,10 @@ func findEntry(logs []logEntry, task string, replica int) (logEntry, bool) {
 // logPrinter writes task output, with a header naming the task replica
 // whenever several are shown and the output switches between them.
 type logPrinter struct {
-	w       io.Writer
+	w io.Writer
+	// errW, when set, takes what the task wrote to its standard error
+	// (and the headers), w the rest; otherwise w takes everything.
+	errW    io.Writer
 	headers bool   // several task replicas are shown
 	last    string // key of the replica printed last
 	started bool   // something was printed
@@ -266,11 +269,15 @@ type logPrinter struct {
 
 // header prints ==> task[replica] (attempt N on NODE) <==.
 func (p *logPrinter) header(e logEntry) {
-	if p.midLine {
+	hw := p.w
+	if p.errW != nil {
+		hw = p.errW // the output stays the task's own
+	}
+	if p.midLine && p.errW == nil {
 		fmt.Fprintln(p.w)
 		p.midLine = false
 	}
-	if p.started {
+	if p.started && p.errW == nil {
 		fmt.Fprintln(p.w)
 	}
 	where := "not started"
@@ -280,7 +287,7 @@ func (p *logPrinter) header(e logEntry) {
 	case e.Attempt > 0:
 		where = fmt.Sprintf("attempt %d", e.Attempt)
 	}
-	fmt.Fprintf(p.w, "==> %s (%s) <==\n", entryKey(e), where)
+	fmt.Fprintf(hw, "==> %s (%s) <==\n", entryKey(e), where)
 	p.last, p.started = entryKey(e), true
 }
 
@@ -293,7 +300,26 @@ func (p *logPrinter) data(e logEntry) {
 	if p.headers && p.last != entryKey(e) {
 		p.header(e)
 	}
-	_, _ = io.WriteString(p.w, e.Data)
+	p.write(e)
 	p.last, p.started = entryKey(e), true
 	p.midLine = !strings.HasSuffix(e.Data, "\n")
+}
+
+// write prints a replica's output: to w, or split between w and errW
+// along its stderr spans.
+func (p *logPrinter) write(e logEntry) {
+	if p.errW == nil || len(e.Stderr) == 0 {
+		_, _ = io.WriteString(p.w, e.Data)
+		return
+	}
+	at := 0
+	for _, sp := range e.Stderr {
+		if sp.Off < at || sp.Len < 0 || sp.Off+sp.Len > len(e.Data) {
+			break // a span past the data: the rest goes out as output
+		}
+		_, _ = io.WriteString(p.w, e.Data[at:sp.Off])
+		_, _ = io.WriteString(p.errW, e.Data[sp.Off:sp.Off+sp.Len])
+		at = sp.Off + sp.Len
+	}
+	_, _ = io.WriteString(p.w, e.Data[at:])
 }

@@ -91,8 +91,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.typ, "type", "", "job type for runtime prediction (default the name)")
 	fs.IntVar(&o.retries, "retries", spec.DefaultRetries, "retries of a failed run")
 	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
-	wait := fs.Bool("wait", false, "wait for the job to finish; exit 0 only if it succeeded")
-	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID`)
+	wait := fs.Bool("wait", false, "wait for the job to finish, printing its output (stdout to stdout, stderr to stderr); exit with its exit code")
+	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID (with --wait: as the first line of stdout)`)
 	argv, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -126,7 +126,59 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitBadUsage
 	}
-	return submitJob("run", *api, body, "application/json", *wait, *asJSON, stdout, stderr)
+	if !*wait {
+		return submitJob("run", *api, body, "application/json", false, *asJSON, stdout, stderr)
+	}
+	id, code := postJob("run", *api, body, "application/json", stderr)
+	if code != exitOK {
+		return code
+	}
+	if *asJSON {
+		printJSON(stdout, submitted{ID: id})
+	} else {
+		fmt.Fprintf(stderr, "job %s\n", id) // stdout is the task's
+	}
+	return runOutput(*api, id, stdout, stderr)
+}
+
+// runOutput follows a job's output to its end — the task's standard
+// output to stdout, its standard error (and a header for each new
+// attempt) to stderr — and returns the exit code of `agora run --wait`:
+// 0 if the job succeeded, the task's own exit code if it exited with one,
+// else 1.
+func runOutput(api, id string, stdout, stderr io.Writer) int {
+	f := &logFollower{id: id, c: newPollClient(api), out: &logPrinter{w: stdout, errW: stderr}, withReplica: true}
+	if err := f.follow(); err != nil {
+		fmt.Fprintf(stderr, "agora run: stopped following job %s: %s\n", id, flatten(err.Error()))
+		return exitFailed
+	}
+	var st jobStatus
+	var r retrier
+	for {
+		err := f.c.do("GET", jobPath(id, ""), nil, &st)
+		if err == nil {
+			break
+		}
+		if r.giveUp(err) {
+			fmt.Fprintf(stderr, "agora run: job %s: %s\n", id, flatten(err.Error()))
+			return exitFailed
+		}
+		time.Sleep(waitInterval)
+	}
+	if st.State == "succeeded" {
+		return exitOK
+	}
+	msg := fmt.Sprintf("agora run: job %s %s", id, st.State)
+	if st.Reason != "" {
+		msg += ": " + flatten(st.Reason)
+	}
+	fmt.Fprintln(stderr, msg)
+	for _, t := range st.Tasks {
+		if t.State == "failed" && t.ExitCode > 0 && t.ExitCode < 256 {
+			return t.ExitCode
+		}
+	}
+	return exitFailed
 }
 
 // buildRunSpec turns agora run's flags and command into a job spec,

@@ -95,11 +95,34 @@ func TestRunBadFlags(t *testing.T) {
 	}
 }
 
-func TestRunWaitFailed(t *testing.T) {
+// TestRunWait (issue 26, done-when 3, against a canned node): run --wait
+// prints the task's standard output on stdout and its standard error on
+// stderr, split along the spans the node marks, and exits with the
+// task's exit code; the job ID goes to stderr.
+func TestRunWait(t *testing.T) {
 	fastPolling(t)
-	node := newFakeNode(t, jobSeq(statusJSON("failed", "task main failed: exit code 1", taskJSON("failed", peerA, 1, 1))))
-	out, errs, code := cli(t, "run", "--wait", "--api", node.api(), "--", "false")
-	if code != exitFailed || out != "job-1\n" || !strings.Contains(errs, "agora run: job job-1 failed: task main failed: exit code 1\n") {
-		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	running := statusJSON("running", "", taskJSON("running", peerA, 1, 0))
+	failed := statusJSON("failed", "task main failed: exit code 3", taskJSON("failed", peerA, 1, 3))
+	node := newFakeNode(t, func(r fakeReq, n int) (int, string) {
+		switch {
+		case r.Method == "POST":
+			return 201, `{"id": "job-1"}`
+		case r.Path == "/v1/jobs/job-1" && n < 1:
+			return 200, running
+		case r.Path == "/v1/jobs/job-1":
+			return 200, failed
+		case r.Path == "/v1/jobs/job-1/logs" && strings.Contains(r.Query, "from=3"):
+			return 200, `{"id": "job-1", "state": "failed", "logs": [{"task": "main", "replica": 0, "attempt": 1, "node": "` + peerA + `", "data": "", "next": 3}]}`
+		case r.Path == "/v1/jobs/job-1/logs":
+			return 200, `{"id": "job-1", "state": "running", "logs": [{"task": "main", "replica": 0, "attempt": 1, "node": "` + peerA + `", "data": "out\nerr\nmore\n", "next": 3, "stderr": [{"off": 4, "len": 4}]}]}`
+		}
+		return 404, `{"error": "no such thing"}`
+	})
+	out, errs, code := cli(t, "run", "--wait", "--api", node.api(), "--", "sh", "-c", "echo out; echo err >&2; echo more; exit 3")
+	if code != 3 || out != "out\nmore\n" || !strings.Contains(errs, "err\n") || strings.Contains(errs, "out") {
+		t.Fatalf("exit %d (want 3), stdout %q (want the task's stdout), stderr: %q", code, out, errs)
+	}
+	if !strings.HasPrefix(errs, "job job-1\n") || !strings.Contains(errs, "agora run: job job-1 failed: task main failed: exit code 3\n") {
+		t.Fatalf("stderr lacks the job ID or the failure:\n%s", errs)
 	}
 }

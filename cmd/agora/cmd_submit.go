@@ -69,22 +69,11 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) int {
 // submitJob posts a validated spec, prints the new job's ID and, with
 // wait, follows the job to its end. It returns the command's exit code.
 func submitJob(cmd, api string, body []byte, ctype string, wait, asJSON bool, stdout, stderr io.Writer) int {
-	var r struct {
-		ID string `json:"id"`
+	id, code := postJob(cmd, api, body, ctype, stderr)
+	if code != exitOK {
+		return code
 	}
-	err := newClient(api).send("POST", "/v1/jobs", ctype, body, &r)
-	var ae *apiError
-	switch {
-	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
-		printLines(stderr, "agora "+cmd+": ", ae.Msg)
-		return exitBadUsage
-	case err != nil:
-		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
-		return exitFailed
-	case r.ID == "":
-		fmt.Fprintf(stderr, "agora %s: the node accepted the job but sent no job ID\n", cmd)
-		return exitFailed
-	}
+	r := submitted{ID: id}
 	if asJSON {
 		printJSON(stdout, r)
 	} else {
@@ -94,6 +83,31 @@ func submitJob(cmd, api string, body []byte, ctype string, wait, asJSON bool, st
 		return exitOK
 	}
 	return waitJob(cmd, api, r.ID, stderr)
+}
+
+// submitted is the node's answer to a submission, and what --json prints.
+type submitted struct {
+	ID string `json:"id"`
+}
+
+// postJob posts a validated spec and returns the new job's ID, or the
+// exit code of a failure it reported.
+func postJob(cmd, api string, body []byte, ctype string, stderr io.Writer) (string, int) {
+	var r submitted
+	err := newClient(api).send("POST", "/v1/jobs", ctype, body, &r)
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
+		printLines(stderr, "agora "+cmd+": ", ae.Msg)
+		return "", exitBadUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return "", exitFailed
+	case r.ID == "":
+		fmt.Fprintf(stderr, "agora %s: the node accepted the job but sent no job ID\n", cmd)
+		return "", exitFailed
+	}
+	return r.ID, exitOK
 }
 
 // waitJob polls a job until it ends, printing a progress line to stderr

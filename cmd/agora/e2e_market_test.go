@@ -109,8 +109,12 @@ func TestE2EGPURouting(t *testing.T) {
 	var r struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r.ID == "" {
-		t.Fatalf("agora run --json printed %q, want {\"id\": ...} (%v)", out, err)
+	first, output, _ := strings.Cut(out, "\n") // --json --wait: the ID, then the task's output
+	if err := json.Unmarshal([]byte(first), &r); err != nil || r.ID == "" {
+		t.Fatalf("agora run --json printed %q, want {\"id\": ...} first (%v)", out, err)
+	}
+	if !strings.HasPrefix(output, "gpu=") {
+		t.Fatalf("agora run --wait printed %q after the ID, want the task's output", output)
 	}
 
 	st := e2eStatus(t, cc.api, r.ID)

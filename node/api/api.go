@@ -90,9 +90,10 @@ func Credential(ctx context.Context) []byte {
 
 // LogPage is a page of a task attempt's output.
 type LogPage struct {
-	Data string `json:"data"`
-	Next uint64 `json:"next"`
-	Done bool   `json:"done"`
+	Data   string `json:"data"`
+	Next   uint64 `json:"next"`
+	Done   bool   `json:"done"`
+	Stderr []Span `json:"stderr,omitempty"` // the parts of Data from standard error (LogEntry.Stderr)
 }
 
 // Limits of the API: a client has readTimeout to send a whole request
@@ -338,7 +339,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		e := LogEntry{Task: t.Key.Task, Replica: t.Key.Replica, Attempt: h.Attempt, Node: string(h.Node), Next: max(from, 1)}
 		if page, ok, err := s.b.TaskLog(r.Context(), h.Node, t.Key, h.Attempt, from); err == nil && ok {
-			e.Data, e.Next = page.Data, page.Next
+			e.Data, e.Next, e.Stderr = page.Data, page.Next, page.Stderr
 		}
 		resp.Logs = append(resp.Logs, e)
 	}

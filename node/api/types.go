@@ -101,7 +101,21 @@ type LogEntry struct {
 	Node    string `json:"node"`
 	Data    string `json:"data"`
 	Next    uint64 `json:"next"`
+	// Stderr marks the parts of Data the task wrote to its standard
+	// error; the rest is its standard output. Empty for output kept
+	// before the node told the two apart.
+	Stderr []Span `json:"stderr,omitempty"`
 }
+
+// Span is a byte range of a LogEntry's or LogPage's Data.
+type Span struct {
+	Off int `json:"off"`
+	Len int `json:"len"`
+}
+
+// MaxStderrSpans bounds the spans of one page of output: a page that
+// would hold more ends early (its Next says where to go on).
+const MaxStderrSpans = 4096
 
 func ts(t time.Time) string {
 	if t.IsZero() {

@@ -191,7 +191,17 @@ type Execution struct {
 	// Outputs are the task's declared outputs, kept at a restart for an
 	// attempt that succeeded while the node was down.
 	Outputs []spec.Output `json:"outputs,omitempty"`
+	// Tagged says that every chunk of the attempt's log starts with a
+	// byte naming its stream (tagStdout, tagStderr); logs kept before
+	// the node told the streams apart have none.
+	Tagged bool `json:"tagged,omitempty"`
 }
+
+// Stream tags of a tagged log chunk.
+const (
+	tagStdout = 'o'
+	tagStderr = 'e'
+)
 
 // onTasks queues fn for the task goroutine, which starts and stops
 // processes in the order the loop asked for them. Creating a task's
@@ -264,12 +274,18 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	}
 	stream := logStream(k, st.Task.Attempt)
 	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
-		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs}
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs, Tagged: true}
 	if err := x.execs.Put(stream, ex); err != nil {
 		log.Warnw("save execution", "err", err)
 	}
-	sink := runtime.LogSinkFunc(func(_ string, data []byte) {
-		if _, err := x.store.AppendLog(stream, data); err != nil {
+	sink := runtime.LogSinkFunc(func(name string, data []byte) {
+		tagged := make([]byte, 1+len(data))
+		tagged[0] = tagStdout
+		if name == runtime.StreamStderr {
+			tagged[0] = tagStderr
+		}
+		copy(tagged[1:], data)
+		if _, err := x.store.AppendLog(stream, tagged); err != nil {
 			log.Warnw("append log", "task", k, "err", err)
 		}
 	})

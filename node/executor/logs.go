@@ -8,6 +8,7 @@ import (
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/store"
 )
 
 // MaxLogPage bounds a page of a task's output.
@@ -101,9 +102,34 @@ func (x *Executor) Log(k market.TaskKey, attempt int, from uint64, maxBytes int,
 	if err != nil {
 		return api.LogPage{}, false, err
 	}
+	data, stderr, next := joinChunks(chunks, next, ex.Tagged)
+	return api.LogPage{Data: string(data), Next: next, Done: !ex.Finished.IsZero(), Stderr: stderr}, true, nil
+}
+
+// joinChunks joins a page of log chunks into its output and, for tagged
+// chunks, the spans of it from standard error. A page that would hold
+// more than api.MaxStderrSpans spans ends before the chunk that would
+// open one more, and next becomes that chunk's number.
+func joinChunks(chunks []store.LogChunk, next uint64, tagged bool) ([]byte, []api.Span, uint64) {
 	var data []byte
+	var spans []api.Span
 	for _, c := range chunks {
-		data = append(data, c.Data...)
+		d := c.Data
+		if !tagged || len(d) == 0 {
+			data = append(data, d...)
+			continue
+		}
+		tag, d := d[0], d[1:]
+		if tag == tagStderr && len(d) > 0 {
+			if n := len(spans); n > 0 && spans[n-1].Off+spans[n-1].Len == len(data) {
+				spans[n-1].Len += len(d)
+			} else if n == api.MaxStderrSpans {
+				return data, spans, c.Seq
+			} else {
+				spans = append(spans, api.Span{Off: len(data), Len: len(d)})
+			}
+		}
+		data = append(data, d...)
 	}
-	return api.LogPage{Data: string(data), Next: next, Done: !ex.Finished.IsZero()}, true, nil
+	return data, spans, next
 }
