@@ -11,6 +11,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // maxLogReplyBytes bounds a page of a task's output answering a query.
@@ -53,6 +54,8 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 		}
 		body, _ := json.Marshal(lr)
 		return wire.QueryReply{Found: true, Body: body}
+	case wire.QueryJobs:
+		return n.answerJobs(q.Credential)
 	case "cancel":
 		found, err := n.cancelLocal(q.Job, q.Credential)
 		if err != nil {
@@ -143,4 +146,41 @@ func (n *Node) cancelLocal(id string, cred []byte) (bool, error) {
 		return false, cerr
 	}
 	return found, err
+}
+
+// answerJobs answers a jobs query: the rows of the jobs this node
+// manages that the caller of credential cred may list.
+func (n *Node) answerJobs(cred []byte) wire.QueryReply {
+	jobs, err := n.Jobs(api.WithCredential(n.ctx, cred))
+	if err != nil {
+		return wire.QueryReply{Found: true, Error: wire.ClipText(err.Error(), wire.MaxErrorLen)}
+	}
+	return wire.QueryReply{Found: true, Body: api.RowsAnswer(jobs, wire.MaxReplyBodyBytes-64<<10)}
+}
+
+// ClusterJobs implements api.Backend: this node's rows and those of every
+// live peer that answers, each showing what the caller may list there.
+func (n *Node) ClusterJobs(ctx context.Context) (api.ClusterJobs, error) {
+	mine, err := n.Jobs(ctx)
+	if err != nil {
+		return api.ClusterJobs{}, err
+	}
+	var peers []peer.ID
+	for _, m := range n.Peers() {
+		peers = append(peers, m.Advert.Peer)
+	}
+	got, silent := n.query.AskAll(ctx, peers, wire.Query{Kind: wire.QueryJobs, Credential: api.Credential(ctx)})
+	answers := make(map[string][]byte, len(got))
+	for p, rep := range got {
+		if rep.Error == "" {
+			answers[p.String()] = rep.Body
+		} else {
+			silent = append(silent, p)
+		}
+	}
+	var missing []string
+	for _, p := range silent {
+		missing = append(missing, p.String())
+	}
+	return api.MergeRows(mine, answers, missing), nil
 }

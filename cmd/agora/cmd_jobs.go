@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("jobs", "list the jobs this node manages", cmdJobs)
+	register("jobs", "list the jobs this node manages, or with --all every job in the network", cmdJobs)
 	register("status", "show a job and its tasks", cmdStatus)
 	register("cancel", "cancel a job", cmdCancel)
 }
@@ -21,7 +21,13 @@ func cmdJobs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("jobs", stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
-	asJSON := fs.Bool("json", false, "print the node's JSON")
+	asJSON := fs.Bool("json", false, "print the node's JSON (with --all: the rows, docs/operations.md)")
+	all := fs.Bool("all", false, "list every job in the network the caller may see, asking every live peer")
+	var o queueOpts
+	fs.StringVar(&o.state, "state", "", "with --all: only jobs in these states (comma-separated: pending,running,succeeded,failed,cancelled)")
+	fs.StringVar(&o.user, "user", "", "with --all: only this user's jobs")
+	fs.StringVar(&o.node, "node", "", "with --all: only jobs running (or that ran) on this node (its peer ID or the end of it)")
+	fs.StringVar(&o.format, "format", defaultQueueFormat, "with --all: the columns, by name (id,name,owner,state,st,tasks,nodes,manager,submitted,started,reason) or squeue-style (%i %j %u %T %t %D %N %M %V %S %r)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -32,6 +38,17 @@ func cmdJobs(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora jobs: unexpected argument %q\n", pos[0])
 		return exitBadUsage
+	}
+	if !*all {
+		for _, f := range []string{"state", "user", "node", "format"} {
+			if flagWasSet(fs, f) {
+				fmt.Fprintf(stderr, "agora jobs: --%s needs --all\n", f)
+				return exitBadUsage
+			}
+		}
+	} else {
+		o.asJSON = *asJSON
+		return listCluster(*api, o, stdout, stderr)
 	}
 	var raw json.RawMessage
 	if err := newClient(*api).do("GET", "/v1/jobs", nil, &raw); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,6 +68,18 @@ func TestUsersAndRoles(t *testing.T) {
 			if code != 1 || !strings.Contains(errs, "owner-or-admin") {
 				t.Errorf("bob: agora %s through %s: exit %d, stderr %q; want 1 naming the rule owner-or-admin", strings.Join(args, " "), api, code, errs)
 			}
+		}
+	}
+	// The cluster-wide list through B (the job is A's): alice and carol
+	// (an admin) see it with its owner, bob sees none of it.
+	for name, n := range map[string]int{"alice": 1, "carol": 1, "bob": 0} {
+		out, errs, code := agora(t, "jobs", "--api", b.api, "--credential", cred[name], "--all", "--json")
+		var rows []jobRow
+		if code != 0 || json.Unmarshal([]byte(out), &rows) != nil {
+			t.Fatalf("%s: jobs --all: exit %d: %s %s", name, code, out, errs)
+		}
+		if len(rows) != n || (n == 1 && (rows[0].ID != job || rows[0].Owner != "alice")) {
+			t.Fatalf("%s: jobs --all through B lists %+v, want %d row(s) of alice's job", name, rows, n)
 		}
 	}
 	out, errs, code = agora(t, "status", "--api", a.api, "--credential", cred["alice"], "--spec", job)

@@ -19,13 +19,17 @@ const (
 	// QueryCancel asks the job's manager to cancel it; the reply has no
 	// body.
 	QueryCancel = "cancel"
+	// QueryJobs asks for the jobs the answerer manages, as rows (the
+	// cluster-wide list); Job is empty. The reply body is
+	// {"jobs": [row...], "truncated": bool} (docs/protocol.md).
+	QueryJobs = "jobs"
 )
 
 // Query asks a peer about a job it manages or a task attempt it ran.
 type Query struct {
-	// Kind is QueryStatus, QueryLogs or QueryCancel.
+	// Kind is QueryStatus, QueryLogs, QueryCancel or QueryJobs.
 	Kind string
-	// Job is the job ID; always required.
+	// Job is the job ID; required but for QueryJobs, where it is empty.
 	Job string
 	// Task is the task name; required for QueryLogs, empty otherwise.
 	Task string
@@ -102,13 +106,17 @@ func DecodeQuery(b []byte) (Query, error) {
 // checkQuery checks every field of a query.
 func checkQuery(q Query) error {
 	switch q.Kind {
-	case QueryStatus, QueryLogs, QueryCancel:
+	case QueryStatus, QueryLogs, QueryCancel, QueryJobs:
 	case "":
 		return bad("query.kind", "required")
 	default:
-		return bad("query.kind", "unknown kind %s (want %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel)
+		return bad("query.kind", "unknown kind %s (want %q, %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel, QueryJobs)
 	}
-	if err := checkJobID("query.job", q.Job); err != nil {
+	if q.Kind == QueryJobs {
+		if q.Job != "" || q.Task != "" {
+			return bad("query.job", "must be empty for %q", QueryJobs)
+		}
+	} else if err := checkJobID("query.job", q.Job); err != nil {
 		return err
 	}
 	if q.Kind == QueryLogs || q.Task != "" {

@@ -17,6 +17,7 @@ func TestQueryRoundTrip(t *testing.T) {
 		{Kind: QueryLogs, Job: "job-1", Task: "train.step-1", Replica: 3, Attempt: 2, From: 1 << 40, MaxBytes: MaxReplyBodyBytes},
 		{Kind: QueryLogs, Job: "job-1", Task: "t"},
 		{Kind: QueryCancel, Job: "job-1"},
+		{Kind: QueryJobs, Credential: []byte("token")},
 	}
 	for _, q := range tests {
 		b, err := EncodeQuery(q)
@@ -86,6 +87,7 @@ func TestDecodeQueryRejects(t *testing.T) {
 		{"no kind", ok(func(q *pb.Query) { q.Kind = "" }), "query.kind: required"},
 		{"unknown kind", ok(func(q *pb.Query) { q.Kind = "reboot" }), `query.kind: unknown kind "reboot"`},
 		{"empty job", ok(func(q *pb.Query) { q.Job = "" }), "query.job: required"},
+		{"jobs naming a job", ok(func(q *pb.Query) { q.Kind, q.Task = QueryJobs, "" }), `query.job: must be empty for "jobs"`},
 		{"long job", ok(func(q *pb.Query) { q.Job = strings.Repeat("j", MaxJobIDLen+1) }), "query.job: 129 bytes"},
 		{"logs without task", ok(func(q *pb.Query) { q.Task = "" }), "query.task: required"},
 		{"bad task", ok(func(q *pb.Query) { q.Task = "a/b" }), "query.task: invalid task name"},

@@ -39,6 +39,9 @@ type Backend interface {
 	// Jobs lists the jobs this node manages, those held back after a
 	// restart included.
 	Jobs(ctx context.Context) ([]market.JobRecord, error)
+	// ClusterJobs lists the jobs of this node and of every live peer that
+	// answers, as rows, each node showing what the caller may see there.
+	ClusterJobs(ctx context.Context) (ClusterJobs, error)
 	// Job finds a job's record here or on any live peer; ErrNotFound when
 	// none knows it. In a network with an authority a caller who may not
 	// see the job's detail (Credential) gets its summary — no tasks, no
@@ -128,6 +131,7 @@ func New(b Backend, metrics http.Handler, g Guard) *Server {
 	mux.HandleFunc("GET /v1/devices", s.handleDevices)
 	mux.HandleFunc("POST /v1/jobs", s.handleSubmit)
 	mux.HandleFunc("GET /v1/jobs", s.handleJobs)
+	mux.HandleFunc("GET /v1/cluster/jobs", s.handleClusterJobs)
 	mux.HandleFunc("GET /v1/jobs/{id}", s.handleJob)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.handleLogs)
 	mux.HandleFunc("GET /v1/jobs/{id}/spec", s.handleSpec)
@@ -250,6 +254,35 @@ func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	out := []JobStatus{}
 	for _, j := range jobs {
 		out = append(out, StatusOf(j))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleClusterJobs serves the cluster-wide job list, filtered by the
+// query's state (comma-separated states), user (owner) and node (a node
+// the job runs or ran on, or a suffix of its ID).
+func (s *Server) handleClusterJobs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := parseRowFilter(q.Get("state"), q.Get("user"), q.Get("node"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	all, err := s.b.ClusterJobs(r.Context())
+	if errors.Is(err, ErrForbidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	out := all
+	out.Jobs = []JobRow{}
+	for _, j := range all.Jobs {
+		if f.match(j) {
+			out.Jobs = append(out.Jobs, j)
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

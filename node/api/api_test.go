@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,11 @@ func (f *fake) job() market.JobRecord {
 
 func (f *fake) Jobs(context.Context) ([]market.JobRecord, error) {
 	return []market.JobRecord{f.job()}, nil
+}
+
+func (f *fake) ClusterJobs(context.Context) (ClusterJobs, error) {
+	peer := market.JobRecord{ID: "j-7", State: market.JobSucceeded, Manager: "n3", Submitted: t0.Add(time.Second), Owner: "bob"}
+	return MergeRows([]market.JobRecord{f.job()}, map[string][]byte{"n3": RowsAnswer([]market.JobRecord{peer}, 1<<20)}, nil), nil
 }
 
 func (f *fake) Job(_ context.Context, id string) (market.JobRecord, error) {
@@ -108,6 +114,12 @@ func TestRoutes(t *testing.T) {
 			"is not held by this node: upload it to this node first"},
 		{"GET", "/v1/jobs", "", 200, `"id": "j-1"`},
 		{"GET", "/v1/jobs/j-1", "", 200, `"state": "running"`},
+		{"GET", "/v1/cluster/jobs", "", 200, `"id": "j-7"`},
+		{"GET", "/v1/cluster/jobs?state=running", "", 200, `"nodes": [
+        "n2"
+      ],`},
+		{"GET", "/v1/cluster/jobs?user=bob&node=n3", "", 200, `"jobs": []`},
+		{"GET", "/v1/cluster/jobs?state=stuck", "", 400, `unknown state \"stuck\"`},
 		{"GET", "/v1/jobs/j-9", "", 404, "no job j-9"},
 		{"GET", "/v1/jobs/j-1/logs?from=7", "", 200, `"data": "j-1/a/0 from 7\n"`},
 		{"GET", "/v1/jobs/j-1/logs?task=zz", "", 404, `has no task \"zz\"`},
@@ -143,4 +155,36 @@ func TestRoutes(t *testing.T) {
 	if len(f.submitted) != 1 || len(f.cancelled) != 1 || !f.drained {
 		t.Fatalf("backend saw %d submits, %v cancels, drained %v", len(f.submitted), f.cancelled, f.drained)
 	}
+}
+
+// TestMergeRows: the cluster-wide list holds this node's rows and each
+// peer's rows for the jobs that peer manages (a row naming another
+// manager is dropped), a job listed twice once, oldest first; a peer
+// whose answer does not parse counts as unreachable, one that ran out of
+// room as truncated.
+func TestMergeRows(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	mine := []market.JobRecord{{ID: "j-3", Manager: "me", State: market.JobRunning, Submitted: at(3)}}
+	a := RowsAnswer([]market.JobRecord{{ID: "j-1", Manager: "pa", Submitted: at(1)}, {ID: "j-9", Manager: "pz", Submitted: at(0)}, {ID: "j-3", Manager: "pa", Submitted: at(3)}}, 1<<20)
+	big := []market.JobRecord{{ID: "j-2", Manager: "pb", Submitted: at(2)}, {ID: "j-4", Manager: "pb", Submitted: at(4)}}
+	b := RowsAnswer(big, 64+len(mustJSON(t, RowOf(big[1])))+1) // room for the newest only
+	got := MergeRows(mine, map[string][]byte{"pa": a, "pb": b, "pc": []byte("not json")}, []string{"pd"})
+	var ids []string
+	for _, r := range got.Jobs {
+		ids = append(ids, r.ID+"@"+r.Manager)
+	}
+	if want := []string{"j-1@pa", "j-3@me", "j-4@pb"}; !slices.Equal(ids, want) {
+		t.Fatalf("rows %v, want %v", ids, want)
+	}
+	if !slices.Equal(got.Unreachable, []string{"pc", "pd"}) || !slices.Equal(got.Truncated, []string{"pb"}) {
+		t.Fatalf("unreachable %v truncated %v, want [pc pd] and [pb]", got.Unreachable, got.Truncated)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -115,7 +115,7 @@ func (c *tokenCache) put(cred *auth.Credential, act auth.Action, job, text strin
 func ActionOf(method, path string) (auth.Action, string, bool) {
 	p, _, _ := strings.Cut(path, "?")
 	switch {
-	case method == "GET" && p == "/v1/jobs":
+	case method == "GET" && (p == "/v1/jobs" || p == "/v1/cluster/jobs"):
 		return auth.ActJobs, "", true
 	case method == "POST" && p == "/v1/drain":
 		return auth.ActDrain, "", true

@@ -1,6 +1,11 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -137,4 +142,187 @@ func StatusOf(j market.JobRecord) JobStatus {
 			Attempts: t.Attempts, ExitCode: t.ExitCode, Reason: t.Reason, Started: ts(t.Started), Finished: ts(t.Finished)})
 	}
 	return s
+}
+
+// JobRow is one job in the cluster-wide list (GET /v1/cluster/jobs,
+// agora jobs --all): who owns it, where it stands and where it runs.
+type JobRow struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Owner   string `json:"owner,omitempty"`
+	Manager string `json:"manager"`
+	State   string `json:"state"`
+	Reason  string `json:"reason,omitempty"`
+	// Tasks counts the job's task replicas, Done those succeeded,
+	// Running those awarded or running.
+	Tasks   int `json:"tasks"`
+	Done    int `json:"done"`
+	Running int `json:"running"`
+	// Nodes are the nodes its replicas run on now or, once they ended,
+	// last ran on; at most MaxRowNodes, sorted.
+	Nodes     []string `json:"nodes"`
+	Submitted string   `json:"submitted"`
+	Started   string   `json:"started,omitempty"` // its first replica's start
+	Finished  string   `json:"finished,omitempty"`
+}
+
+// MaxRowNodes bounds the nodes a JobRow names.
+const MaxRowNodes = 16
+
+// RowOf is j's row in the cluster-wide list. A summary record (a caller
+// who may not see the job's detail) gives a row without tasks or nodes.
+func RowOf(j market.JobRecord) JobRow {
+	r := JobRow{ID: j.ID, Name: j.Spec.Name, Owner: j.Owner, Manager: string(j.Manager), State: string(j.State), Reason: j.Reason,
+		Tasks: len(j.Tasks), Submitted: ts(j.Submitted), Finished: ts(j.Finished), Nodes: []string{}}
+	var started time.Time
+	nodes := map[string]bool{}
+	for _, t := range j.Tasks {
+		switch t.State {
+		case market.TaskSucceeded:
+			r.Done++
+		case market.TaskAwarded, market.TaskRunning:
+			r.Running++
+		}
+		node := t.Node
+		if node == "" && len(t.History) > 0 {
+			node = t.History[len(t.History)-1].Node
+		}
+		if node != "" {
+			nodes[string(node)] = true
+		}
+		for _, h := range t.History {
+			if !h.Started.IsZero() && (started.IsZero() || h.Started.Before(started)) {
+				started = h.Started
+			}
+		}
+	}
+	for n := range nodes {
+		r.Nodes = append(r.Nodes, n)
+	}
+	sort.Strings(r.Nodes)
+	if len(r.Nodes) > MaxRowNodes {
+		r.Nodes = r.Nodes[:MaxRowNodes]
+	}
+	r.Started = ts(started)
+	return r
+}
+
+// ClusterJobs is the body of GET /v1/cluster/jobs.
+type ClusterJobs struct {
+	// Jobs are the jobs of every node that answered, oldest first.
+	Jobs []JobRow `json:"jobs"`
+	// Unreachable lists the peers that did not answer in time, and
+	// Truncated those that had more jobs than one answer holds: their
+	// jobs are missing or partly missing.
+	Unreachable []string `json:"unreachable,omitempty"`
+	Truncated   []string `json:"truncated,omitempty"`
+}
+
+// rowFilter selects rows of the cluster-wide list.
+type rowFilter struct {
+	states map[string]bool
+	user   string
+	node   string
+}
+
+// parseRowFilter reads the filters of GET /v1/cluster/jobs.
+func parseRowFilter(states, user, node string) (rowFilter, error) {
+	f := rowFilter{user: user, node: node}
+	if states != "" {
+		f.states = map[string]bool{}
+		for _, s := range strings.Split(states, ",") {
+			if !slices.Contains(market.JobStates, market.JobState(s)) {
+				return f, fmt.Errorf("unknown state %q (want one of %v)", s, market.JobStates)
+			}
+			f.states[s] = true
+		}
+	}
+	return f, nil
+}
+
+// match reports whether row j passes the filter.
+func (f rowFilter) match(j JobRow) bool {
+	if f.states != nil && !f.states[j.State] {
+		return false
+	}
+	if f.user != "" && j.Owner != f.user {
+		return false
+	}
+	if f.node != "" && !slices.ContainsFunc(j.Nodes, func(n string) bool { return n == f.node || strings.HasSuffix(n, f.node) }) {
+		return false
+	}
+	return true
+}
+
+// rowsAnswer is the body of the reply to a jobs query.
+type rowsAnswer struct {
+	Jobs      []JobRow `json:"jobs"`
+	Truncated bool     `json:"truncated,omitempty"`
+}
+
+// RowsAnswer is the body of a node's reply to a jobs query: the rows of
+// jobs, newest first while their JSON fits limit bytes.
+func RowsAnswer(jobs []market.JobRecord, limit int) []byte {
+	a := rowsAnswer{Jobs: []JobRow{}}
+	size := 64
+	for i := len(jobs) - 1; i >= 0; i-- {
+		row := RowOf(jobs[i])
+		b, _ := json.Marshal(row)
+		if size+len(b)+1 > limit {
+			a.Truncated = true
+			break
+		}
+		size += len(b) + 1
+		a.Jobs = append(a.Jobs, row)
+	}
+	body, _ := json.Marshal(a)
+	return body
+}
+
+// MergeRows builds the cluster-wide list from this node's jobs and its
+// peers' answers to a jobs query (by peer ID); unreachable names the
+// peers that gave none. A peer's answer counts for the jobs it manages
+// only, and a job listed twice (two managers after a cut) once.
+func MergeRows(mine []market.JobRecord, answers map[string][]byte, unreachable []string) ClusterJobs {
+	out := ClusterJobs{Jobs: []JobRow{}, Unreachable: append([]string(nil), unreachable...)}
+	seen := map[string]bool{}
+	add := func(r JobRow) {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out.Jobs = append(out.Jobs, r)
+		}
+	}
+	for _, j := range mine {
+		add(RowOf(j))
+	}
+	peers := make([]string, 0, len(answers))
+	for p := range answers {
+		peers = append(peers, p)
+	}
+	sort.Strings(peers)
+	for _, p := range peers {
+		var a rowsAnswer
+		if err := json.Unmarshal(answers[p], &a); err != nil {
+			out.Unreachable = append(out.Unreachable, p)
+			continue
+		}
+		if a.Truncated {
+			out.Truncated = append(out.Truncated, p)
+		}
+		for _, r := range a.Jobs {
+			if r.Manager == p {
+				add(r)
+			}
+		}
+	}
+	sort.Strings(out.Unreachable)
+	sort.SliceStable(out.Jobs, func(i, j int) bool {
+		a, _ := time.Parse(time.RFC3339Nano, out.Jobs[i].Submitted)
+		b, _ := time.Parse(time.RFC3339Nano, out.Jobs[j].Submitted)
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return out.Jobs[i].ID < out.Jobs[j].ID
+	})
+	return out
 }

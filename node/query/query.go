@@ -137,3 +137,30 @@ func (s *Service) Fanout(ctx context.Context, peers []peer.ID, q wire.Query) (wi
 	}
 	return r.rep, r.p, nil
 }
+
+// AskAll asks every peer, FanoutLimit at a time, each within Timeout,
+// and returns the replies by peer and the peers that gave none.
+func (s *Service) AskAll(ctx context.Context, peers []peer.ID, q wire.Query) (map[peer.ID]wire.QueryReply, []peer.ID) {
+	slots := make(chan struct{}, FanoutLimit)
+	var mu sync.Mutex
+	got := make(map[peer.ID]wire.QueryReply, len(peers))
+	var silent []peer.ID
+	var wg sync.WaitGroup
+	for _, p := range peers {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			rep, err := s.Ask(ctx, p, q) // within Timeout
+
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				silent = append(silent, p)
+				return
+			}
+			got[p] = rep
+		})
+	}
+	wg.Wait()
+	return got, silent
+}

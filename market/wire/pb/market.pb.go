@@ -2617,8 +2617,8 @@ func (x *ManagerClaim) GetReply() bool {
 type Query struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`                   // wire version; 1
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`                          // "status" (the job's record), "logs" (an attempt's output) or "cancel" (cancel the job)
-	Job           string                 `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`                            // job ID; required, as TaskKey.job
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`                          // "status" (the job's record), "logs" (an attempt's output), "cancel" (cancel the job) or "jobs" (the jobs the answerer manages)
+	Job           string                 `protobuf:"bytes,3,opt,name=job,proto3" json:"job,omitempty"`                            // job ID; required, as TaskKey.job, but empty for "jobs"
 	Task          string                 `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`                          // task name for "logs", as TaskKey.task; "" otherwise
 	Replica       int32                  `protobuf:"varint,5,opt,name=replica,proto3" json:"replica,omitempty"`                   // replica index for "logs", 0..999
 	Attempt       int32                  `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`                   // attempt number for "logs", >= 0; 0 means the latest

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClusterQueue (issue 26, done-when 1): on three nodes, `agora jobs
+// --all` from any node lists the same set of jobs — owner, state, node —
+// including those managed elsewhere; --state, --node and --user filter
+// it, --format picks columns, and the JSON rows are what
+// docs/operations.md documents.
+func TestClusterQueue(t *testing.T) {
+	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
+	a := startNode(t, t.TempDir(), "--resources", res, "--label", "name=a")
+	b := startNode(t, t.TempDir(), "--resources", res, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
+	c := startNode(t, t.TempDir(), "--resources", res, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
+	nodes := []*proc{a, b, c}
+	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
+	waitFor(t, 15*time.Second, "every node to list the other two", func() bool {
+		for i, n := range nodes {
+			ps := n.peers()
+			for j := range nodes {
+				if _, ok := ps[ids[j]]; i != j && !ok {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	// One finished job managed by each node, pinned to the next node, and
+	// one job on A that keeps running.
+	want := map[string]string{} // job -> the node it ran on
+	for i, n := range nodes {
+		next := "abc"[(i+1)%3 : (i+1)%3+1]
+		spec := writeFile(t, fmt.Sprintf("j%d.yaml", i), fmt.Sprintf("name: q%d\ntasks:\n  - name: t\n    command: \"true\"\n    resources: {cpu: 1, labels: {name: %s}}\n", i, next))
+		out, errs, code := agora(t, "submit", "--api", n.api, "--wait", "--json", spec)
+		if code != 0 {
+			t.Fatalf("submit on node %d: %d %s %s", i, code, out, errs)
+		}
+		want[jobID(out)] = ids[(i+1)%3]
+	}
+	out, errs, code := agora(t, "run", "--api", a.api, "--json", "--", "sleep", "60")
+	if code != 0 {
+		t.Fatalf("run: %s %s", out, errs)
+	}
+	long := jobID(out)
+	var longNode string
+	waitFor(t, 10*time.Second, "the long job to run", func() bool {
+		st := e2eStatus(t, a.api, long)
+		if st.State == "running" && len(st.Tasks) == 1 {
+			longNode = st.Tasks[0].Node
+		}
+		return longNode != ""
+	})
+	want[long] = longNode
+	rowsOf := func(n *proc, args ...string) []jobRow {
+		t.Helper()
+		out, errs, code := agora(t, append([]string{"jobs", "--api", n.api, "--all", "--json"}, args...)...)
+		if code != 0 || errs != "" {
+			t.Fatalf("jobs --all %v: exit %d: %s", args, code, errs)
+		}
+		var rows []jobRow
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatalf("jobs --all --json: %v\n%s", err, out)
+		}
+		return rows
+	}
+	var first []jobRow
+	for i, n := range nodes {
+		rows := rowsOf(n)
+		if len(rows) != len(want) {
+			t.Fatalf("node %d lists %d jobs, want %d: %+v", i, len(rows), len(want), rows)
+		}
+		for _, r := range rows {
+			if node, ok := want[r.ID]; !ok || !slices.Contains(r.Nodes, node) {
+				t.Fatalf("node %d lists %s on %v, want it on %s", i, r.ID, r.Nodes, node)
+			}
+		}
+		if i == 0 {
+			first = rows
+		} else if !slices.EqualFunc(rows, first, func(x, y jobRow) bool {
+			return x.ID == y.ID && x.State == y.State && x.Owner == y.Owner && slices.Equal(x.Nodes, y.Nodes) && x.Manager == y.Manager
+		}) {
+			t.Fatalf("node %d lists\n%+v\nnode 0 lists\n%+v", i, rows, first)
+		}
+	}
+	// Filters.
+	if rows := rowsOf(b, "--state", "running"); len(rows) != 1 || rows[0].ID != long {
+		t.Fatalf("--state running: %+v, want the long job alone", rows)
+	}
+	if rows := rowsOf(c, "--state", "succeeded"); len(rows) != 3 {
+		t.Fatalf("--state succeeded: %d rows, want 3", len(rows))
+	}
+	onB := 0
+	for _, n := range want {
+		if n == ids[1] {
+			onB++
+		}
+	}
+	if rows := rowsOf(a, "--node", ids[1][len(ids[1])-6:]); len(rows) != onB {
+		t.Fatalf("--node B: %d rows, want %d", len(rows), onB)
+	}
+	if rows := rowsOf(a, "--user", "nobody"); len(rows) != 0 {
+		t.Fatalf("--user nobody: %+v, want none (an open network's jobs have no owner)", rows)
+	}
+	if _, errs, code := agora(t, "jobs", "--api", a.api, "--all", "--state", "stuck"); code != exitBadUsage || !strings.Contains(errs, "unknown state") {
+		t.Fatalf("--state stuck: exit %d: %s", code, errs)
+	}
+	// The table, and a squeue-style format.
+	out, _, _ = agora(t, "jobs", "--api", c.api, "--all")
+	if !strings.HasPrefix(out, "ID ") || !strings.Contains(out, "OWNER") || !strings.Contains(out, " ago") || strings.Count(out, "\n") != len(want)+1 {
+		t.Fatalf("jobs --all table:\n%s", out)
+	}
+	out, _, _ = agora(t, "jobs", "--api", c.api, "--all", "--format", "%i %t")
+	if !strings.HasPrefix(out, "ID") || !strings.Contains(out, long+"  R") {
+		t.Fatalf("jobs --all --format '%%i %%t':\n%s", out)
+	}
+	t.Logf("jobs --all from C:\n%s", out)
+}
