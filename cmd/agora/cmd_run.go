@@ -134,7 +134,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *asJSON {
-		printJSON(stdout, submitted{ID: id})
+		b, _ := json.Marshal(submitted{ID: id}) // one line: the task's output follows
+		fmt.Fprintln(stdout, string(b))
 	} else {
 		fmt.Fprintf(stderr, "job %s\n", id) // stdout is the task's
 	}
