@@ -19,6 +19,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Dropped:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_adverts_dropped_total", Help: "Adverts dropped by the validator, by reason."}, []string{"reason"}),
 		Peers:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "agora_peers_known", Help: "Live peers in the membership view."}),
 	}
+	for _, r := range []string{"flood", "malformed", "misattributed", "stale", "unadmitted"} {
+		m.Dropped.WithLabelValues(r) // every reason from the start: rates work from the first scrape
+	}
 	if reg != nil {
 		reg.MustRegister(m.Sent, m.Received, m.Dropped, m.Peers)
 	}

@@ -23,6 +23,15 @@ type marketMetrics struct {
 	refused      *prometheus.CounterVec
 }
 
+// refusalReasons are the reasons agora_refused_total counts, as the table
+// in docs/security.md lists them (a test holds the two together).
+var refusalReasons = []string{
+	"no_certificate", "bad_certificate", "revoked", "unadmitted_stream", "unadmitted_advert", "bad_revocation",
+	market.RefuseSender, market.RefuseUnbid, market.RefuseTicket, market.RefuseQuota, market.RefuseReport,
+	market.RefuseRecord, market.RefuseSteal, market.RefuseClaim, market.RefuseSubmission,
+	"record_quota", "manifest_quota", "chunk_quota", "bad_manifest", "bad_credential", "not_allowed", "flood",
+}
+
 // newMarketMetrics creates the series and registers them, with gauges
 // read from n at each scrape, on reg.
 func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
@@ -49,6 +58,9 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 	}
 	for _, k := range []string{"replica", "execution"} {
 		m.expired.WithLabelValues(k)
+	}
+	for _, r := range refusalReasons {
+		m.refused.WithLabelValues(r)
 	}
 	jobs := prometheus.NewDesc("agora_jobs", "Jobs this node manages, by state (finished ones until their retention passes).", []string{"state"}, nil)
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_tasks_queued", Help: "Task replicas awarded to this node and waiting to start."},
