@@ -21,14 +21,20 @@ vet:
 	$(GO) vet $(PKGS)
 
 # What the tests need beyond Go: iproute2 and nftables for the tests that
-# build NAT'd sites out of network namespaces (testnet/netns; root only,
-# skipped with a message elsewhere or when the packages cannot be had).
+# build NAT'd sites out of network namespaces (testnet/netns), and
+# Chromium for the dashboard's browser test (cmd/agora TestDashboard);
+# root only, skipped with a message elsewhere or when the packages cannot
+# be had.
 testdeps:
-	@if [ "$$(id -u)" = 0 ] && ! { command -v ip && command -v nft; } >/dev/null 2>&1; then \
-		echo "make: installing iproute2 and nftables for the network namespace tests"; \
-		{ DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 nftables || \
-		  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 nftables; }; } >/dev/null 2>&1 || \
-		echo "make: could not install iproute2/nftables; the network namespace tests will skip"; \
+	@if [ "$$(id -u)" = 0 ]; then \
+		for p in ip:iproute2 nft:nftables chromium:chromium; do \
+			cmd=$${p%%:*}; pkg=$${p#*:}; \
+			command -v $$cmd >/dev/null 2>&1 && continue; \
+			echo "make: installing $$pkg for the tests that need it"; \
+			{ DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$pkg || \
+			  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$pkg; }; } >/dev/null 2>&1 || \
+			echo "make: could not install $$pkg; the tests that need it will skip"; \
+		done; \
 	fi
 
 test: vet testdeps

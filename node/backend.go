@@ -23,6 +23,7 @@ import (
 	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/node/query"
+	"github.com/agora-sched/agora/node/web"
 )
 
 // The node as the HTTP API's backend (api.Backend): each request is a
@@ -39,6 +40,7 @@ func (n *Node) startAPI() error {
 	}
 	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), token))
 	n.api.ServeData(n.data)
+	n.api.ServeUI(web.Handler(n))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -84,6 +86,13 @@ func (n *Node) Connection(id string) string {
 
 // Capacity is the node's resource vector (discovered, then overridden).
 func (n *Node) Capacity() resource.Vector { return n.capacity }
+
+// Free is what of the node's capacity tasks have not taken.
+func (n *Node) Free() resource.Vector {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.free.Clone()
+}
 
 func newJobID() string {
 	var b [8]byte

@@ -152,6 +152,11 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 			return nil, &ConfigError{Err: err}
 		}
 	}
+	// Tasks run in their own working directories: paths under a relative
+	// --data would resolve against those.
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return nil, configErr("data dir: %v", err)
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
 	}

@@ -121,6 +121,13 @@ type Server struct {
 	data      DataBackend // nil: no data endpoints (ServeData)
 }
 
+// ServeUI mounts the dashboard (package web) under /ui/; GET / leads
+// there.
+func (s *Server) ServeUI(ui http.Handler) {
+	s.mux.Handle("GET /ui/", ui)
+	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
+}
+
 // New builds the API of backend b, with metrics served at /metrics,
 // behind g.
 func New(b Backend, metrics http.Handler, g Guard) *Server {

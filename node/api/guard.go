@@ -102,7 +102,17 @@ func (g *Guard) check(r *http.Request) (int, string) {
 	}
 	if g.Token != "" && !open(r) {
 		got, ok := strings.CutPrefix(r.Header.Get(TokenHeader), "Bearer ")
+		if !ok && uiRead(r) {
+			// The dashboard: a browser holds the token in a cookie (set by
+			// /ui/login); it reads only.
+			if c, err := r.Cookie(UICookie); err == nil {
+				got, ok = c.Value, true
+			}
+		}
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(g.Token)) != 1 {
+			if uiRead(r) {
+				return http.StatusSeeOther, "/ui/login"
+			}
 			return http.StatusUnauthorized, "missing or wrong API token: the agora command reads it on the node's machine (" + TokenFileHint + "); other clients send it as Authorization: Bearer TOKEN"
 		}
 	}
@@ -110,9 +120,19 @@ func (g *Guard) check(r *http.Request) (int, string) {
 }
 
 // open says whether a request needs no token: the node's identity, for
-// health checks, and its metrics, for a local scraper.
+// health checks, its metrics, for a local scraper, and the dashboard's
+// sign-in page.
 func open(r *http.Request) bool {
-	return r.Method == http.MethodGet && (r.URL.Path == "/v1/id" || r.URL.Path == "/metrics")
+	return r.Method == http.MethodGet && (r.URL.Path == "/v1/id" || r.URL.Path == "/metrics" || r.URL.Path == "/ui/login")
+}
+
+// UICookie holds the API token in a dashboard user's browser.
+const UICookie = "agora_token"
+
+// uiRead says whether r reads a dashboard page (GET /, GET /ui/...): the
+// only requests a token cookie lets in.
+func uiRead(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }
 
 func (g *Guard) hostAllowed(host string) bool {
@@ -142,7 +162,10 @@ func quote(s string) string {
 // guarded runs g's checks before h.
 func guarded(g Guard, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if code, msg := g.check(r); code != 0 {
+		if code, msg := g.check(r); code == http.StatusSeeOther {
+			http.Redirect(w, r, msg, code) // a dashboard page without the token: sign in
+			return
+		} else if code != 0 {
 			writeError(w, code, msg)
 			return
 		}

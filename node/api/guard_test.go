@@ -159,3 +159,45 @@ func TestCheckExposure(t *testing.T) {
 		}
 	}
 }
+
+// TestUICookie: the token in the dashboard's cookie opens GET /ui/ pages
+// only; without it a page sends the browser to sign in; the cookie
+// drives nothing else.
+func TestUICookie(t *testing.T) {
+	s := New(&fake{}, http.NotFoundHandler(), Guard{Token: testToken})
+	s.ServeUI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "page "+r.URL.Path) }))
+	srv := httptest.NewServer(s.srv.Handler)
+	defer srv.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		name, method, path string
+		cookie             string
+		code               int
+		want               string
+	}{
+		{"a page with the cookie", "GET", "/ui/", testToken, 200, "page /ui/"},
+		{"a job page with the cookie", "GET", "/ui/jobs/j-1", testToken, 200, "page /ui/jobs/j-1"},
+		{"a page without it", "GET", "/ui/jobs/j-1", "", 303, ""},
+		{"a page with a wrong one", "GET", "/ui/", "nope", 303, ""},
+		{"the sign-in page", "GET", "/ui/login", "", 200, "page /ui/login"},
+		{"the API with the cookie", "GET", "/v1/jobs", testToken, 401, "API token"},
+		{"a change with the cookie", "DELETE", "/v1/jobs/j-1", testToken, 415, "Content-Type"},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if tc.cookie != "" {
+			req.AddCookie(&http.Cookie{Name: UICookie, Value: tc.cookie})
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: %d %s, want %d %q", tc.name, resp.StatusCode, b, tc.code, tc.want)
+		}
+		if tc.code == 303 && resp.Header.Get("Location") != "/ui/login" {
+			t.Errorf("%s: sent to %q, want /ui/login", tc.name, resp.Header.Get("Location"))
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package web
+
+import (
+	"html/template"
+	"strings"
+)
+
+// The pages: html/template escapes every value (job names, logs, labels
+// and reasons are untrusted), and the script is inline and small.
+
+var funcs = template.FuncMap{
+	"ago":   agoText,
+	"short": short,
+	"join":  strings.Join,
+	"lower": strings.ToLower,
+	"mid":   func(a, b int) int { return (a + b) / 2 },
+	"add":   func(a, b int) int { return a + b },
+}
+
+const head = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>{{template "title" .}} · Agora</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
+header{background:#1d2430;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
+header span{opacity:.7;margin-left:12px;font-size:12px}
+main{padding:16px 20px;max-width:1400px}
+h2{font-size:16px;margin:22px 0 8px}
+table{border-collapse:collapse;background:#fff;width:100%;box-shadow:0 1px 2px #0001}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e6e8ec;vertical-align:top}
+th{background:#eef0f3;font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.03em}
+code,.mono{font-family:ui-monospace,monospace;font-size:12px}
+.state{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;background:#dde1e7}
+.succeeded{background:#cdeccf}.running,.awarded{background:#cfe3fb}.failed{background:#f8d0cf}.cancelled{background:#e9dcf5}.pending,.waiting{background:#f7ebc6}
+.gpu{display:inline-block;width:60px;height:10px;background:#e6e8ec;margin-right:4px;position:relative}.gpu i{position:absolute;left:0;top:0;bottom:0;background:#6bbf73}
+.charts{display:flex;gap:16px;flex-wrap:wrap}.chart{background:#fff;padding:8px;box-shadow:0 1px 2px #0001}.chart b{font-size:12px;display:block}
+pre{background:#111820;color:#d8dee6;padding:10px;overflow:auto;max-height:420px;font-size:12px}
+.note{color:#7a4b00;background:#fff4dc;padding:6px 10px}
+svg text{font:12px system-ui,sans-serif}
+</style></head><body>
+<header><a href="/ui/">Agora</a><span>{{template "title" .}}</span></header><main>`
+
+const foot = `</main></body></html>`
+
+var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{define "title"}}node {{.Short}}{{end}}` + head + `
+<h2>Nodes</h2>
+<table id="peers"><tr><th>Node</th><th>Site</th><th>Labels</th><th>CPU free / total</th><th>Memory free / total</th><th>GPUs (free share)</th><th>Devices</th><th>Queue</th><th>Connection</th><th>Seen</th></tr>
+{{range .Peers}}<tr class="peer" data-peer="{{.ID}}"><td class="mono" title="{{.ID}}">{{.Short}}{{if .Self}} (this node){{end}}</td><td>{{.Site}}</td><td class="mono">{{.Labels}}</td>
+<td>{{.FreeCPU}} / {{.CPU}}</td><td>{{.FreeMemory}} / {{.Memory}}</td>
+<td>{{range .GPUs}}<div title="{{.Model}} {{.Memory}}: {{.FreePct}}% free"><span class="gpu"><i style="width:{{.FreePct}}%"></i></span>{{.Model}} {{.Memory}}</div>{{else}}-{{end}}</td>
+<td>{{range .Devices}}<div>{{.}}</div>{{else}}-{{end}}</td><td>{{.Queue}}</td><td>{{.Connection}}</td><td>{{.Seen}}</td></tr>
+{{end}}</table>
+
+<h2>Jobs in the network</h2>
+{{if .JobsError}}<p class="note">{{.JobsError}}</p>{{end}}
+{{range .Unreachable}}<p class="note">Node {{.}} did not answer: its jobs are not listed.</p>{{end}}
+<table id="jobs"><tr><th>Job</th><th>Name</th><th>Owner</th><th>State</th><th>Tasks done</th><th>Nodes</th><th>Manager</th><th>Submitted</th><th>Started</th><th>Reason</th></tr>
+{{range .Jobs}}<tr class="job" data-job="{{.ID}}"><td class="mono"><a href="/ui/jobs/{{.ID}}">{{.ID}}</a></td><td>{{.Name}}</td><td>{{.Owner}}</td>
+<td><span class="state {{.State}}">{{.State}}</span></td><td>{{.Done}}/{{.Tasks}}</td>
+<td class="mono">{{range $i, $n := .Nodes}}{{if $i}}, {{end}}<span title="{{$n}}">{{short $n}}</span>{{end}}</td>
+<td class="mono" title="{{.Manager}}">{{short .Manager}}</td><td>{{ago .Submitted}}</td><td>{{ago .Started}}</td><td>{{.Reason}}</td></tr>
+{{else}}<tr><td colspan="10">No jobs.</td></tr>{{end}}</table>
+
+<h2>This node's metrics</h2>
+<div class="charts">
+<div class="chart"><b>Free CPU (cores)</b><svg id="c-cpu" width="260" height="60"></svg></div>
+<div class="chart"><b>Queued replicas</b><svg id="c-queue" width="260" height="60"></svg></div>
+<div class="chart"><b>Live peers</b><svg id="c-peers" width="260" height="60"></svg></div>
+<div class="chart"><b>Jobs running here</b><svg id="c-running" width="260" height="60"></svg></div>
+</div>
+<script>
+(function(){
+  var series = {"c-cpu": /^agora_free_cpu_cores (\S+)$/m, "c-queue": /^agora_tasks_queued (\S+)$/m,
+    "c-peers": /^agora_peers_known (\S+)$/m, "c-running": /^agora_jobs\{state="running"\} (\S+)$/m};
+  var points = {};
+  function draw(id) {
+    var svg = document.getElementById(id), p = points[id], ns = "http://www.w3.org/2000/svg";
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var top = Math.max.apply(null, p.concat([1]));
+    var line = document.createElementNS(ns, "polyline"), xy = [];
+    for (var i = 0; i < p.length; i++) xy.push((i * 260 / 59).toFixed(1) + "," + (55 - p[i] / top * 50).toFixed(1));
+    line.setAttribute("points", xy.join(" "));
+    line.setAttribute("fill", "none"); line.setAttribute("stroke", "#2f6fbf"); line.setAttribute("stroke-width", "2");
+    svg.appendChild(line);
+    var label = document.createElementNS(ns, "text");
+    label.setAttribute("x", "200"); label.setAttribute("y", "14");
+    label.textContent = p.length ? String(p[p.length - 1]) : "";
+    svg.appendChild(label);
+  }
+  function poll() {
+    fetch("/metrics", {credentials: "same-origin"}).then(function(r) { return r.ok ? r.text() : ""; }).then(function(text) {
+      for (var id in series) {
+        var m = series[id].exec(text);
+        points[id] = (points[id] || []).concat(m ? [Number(m[1])] : []).slice(-60);
+        draw(id);
+      }
+    }).catch(function() {});
+  }
+  poll(); setInterval(poll, 2000);
+})();
+</script>` + foot))
+
+var jobPage = template.Must(template.New("job").Funcs(funcs).Parse(`{{define "title"}}job {{.Job.ID}}{{end}}` + head + `
+{{with .Status}}<h2 id="job-title">{{.Name}} <span class="state {{.State}}">{{.State}}</span></h2>
+<p>Job <code>{{.ID}}</code>{{if .Owner}} of <b>{{.Owner}}</b>{{end}}, managed by <code title="{{.Manager}}">{{short .Manager}}</code>; submitted {{ago .Submitted}}{{if .Finished}}, finished {{ago .Finished}}{{end}}.{{if .Reason}} {{.Reason}}{{end}}</p>{{end}}
+{{if .Denied}}<p class="note">{{.Denied}}</p>{{end}}
+
+<h2>Tasks</h2>
+<svg id="dag" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="the job's tasks and their dependencies">
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#7d8794"/></marker></defs>
+{{range .Edges}}<line x1="{{.X1}}" y1="{{.Y1}}" x2="{{.X2}}" y2="{{.Y2}}" stroke="#7d8794" stroke-width="1.5" marker-end="url(#arrow)"/>{{end}}
+{{range .Boxes}}<g class="task" data-task="{{.Name}}"><title>{{.Title}}</title><rect x="{{.X}}" y="{{.Y}}" width="150" height="40" rx="6" class="{{.State}}" fill="{{if eq .State "succeeded"}}#cdeccf{{else if eq .State "failed"}}#f8d0cf{{else if eq .State "running"}}#cfe3fb{{else if eq .State "cancelled"}}#e9dcf5{{else}}#f7ebc6{{end}}" stroke="#7d8794"/>
+<text x="{{add .X 8}}" y="{{add .Y 17}}">{{.Name}}</text><text x="{{add .X 8}}" y="{{add .Y 33}}" fill="#4a5361">{{.State}}</text></g>{{end}}
+</svg>
+
+<h2>Placement history</h2>
+<table id="attempts"><tr><th>Replica</th><th>Attempt</th><th>Epoch</th><th>Node</th><th>State</th><th>Exit</th><th>Awarded</th><th>Started</th><th>Finished</th><th>Reason</th></tr>
+{{range .Job.Tasks}}{{$k := .Key}}{{range .History}}<tr><td class="mono">{{$k.Task}}[{{$k.Replica}}]</td><td>{{.Attempt}}</td><td>{{.Epoch}}</td><td class="mono" title="{{.Node}}">{{short (print .Node)}}</td>
+<td><span class="state {{.State}}">{{.State}}</span></td><td>{{.ExitCode}}</td><td>{{.Awarded.Format "15:04:05.000"}}</td><td>{{if not .Started.IsZero}}{{.Started.Format "15:04:05.000"}}{{end}}</td><td>{{if not .Finished.IsZero}}{{.Finished.Format "15:04:05.000"}}{{end}}</td><td>{{.Reason}}</td></tr>{{end}}{{end}}
+</table>
+{{if .Events}}<h2>Auction rounds and events</h2><pre id="events">{{range .Events}}{{.}}
+{{end}}</pre>{{else}}<p>The auction rounds are in the event log of the job's manager, <code>{{short (print .Job.Manager)}}</code>: open its dashboard.</p>{{end}}
+
+<h2>Logs</h2>
+<pre id="logs">{{.Logs}}</pre>
+<script>
+(function(){
+  var pre = document.getElementById("logs"), url = location.pathname.replace(/\/$/, "") + "/logs";
+  function poll() {
+    fetch(url, {credentials: "same-origin"}).then(function(r) {
+      if (!r.ok) return;
+      var done = /^(succeeded|failed|cancelled)$/.test(r.headers.get("X-Job-State") || "");
+      return r.text().then(function(t) { pre.textContent = t; if (!done) setTimeout(poll, 2000); });
+    }).catch(function() {});
+  }
+  setTimeout(poll, 2000);
+})();
+</script>` + foot))
+
+var loginPage = template.Must(template.New("login").Funcs(funcs).Parse(`{{define "title"}}sign in{{end}}` + head + `
+<p id="msg">Open the address <code>agora dashboard</code> prints on the node's machine: it carries the node's API token.</p>
+<script>
+(function(){
+  var m = /^#token=([A-Za-z0-9_\-.~%]+)$/.exec(location.hash);
+  if (!m) return;
+  document.cookie = "agora_token=" + m[1] + "; path=/; SameSite=Strict";
+  var next = new URLSearchParams(location.search).get("next") || "/ui/";
+  if (!/^\/ui\/[A-Za-z0-9_.\/-]*$/.test(next)) next = "/ui/"; // this node's pages only
+  history.replaceState(null, "", "/ui/login");
+  location.replace(next);
+})();
+</script>` + foot))
+
+var errorPage = template.Must(template.New("error").Funcs(funcs).Parse(`{{define "title"}}{{.Title}}{{end}}` + head + `<p class="note">{{.Error}}</p>` + foot))
