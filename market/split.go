@@ -43,11 +43,14 @@ type ClaimRank struct {
 	State     JobState `json:"state"`
 	Succeeded int      `json:"succeeded"`
 	Running   int      `json:"running"`
+	// TakenFrom is the manager this node took the job over from; empty
+	// for the job's first manager (or an adopter that restarted since).
+	TakenFrom NodeID `json:"taken_from,omitempty"`
 }
 
-// rankOf is j's rank.
-func rankOf(j *JobRecord) ClaimRank {
-	r := ClaimRank{State: j.State}
+// rankOf is j's rank as this node manages it.
+func (m *Market) rankOf(j *JobRecord) ClaimRank {
+	r := ClaimRank{State: j.State, TakenFrom: m.takenFrom[j.ID]}
 	for i := range j.Tasks {
 		switch j.Tasks[i].State {
 		case TaskSucceeded:
@@ -78,11 +81,21 @@ func stateOrder(s JobState) int {
 }
 
 // outranks reports whether a's record of a job, managed by node an,
-// ranks above b's, managed by bn: by job state (stateOrder), then
-// replicas succeeded, then replicas running, then the smaller node ID.
-// Both managers decide alike: outranks(a, an, b, bn) == !outranks(b, bn,
-// a, an) whenever an != bn.
+// ranks above b's, managed by bn: between two unfinished records, the
+// manager the other took the job over from (the adopter's view may just
+// have lagged: a node back from a restart that had not yet heard from
+// the manager); then by job state (stateOrder), replicas succeeded,
+// replicas running, and the smaller node ID. Both managers decide alike:
+// outranks(a, an, b, bn) == !outranks(b, bn, a, an) whenever an != bn.
 func outranks(a ClaimRank, an NodeID, b ClaimRank, bn NodeID) bool {
+	if !a.State.Terminal() && !b.State.Terminal() {
+		switch {
+		case b.TakenFrom == an && a.TakenFrom != bn:
+			return true
+		case a.TakenFrom == bn && b.TakenFrom != an:
+			return false
+		}
+	}
 	if x, y := stateOrder(a.State), stateOrder(b.State); x != y {
 		return x > y
 	}
@@ -114,7 +127,7 @@ const RefuseClaim = "manager_claim"
 
 // claim sends p this node's claim to job.
 func (m *Market) claim(p NodeID, j *JobRecord, reply bool) {
-	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: rankOf(j), Reply: reply})
+	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.rankOf(j), Reply: reply})
 }
 
 // peerBack sends claims, when peer p comes into the view, for the jobs
@@ -202,7 +215,7 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
 		return
 	}
-	mine := rankOf(j)
+	mine := m.rankOf(j)
 	if !c.Reply {
 		m.claim(c.From, j, true)
 	}

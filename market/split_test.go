@@ -26,6 +26,10 @@ func TestOutranks(t *testing.T) {
 		{"more succeeded", r(JobRunning, 3, 0), r(JobRunning, 2, 5), true},
 		{"more running", r(JobRunning, 2, 1), r(JobRunning, 2, 2), false},
 		{"tie: smaller node ID", r(JobRunning, 2, 2), r(JobRunning, 2, 2), true},
+		{"unfinished: the original over its adopter", r(JobRunning, 0, 0), ClaimRank{State: JobRunning, Succeeded: 5, Running: 5, TakenFrom: "n1"}, true},
+		{"unfinished: the adopter loses to the original", ClaimRank{State: JobRunning, Succeeded: 9, Running: 1, TakenFrom: "n2"}, r(JobPending, 0, 0), false},
+		{"finished: the outcome over the original", ClaimRank{State: JobSucceeded, TakenFrom: "n2"}, r(JobFailed, 0, 0), true},
+		{"taken from each other: back to the counts", ClaimRank{State: JobRunning, Succeeded: 1, TakenFrom: "n2"}, ClaimRank{State: JobRunning, TakenFrom: "n1"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,14 @@ var taskStates = map[market.TaskState]bool{
 	market.TaskCancelled: true, market.TaskPreempted: true,
 }
 
+// checkOptionalNode checks a node ID that may be empty.
+func checkOptionalNode(p string, id market.NodeID) error {
+	if id == "" {
+		return nil
+	}
+	return checkNodeID(p, id)
+}
+
 // checkJobState checks that s names a job state.
 func checkJobState(p string, s market.JobState) error {
 	for _, k := range market.JobStates {
@@ -190,6 +198,7 @@ func checkMsg(m market.Msg) error {
 			checkJobState("manager_claim.state", x.Rank.State),
 			checkRange("manager_claim.succeeded", x.Rank.Succeeded, 0, spec.MaxJobReplicas),
 			checkRange("manager_claim.running", x.Rank.Running, 0, spec.MaxJobReplicas),
+			checkOptionalNode("manager_claim.taken_from", x.Rank.TakenFrom),
 		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)

@@ -79,7 +79,7 @@ func Encode(m market.Msg) ([]byte, error) {
 		env.Body = &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: x.Job, From: string(x.From), Manages: x.Manages}}
 	case market.ManagerClaim:
 		env.Body = &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: x.Job, From: string(x.From), State: string(x.Rank.State),
-			Succeeded: uint32(x.Rank.Succeeded), Running: uint32(x.Rank.Running), Reply: x.Reply}}
+			Succeeded: uint32(x.Rank.Succeeded), Running: uint32(x.Rank.Running), Reply: x.Reply, TakenFrom: string(x.Rank.TakenFrom)}}
 	}
 	b, err := marshal.Marshal(env)
 	if err != nil {
@@ -334,7 +334,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 			return nil, bad("manager_claim.succeeded", "%d succeeded and %d running: more than a job's %d replicas", x.Succeeded, x.Running, spec.MaxJobReplicas)
 		}
 		return market.ManagerClaim{Job: x.Job, From: market.NodeID(x.From), Reply: x.Reply,
-			Rank: market.ClaimRank{State: market.JobState(x.State), Succeeded: int(x.Succeeded), Running: int(x.Running)}}, nil
+			Rank: market.ClaimRank{State: market.JobState(x.State), Succeeded: int(x.Succeeded), Running: int(x.Running), TakenFrom: market.NodeID(x.TakenFrom)}}, nil
 	case nil:
 		return nil, bad("body", "required: the envelope holds no message")
 	}

@@ -171,7 +171,7 @@ func roundTrips() []struct {
 		{"manager query", market.ManagerQuery{Job: key.Job, From: bidder}},
 		{"manager answer yes", market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}},
 		{"manager answer no", market.ManagerAnswer{Job: key.Job, From: manager}},
-		{"manager claim", market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2}}},
+		{"manager claim", market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2, TakenFrom: bidder}}},
 		{"manager claim reply", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobSucceeded, Succeeded: 1000}, Reply: true}},
 	}
 }
@@ -656,6 +656,7 @@ func TestEncodeRejects(t *testing.T) {
 		{"manager claim no state", market.ManagerClaim{Job: key.Job, From: bidder}, "wire: manager_claim.state: required"},
 		{"manager claim negative", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobRunning, Running: -1}}, "wire: manager_claim.running: -1 out of range"},
 		{"manager claim no job", market.ManagerClaim{From: bidder, Rank: market.ClaimRank{State: market.JobRunning}}, "wire: manager_claim.job: required"},
+		{"manager claim bad taken_from", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobRunning, TakenFrom: "n 2"}}, "wire: manager_claim.taken_from: invalid node ID"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -834,7 +835,7 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{fullTransfer(), ""},
 		{market.ManagerQuery{Job: key.Job, From: bidder}, ""},
 		{market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}, ""},
-		{market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2}, Reply: true}, ""},
+		{market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2, TakenFrom: bidder}, Reply: true}, ""},
 	}
 	kinds := map[string]bool{}
 	for _, tc := range tests {

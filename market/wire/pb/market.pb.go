@@ -2530,12 +2530,13 @@ func (x *ManagerAnswer) GetManages() bool {
 // gives the job up.
 type ManagerClaim struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`              // job ID; required, as TaskKey.job
-	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`            // node ID of the claiming manager; required, as Cfp.manager; must be the stream's peer
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`          // the job's state in the sender's record: "pending", "running", "succeeded", "failed" or "cancelled"
-	Succeeded     uint32                 `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"` // replicas succeeded in that record, 0..1000 (a job's most replicas)
-	Running       uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`     // replicas awarded or running in that record, as succeeded
-	Reply         bool                   `protobuf:"varint,6,opt,name=reply,proto3" json:"reply,omitempty"`         // answers a claim: the receiver sends none back
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`                              // job ID; required, as TaskKey.job
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`                            // node ID of the claiming manager; required, as Cfp.manager; must be the stream's peer
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                          // the job's state in the sender's record: "pending", "running", "succeeded", "failed" or "cancelled"
+	Succeeded     uint32                 `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"`                 // replicas succeeded in that record, 0..1000 (a job's most replicas)
+	Running       uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                     // replicas awarded or running in that record, as succeeded
+	Reply         bool                   `protobuf:"varint,6,opt,name=reply,proto3" json:"reply,omitempty"`                         // answers a claim: the receiver sends none back
+	TakenFrom     string                 `protobuf:"bytes,7,opt,name=taken_from,json=takenFrom,proto3" json:"taken_from,omitempty"` // the manager the sender took the job over from; "" if none (or forgotten in a restart); as Cfp.manager
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2610,6 +2611,13 @@ func (x *ManagerClaim) GetReply() bool {
 		return x.Reply
 	}
 	return false
+}
+
+func (x *ManagerClaim) GetTakenFrom() string {
+	if x != nil {
+		return x.TakenFrom
+	}
+	return ""
 }
 
 // Query asks a peer about a job it manages or a task it ran; one Query
@@ -3003,14 +3011,16 @@ const file_market_proto_rawDesc = "" +
 	"\rManagerAnswer\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
-	"\amanages\x18\x03 \x01(\bR\amanages\"\x98\x01\n" +
+	"\amanages\x18\x03 \x01(\bR\amanages\"\xb7\x01\n" +
 	"\fManagerClaim\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
 	"\x05state\x18\x03 \x01(\tR\x05state\x12\x1c\n" +
 	"\tsucceeded\x18\x04 \x01(\rR\tsucceeded\x12\x18\n" +
 	"\arunning\x18\x05 \x01(\rR\arunning\x12\x14\n" +
-	"\x05reply\x18\x06 \x01(\bR\x05reply\"\xe0\x01\n" +
+	"\x05reply\x18\x06 \x01(\bR\x05reply\x12\x1d\n" +
+	"\n" +
+	"taken_from\x18\a \x01(\tR\ttakenFrom\"\xe0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
