@@ -94,6 +94,10 @@ type Market struct {
 	// have been split between by a cut meet again through them (split.go).
 	takenFrom map[string]NodeID
 	gone      map[NodeID]struct{}
+	claims    map[claimKey]*openClaim
+	// settledAt is when the view settled after the start (Reclaim); zero
+	// before.
+	settledAt time.Time
 
 	// contractor role
 	c         contractor

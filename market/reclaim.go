@@ -146,6 +146,7 @@ func (m *Market) reclaimDue() {
 			return
 		}
 		r.pending = false
+		m.settledAt = m.now
 		if r.first.IsZero() && !m.cfg.Solo {
 			m.event("", fmt.Sprintf("restart: no advert within %v; acting on the view as it is", reclaimSettleMax*m.cfg.AdvertInterval))
 		}

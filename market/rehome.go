@@ -144,6 +144,9 @@ func (m *Market) onManagerQuery(q ManagerQuery) {
 // sender from now on) or to a restarted manager's question (reclaim.go).
 func (m *Market) onManagerAnswer(a ManagerAnswer) {
 	m.reclaimAnswer(a)
+	if !a.Manages {
+		delete(m.claims, claimKey{a.Job, a.From}) // a claim went to a node that does not manage the job
+	}
 	r := m.rehome[a.Job]
 	if r == nil || !a.Manages || a.From == r.old {
 		return

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Two managers after a cut. A node that takes a job over from a copy
@@ -125,9 +126,81 @@ func (m ManagerClaim) Sender() NodeID { return m.From }
 // have taken the job over.
 const RefuseClaim = "manager_claim"
 
-// claim sends p this node's claim to job.
+// claim sends p this node's claim to job. A claim that is not a reply
+// goes again every QueryTimeout, claimTries times in all, until p answers
+// or leaves the view: the first messages to a peer just back from a cut
+// are the likeliest lost.
 func (m *Market) claim(p NodeID, j *JobRecord, reply bool) {
 	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.rankOf(j), Reply: reply})
+	if reply {
+		return
+	}
+	if m.claims == nil {
+		m.claims = map[claimKey]*openClaim{}
+	}
+	k := claimKey{j.ID, p}
+	if c := m.claims[k]; c != nil {
+		c.next = m.now.Add(m.cfg.QueryTimeout)
+		return
+	}
+	m.claims[k] = &openClaim{next: m.now.Add(m.cfg.QueryTimeout), tries: 1}
+}
+
+// claimKey names a claim sent: the job and the peer it went to.
+type claimKey struct {
+	job string
+	to  NodeID
+}
+
+// openClaim is a claim awaiting its answer.
+type openClaim struct {
+	next  time.Time
+	tries int
+}
+
+// claimTries bounds how often an unanswered claim goes.
+const claimTries = 5
+
+// claimsDue sends again the claims due, and drops those answered by a
+// peer's leaving or by the job's.
+func (m *Market) claimsDue() {
+	if len(m.claims) == 0 {
+		return
+	}
+	keys := make([]claimKey, 0, len(m.claims))
+	for k := range m.claims {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].job != keys[b].job {
+			return keys[a].job < keys[b].job
+		}
+		return keys[a].to < keys[b].to
+	})
+	for _, k := range keys {
+		c := m.claims[k]
+		j := m.jobs[k.job]
+		if j == nil || !m.Live(k.to) || c.tries >= claimTries {
+			delete(m.claims, k)
+			continue
+		}
+		if m.now.Before(c.next) {
+			continue
+		}
+		c.tries++
+		c.next = m.now.Add(m.cfg.QueryTimeout)
+		m.send(k.to, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.rankOf(j)})
+	}
+}
+
+// nextClaim is when claimsDue next has work; ok is false for never.
+func (m *Market) nextClaim() (at time.Time, ok bool) {
+	for _, c := range m.claims {
+		if !ok || c.next.Before(at) {
+			at, ok = c.next, true
+		}
+	}
+	return at, ok
 }
 
 // peerBack sends claims, when peer p comes into the view, for the jobs
@@ -138,6 +211,9 @@ func (m *Market) peerBack(p NodeID) {
 	if !m.settled() {
 		return
 	}
+	// A peer first seen once the view had settled may be one a cut kept
+	// away since this node started (it restarted while cut off).
+	wasGone = wasGone || (!m.settledAt.IsZero() && m.settledAt.Before(m.now))
 	ids := make([]string, 0)
 	for job, from := range m.takenFrom {
 		if from == p && m.jobs[job] != nil {
@@ -208,14 +284,23 @@ func (m *Market) mayManage(job string, p NodeID) bool {
 // onManagerClaim settles a job claimed by two managers.
 func (m *Market) onManagerClaim(c ManagerClaim) {
 	j := m.jobs[c.Job]
-	if j == nil || c.From == m.cfg.Self {
-		return // not managed here (held back after a restart: Reclaim asks)
+	if c.From == m.cfg.Self {
+		return
+	}
+	if j == nil {
+		// Not managed here (or held back after a restart, which Reclaim
+		// settles): the claimer stops repeating its claim.
+		if !c.Reply {
+			m.send(c.From, ManagerAnswer{Job: c.Job, From: m.cfg.Self})
+		}
+		return
 	}
 	if !m.mayManage(c.Job, c.From) {
 		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
 		return
 	}
 	mine := m.rankOf(j)
+	delete(m.claims, claimKey{c.Job, c.From}) // answered
 	if !c.Reply {
 		m.claim(c.From, j, true)
 	}

@@ -89,6 +89,9 @@ func (m *Market) NextTick() time.Time {
 	if t, ok := m.nextReclaim(); ok {
 		at(t)
 	}
+	if t, ok := m.nextClaim(); ok {
+		at(t)
+	}
 	// contractor: lease renewals, repeated results, holds, reservations
 	c := &m.c
 	var beat time.Time
@@ -186,6 +189,7 @@ func (m *Market) Tick(now time.Time) {
 	m.replicateDue()
 	m.expireBatches()
 	m.rehomeDue()
+	m.claimsDue()
 	m.expireCopies()
 	m.expireHolds()
 	m.checkLeases()
