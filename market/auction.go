@@ -434,5 +434,6 @@ func (m *Market) onAwardReply(r AwardReply) {
 	}
 	delete(m.auctions, a.id.Key)
 	m.move(j, t, change{ev: evAward, node: r.Bidder})
+	m.noteAward(t, *a.awardee, r.Start)
 	m.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))
 }

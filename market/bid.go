@@ -147,7 +147,10 @@ func (m *Market) onAward(a Award) {
 		m.send(a.Manager, reply)
 		return
 	}
-	reply.Accept = true
+	reply.Accept, reply.Start = true, start
+	if preempt {
+		reply.Start = m.now
+	}
 	c.accepted++
 	m.send(a.Manager, reply)
 	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.ticketOf(key.Job)})

@@ -81,6 +81,12 @@ type TaskRecord struct {
 	// Outputs are the outputs of the attempt that succeeded, for a task
 	// that declares outputs.
 	Outputs *DataRef `json:"outputs,omitempty"`
+	// Waiting says why an unfinished replica has not started, and
+	// PredictedStart, for one awarded and queued, when its winning bid
+	// predicted it would. Both are worked out by Market.Job for the copy
+	// it returns (waiting.go), never stored or copied to peers.
+	Waiting        string    `json:"waiting,omitempty"`
+	PredictedStart time.Time `json:"predicted_start,omitzero"`
 }
 
 // JobRecord is the manager's durable record of a job.

@@ -121,7 +121,9 @@ func (m *Market) Job(id string) (JobRecord, bool) {
 	if !ok {
 		return JobRecord{}, false
 	}
-	return j.Clone(), true
+	c := j.Clone()
+	m.explain(&c)
+	return c, true
 }
 
 // JobCounts returns how many jobs this node manages in each state,
@@ -143,7 +145,9 @@ func (m *Market) Jobs() []JobRecord {
 		// restored again twice.
 		if j := m.jobs[id]; j != nil && !seen[id] {
 			seen[id] = true
-			out = append(out, j.Clone())
+			c := j.Clone()
+			m.explain(&c)
+			out = append(out, c)
 		}
 	}
 	return out

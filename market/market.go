@@ -95,6 +95,9 @@ type Market struct {
 	takenFrom map[string]NodeID
 	gone      map[NodeID]struct{}
 	claims    map[claimKey]*openClaim
+	// awardStart is the start each awarded replica's winning bid
+	// predicted (waiting.go).
+	awardStart map[TaskKey]awardNote
 	// settledAt is when the view settled after the start (Reclaim); zero
 	// before.
 	settledAt time.Time

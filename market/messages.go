@@ -131,6 +131,10 @@ type AwardReply struct {
 	Bidder  NodeID    `json:"bidder"`
 	Accept  bool      `json:"accept"`
 	Reason  string    `json:"reason,omitempty"`
+	// Start is, on an accept, when the contractor predicts the replica
+	// starts with its queue as it is now: later than its bid said when
+	// other awards came in between.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // TaskStatus is an executor's report on a task replica to its manager.

@@ -173,7 +173,11 @@ func printStatus(w io.Writer, st *jobStatus) {
 		if t.State == "succeeded" || t.State == "failed" {
 			exit = fmt.Sprint(t.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", replicaLabel(t.Name, t.Replica), t.State, dash(t.Node), t.Attempts, exit, flatten(t.Reason))
+		reason := t.Reason
+		if t.Waiting != "" {
+			reason = t.Waiting
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", replicaLabel(t.Name, t.Replica), t.State, dash(t.Node), t.Attempts, exit, flatten(reason))
 	}
 	_ = tw.Flush()
 	for _, l := range strings.SplitAfter(table.String(), "\n") {

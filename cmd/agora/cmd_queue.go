@@ -41,11 +41,16 @@ var queueColumns = []struct {
 	{"manager", "M", "MANAGER", func(r jobRow, _ time.Time) string { return shortID(r.Manager) }},
 	{"submitted", "V", "SUBMITTED", func(r jobRow, now time.Time) string { return ago(r.Submitted, now) }},
 	{"started", "S", "STARTED", func(r jobRow, now time.Time) string { return ago(r.Started, now) }},
-	{"reason", "r", "REASON", func(r jobRow, _ time.Time) string { return dash(flatten(r.Reason)) }},
+	{"reason", "r", "REASON", func(r jobRow, _ time.Time) string {
+		if r.Reason == "" {
+			return dash(flatten(r.Waiting))
+		}
+		return flatten(r.Reason)
+	}},
 }
 
 // defaultQueueFormat is the table agora jobs --all prints.
-const defaultQueueFormat = "id,name,owner,state,tasks,nodes,submitted,started"
+const defaultQueueFormat = "id,name,owner,state,tasks,nodes,submitted,started,reason"
 
 // parseQueueFormat reads --format: column names separated by commas, or
 // squeue-style %letters ("%i %j %T %N"). It returns the columns' indexes.

@@ -124,6 +124,7 @@ func checkMsg(m market.Msg) error {
 			checkAuction("award_reply.auction", x.Auction),
 			checkNodeID("award_reply.bidder", x.Bidder),
 			checkReason("award_reply.reason", x.Reason),
+			checkTime("award_reply.start_unix_nano", x.Start),
 		)
 	case market.TaskStatus:
 		return checkStatus("task_status", x)

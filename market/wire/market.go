@@ -44,7 +44,7 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.Award:
 		env.Body = &pb.Envelope_Award{Award: &pb.Award{Auction: auctionToPB(x.Auction), Manager: string(x.Manager), Task: specToPB(x.Task), Bid: bidToPB(x.Bid), Last: x.Last, Ticket: x.Ticket, Direct: x.Direct}}
 	case market.AwardReply:
-		env.Body = &pb.Envelope_AwardReply{AwardReply: &pb.AwardReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Accept: x.Accept, Reason: x.Reason}}
+		env.Body = &pb.Envelope_AwardReply{AwardReply: &pb.AwardReply{Auction: auctionToPB(x.Auction), Bidder: string(x.Bidder), Accept: x.Accept, Reason: x.Reason, StartUnixNano: timeToPB(x.Start)}}
 	case market.TaskStatus:
 		env.Body = &pb.Envelope_TaskStatus{TaskStatus: &pb.TaskStatus{
 			Key: keyToPB(x.Key), Epoch: x.Epoch, Attempt: int32(x.Attempt), Node: string(x.Node),
@@ -186,7 +186,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.AwardReply{Auction: a, Bidder: market.NodeID(x.Bidder), Accept: x.Accept, Reason: x.Reason}, nil
+		return market.AwardReply{Auction: a, Bidder: market.NodeID(x.Bidder), Accept: x.Accept, Reason: x.Reason, Start: timeFromPB(x.StartUnixNano)}, nil
 	case *pb.Envelope_TaskStatus:
 		x, p := body.TaskStatus, "task_status"
 		if x == nil {

@@ -822,7 +822,7 @@ func TestFixturesFillEveryField(t *testing.T) {
 		{fullBid(), ""},
 		{market.NoBid{Auction: aid, Bidder: bidder, Reason: "r", Permanent: true, NeedTicket: true}, ""},
 		{fullAward(), "Task.TaskOffer.Request.GPU.Share"},
-		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r"}, ""},
+		{market.AwardReply{Auction: aid, Bidder: bidder, Accept: true, Reason: "r", Start: time.Unix(1_700_000_000, 7).UTC()}, ""},
 		{roundTrips()[10].msg, ""},
 		{market.CancelTask{Key: key, Epoch: 7, Reason: "r"}, ""},
 		{market.ResultAck{Key: key, Epoch: 7, Attempt: 2}, ""},

@@ -89,6 +89,11 @@ type TaskStatus struct {
 	Reason   string `json:"reason"`
 	Started  string `json:"started"`
 	Finished string `json:"finished"`
+	// Waiting says why an unfinished replica has not started;
+	// PredictedStart, for one queued on a node, when its winning bid
+	// predicted it would (RFC 3339; empty otherwise).
+	Waiting        string `json:"waiting,omitempty"`
+	PredictedStart string `json:"predicted_start,omitempty"`
 }
 
 // LogsResponse is the body of GET /v1/jobs/{id}/logs.
@@ -139,7 +144,8 @@ func StatusOf(j market.JobRecord) JobStatus {
 			node = string(t.History[len(t.History)-1].Node)
 		}
 		s.Tasks = append(s.Tasks, TaskStatus{Name: t.Key.Task, Replica: t.Key.Replica, State: string(t.State), Node: node,
-			Attempts: t.Attempts, ExitCode: t.ExitCode, Reason: t.Reason, Started: ts(t.Started), Finished: ts(t.Finished)})
+			Attempts: t.Attempts, ExitCode: t.ExitCode, Reason: t.Reason, Started: ts(t.Started), Finished: ts(t.Finished),
+			Waiting: t.Waiting, PredictedStart: ts(t.PredictedStart)})
 	}
 	return s
 }
@@ -164,6 +170,8 @@ type JobRow struct {
 	Submitted string   `json:"submitted"`
 	Started   string   `json:"started,omitempty"` // its first replica's start
 	Finished  string   `json:"finished,omitempty"`
+	// Waiting is why its first replica not yet started waits (TaskStatus.Waiting).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // MaxRowNodes bounds the nodes a JobRow names.
@@ -194,6 +202,9 @@ func RowOf(j market.JobRecord) JobRow {
 			if !h.Started.IsZero() && (started.IsZero() || h.Started.Before(started)) {
 				started = h.Started
 			}
+		}
+		if r.Waiting == "" && t.Waiting != "" {
+			r.Waiting = t.Key.Task + ": " + t.Waiting
 		}
 	}
 	for n := range nodes {

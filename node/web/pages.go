@@ -60,7 +60,7 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
 {{range .Jobs}}<tr class="job" data-job="{{.ID}}"><td class="mono"><a href="/ui/jobs/{{.ID}}">{{.ID}}</a></td><td>{{.Name}}</td><td>{{.Owner}}</td>
 <td><span class="state {{.State}}">{{.State}}</span></td><td>{{.Done}}/{{.Tasks}}</td>
 <td class="mono">{{range $i, $n := .Nodes}}{{if $i}}, {{end}}<span title="{{$n}}">{{short $n}}</span>{{end}}</td>
-<td class="mono" title="{{.Manager}}">{{short .Manager}}</td><td>{{ago .Submitted}}</td><td>{{ago .Started}}</td><td>{{.Reason}}</td></tr>
+<td class="mono" title="{{.Manager}}">{{short .Manager}}</td><td>{{ago .Submitted}}</td><td>{{ago .Started}}</td><td>{{if .Reason}}{{.Reason}}{{else}}{{.Waiting}}{{end}}</td></tr>
 {{else}}<tr><td colspan="10">No jobs.</td></tr>{{end}}</table>
 
 <h2>This node's metrics</h2>
@@ -115,6 +115,10 @@ var jobPage = template.Must(template.New("job").Funcs(funcs).Parse(`{{define "ti
 <text x="{{add .X 8}}" y="{{add .Y 17}}">{{.Name}}</text><text x="{{add .X 8}}" y="{{add .Y 33}}" fill="#4a5361">{{.State}}</text></g>{{end}}
 </svg>
 
+{{if .Waits}}<h2>Why it waits</h2>
+<table id="waiting"><tr><th>Replica</th><th>State</th><th>Why</th><th>Predicted start</th></tr>
+{{range .Waits}}<tr><td class="mono">{{.Name}}[{{.Replica}}]</td><td><span class="state {{.State}}">{{.State}}</span></td><td>{{.Waiting}}</td><td>{{.PredictedStart}}</td></tr>{{end}}
+</table>{{end}}
 <h2>Placement history</h2>
 <table id="attempts"><tr><th>Replica</th><th>Attempt</th><th>Epoch</th><th>Node</th><th>State</th><th>Exit</th><th>Awarded</th><th>Started</th><th>Finished</th><th>Reason</th></tr>
 {{range .Job.Tasks}}{{$k := .Key}}{{range .History}}<tr><td class="mono">{{$k.Task}}[{{$k.Replica}}]</td><td>{{.Attempt}}</td><td>{{.Epoch}}</td><td class="mono" title="{{.Node}}">{{short (print .Node)}}</td>

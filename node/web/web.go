@@ -228,7 +228,14 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		render(w, errorPage, map[string]any{"Title": "No job " + id, "Error": "no node of the network knows job " + id})
 		return
 	}
-	data := map[string]any{"Job": j, "Status": api.StatusOf(j)}
+	st := api.StatusOf(j)
+	var waits []api.TaskStatus
+	for _, t := range st.Tasks {
+		if t.Waiting != "" {
+			waits = append(waits, t)
+		}
+	}
+	data := map[string]any{"Job": j, "Status": st, "Waits": waits}
 	if err != nil {
 		data["Denied"] = err.Error() // a summary: the caller may not see the detail
 	}

@@ -1585,10 +1585,11 @@ func (x *Award) GetDirect() bool {
 // AwardReply accepts or declines an award.
 type AwardReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"` // the auction of the award; required
-	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`   // node ID of the replying node; required
-	Accept        bool                   `protobuf:"varint,3,opt,name=accept,proto3" json:"accept,omitempty"`  // true accepts the award, false declines it
-	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`   // why it was declined, <= 4096 bytes
+	Auction       *AuctionID             `protobuf:"bytes,1,opt,name=auction,proto3" json:"auction,omitempty"`                                     // the auction of the award; required
+	Bidder        string                 `protobuf:"bytes,2,opt,name=bidder,proto3" json:"bidder,omitempty"`                                       // node ID of the replying node; required
+	Accept        bool                   `protobuf:"varint,3,opt,name=accept,proto3" json:"accept,omitempty"`                                      // true accepts the award, false declines it
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`                                       // why it was declined, <= 4096 bytes
+	StartUnixNano int64                  `protobuf:"varint,5,opt,name=start_unix_nano,json=startUnixNano,proto3" json:"start_unix_nano,omitempty"` // on an accept: when the contractor now predicts the replica starts (its queue as it is after the award); 0: not said
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1649,6 +1650,13 @@ func (x *AwardReply) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *AwardReply) GetStartUnixNano() int64 {
+	if x != nil {
+		return x.StartUnixNano
+	}
+	return 0
 }
 
 // TaskStatus is an executor's report on a task replica to its manager.
@@ -2937,13 +2945,14 @@ const file_market_proto_rawDesc = "" +
 	"\x03bid\x18\x04 \x01(\v2\r.agora.v1.BidR\x03bid\x12\x12\n" +
 	"\x04last\x18\x05 \x01(\bR\x04last\x12\x16\n" +
 	"\x06ticket\x18\x06 \x01(\fR\x06ticket\x12\x16\n" +
-	"\x06direct\x18\a \x01(\bR\x06direct\"\x83\x01\n" +
+	"\x06direct\x18\a \x01(\bR\x06direct\"\xab\x01\n" +
 	"\n" +
 	"AwardReply\x12-\n" +
 	"\aauction\x18\x01 \x01(\v2\x13.agora.v1.AuctionIDR\aauction\x12\x16\n" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06accept\x18\x03 \x01(\bR\x06accept\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd1\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12&\n" +
+	"\x0fstart_unix_nano\x18\x05 \x01(\x03R\rstartUnixNano\"\xd1\x02\n" +
 	"\n" +
 	"TaskStatus\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +

@@ -1,0 +1,117 @@
+package market
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Why a task waits, and when it is predicted to start. Neither is kept in
+// the record: Job works them out for the copy it returns, from the live
+// auction, gang and award state, so that status shows them where the
+// job's manager answers.
+
+// awardNote is the start the winning bid predicted for an awarded
+// replica, for that epoch.
+type awardNote struct {
+	epoch uint64
+	start time.Time
+}
+
+// noteAward remembers the predicted start of the bid just awarded, or
+// the later one the contractor gave when it accepted (start).
+func (m *Market) noteAward(t *TaskRecord, b Bid, start time.Time) {
+	if !start.IsZero() {
+		b.Start = start
+	}
+	if m.awardStart == nil {
+		m.awardStart = map[TaskKey]awardNote{}
+	}
+	if len(m.awardStart) > 4*maxAwardNotes {
+		clear(m.awardStart) // the notes of long-gone replicas
+	}
+	m.awardStart[t.Key] = awardNote{epoch: t.Epoch, start: b.Start}
+}
+
+// maxAwardNotes sizes the award notes kept before they start afresh.
+const maxAwardNotes = 1 << 14
+
+// explain fills in, on a copy of a record, why each unfinished replica
+// waits (TaskRecord.Waiting) and, for one awarded and queued, the start
+// its winning bid predicted (TaskRecord.PredictedStart).
+func (m *Market) explain(j *JobRecord) {
+	if j.State.Terminal() {
+		return
+	}
+	succeeded := map[string]int{}
+	replicas := map[string]int{}
+	for _, t := range j.Tasks {
+		replicas[t.Key.Task]++
+		if t.State == TaskSucceeded {
+			succeeded[t.Key.Task]++
+		}
+	}
+	after := map[string][]string{}
+	for _, ts := range j.Spec.Tasks {
+		after[ts.Name] = ts.After
+	}
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		switch t.State {
+		case TaskWaiting:
+			var deps []string
+			for _, d := range after[t.Key.Task] {
+				if succeeded[d] < replicas[d] {
+					deps = append(deps, fmt.Sprintf("%s (%d of %d done)", d, succeeded[d], replicas[d]))
+				}
+			}
+			t.Waiting = "waiting for its dependencies: " + strings.Join(deps, ", ")
+		case TaskPending:
+			t.Waiting = m.pendingReason(j, t)
+		case TaskAwarded:
+			t.Waiting = "queued on " + string(t.Node)
+			if n, ok := m.awardStart[t.Key]; ok && n.epoch == t.Epoch {
+				t.PredictedStart = n.start
+				if d := n.start.Sub(m.now); d > 0 {
+					t.Waiting += fmt.Sprintf(" behind its earlier work; predicted start in %v", d.Round(time.Second))
+				}
+			}
+		}
+	}
+}
+
+// pendingReason says why a pending replica is not placed yet.
+func (m *Market) pendingReason(j *JobRecord, t *TaskRecord) string {
+	if !t.NotBefore.IsZero() && m.now.Before(t.NotBefore) {
+		return fmt.Sprintf("backing off after a failed attempt: placed again in %v", t.NotBefore.Sub(m.now).Round(time.Second))
+	}
+	if j.isGang(t.Key.Task) {
+		g := m.gangs[gangID(j.ID, t.Key.Task)]
+		switch {
+		case g == nil:
+			return "gang: waiting for its round"
+		case g.holding:
+			held := 0
+			for _, ok := range g.holdOK {
+				if ok {
+					held++
+				}
+			}
+			return fmt.Sprintf("gang: holding resources on %d of %d nodes before all start together", held, g.size)
+		}
+		return fmt.Sprintf("gang: looking for %d replicas' room at once", g.size)
+	}
+	a := m.auctions[t.Key]
+	if a == nil {
+		return "waiting for an auction round"
+	}
+	switch {
+	case len(a.invited) == 0:
+		return "no node fits: " + m.unplaceableReason(a)
+	case len(a.bids) > 0:
+		return fmt.Sprintf("auction round %d: %d bids in, awarding", a.id.Round, len(a.bids))
+	case len(a.nobids) > 0:
+		return "no node fits so far: " + m.unplaceableReason(a)
+	}
+	return fmt.Sprintf("auction round %d: %d nodes invited, no answer yet", a.id.Round, len(a.invited))
+}
