@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/node/api"
@@ -84,16 +85,17 @@ func cmdPeers(args []string, stdout, stderr io.Writer) int {
 	var peers []api.PeerResponse
 	return readCmd("peers", args, stdout, stderr, "/v1/peers", &peers, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tQUEUE\tLIMITS\tLAST SEEN")
+		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tDEVICES\tQUEUE\tLIMITS\tLAST SEEN")
+		now := time.Now()
 		for _, p := range peers {
 			limits := strings.ReplaceAll(p.Enforces, " ", "")
 			if p.RunsUnenforced {
 				limits += "(+unenforced)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
+			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
 				resource.CoresFromMilli(p.Free.CPU), resource.CoresFromMilli(p.Capacity.CPU),
 				resource.FormatSize(p.Free.Memory), resource.FormatSize(p.Capacity.Memory),
-				gpuSummary(p.Capacity), p.Queue, limits, p.LastSeen)
+				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), p.Queue, limits, ago(p.LastSeen, now))
 		}
 		_ = tw.Flush()
 	})
@@ -117,4 +119,23 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// deviceSummary lists declared devices as "2/4×fpga u250" (free of
+// total), or "-".
+func deviceSummary(capacity, free resource.Vector) string {
+	var parts []string
+	for _, d := range capacity.Devices {
+		left := 0
+		for _, f := range free.Devices {
+			if f.Kind == d.Kind && f.Model == d.Model {
+				left = f.Count
+			}
+		}
+		parts = append(parts, strings.TrimSpace(fmt.Sprintf("%d/%d×%s %s", left, d.Count, d.Kind, d.Model)))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
 }
