@@ -125,26 +125,8 @@ func nodeList(nodes []string) string {
 	return strings.Join(s, ",")
 }
 
-// ago renders an API time relative to now: "21s ago", "3m ago", "2h ago",
-// "4d ago"; "-" for none.
-func ago(ts string, now time.Time) string {
-	t := parseTime(ts)
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < 0:
-		return "just now"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-}
+// ago renders an API time relative to now (api.Ago); "-" for none.
+func ago(ts string, now time.Time) string { return api.Ago(parseTime(ts), now) }
 
 // listCluster prints the cluster-wide queue.
 func listCluster(apiAddr string, o queueOpts, stdout, stderr io.Writer) int {

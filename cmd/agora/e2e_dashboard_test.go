@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // chromium finds a headless browser, or skips the test.
@@ -65,23 +64,8 @@ func browse(t *testing.T, bin, url, shot string) string {
 // console message fails it.
 func TestDashboard(t *testing.T) {
 	bin := chromium(t)
-	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\ndevices:\n  - {kind: fpga, model: u250, count: 1}\n")
-	a := startNode(t, t.TempDir(), "--resources", res, "--label", "name=a")
-	b := startNode(t, t.TempDir(), "--resources", res, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
-	c := startNode(t, t.TempDir(), "--resources", res, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
-	nodes := []*proc{a, b, c}
-	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
-	waitFor(t, 15*time.Second, "every node to list the other two", func() bool {
-		for i, n := range nodes {
-			ps := n.peers()
-			for j := range nodes {
-				if _, ok := ps[ids[j]]; i != j && !ok {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	nodes, ids := startThree(t, "cpu: 2\nmemory: 4GiB\ngpus: []\ndevices:\n  - {kind: fpga, model: u250, count: 1}\n")
+	a, b, c := nodes[0], nodes[1], nodes[2]
 	spec := writeFile(t, "dag.yaml", "name: pipeline\ntasks:\n  - name: fetch\n    command: \"echo 'fetched-<data>'\"\n  - name: train\n    command: \"echo trained; echo warn >&2\"\n    after: [fetch]\n  - name: eval\n    command: \"echo evaluated\"\n    after: [train]\n")
 	var jobs []string
 	for _, n := range []*proc{b, c} { // managed by B and C; the browser asks A

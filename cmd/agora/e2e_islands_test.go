@@ -22,58 +22,21 @@ func TestIslandsBehindNAT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 60 s cut")
 	}
-	n := netns.New(t)
-	s := n.Sites(0)
-	edges, eaddrs := n.AddSite(&s, 2)
-	a := startNS(t, n, s.Public, s.PublicAddr+":4001", "--relay-service")
-	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
-	b := startNS(t, n, s.Public, s.PublicAddr+":4002", "--bootstrap", boot)
-	c := startNS(t, n, s.Public, s.PublicAddr+":4003", "--bootstrap", boot)
-	e1 := startNS(t, n, edges[0], eaddrs[0], "--nat-traversal", "--bootstrap", boot)
-	e2 := startNS(t, n, edges[1], eaddrs[1], "--nat-traversal", "--bootstrap", boot)
-	all := []*nsNode{a, b, c, e1, e2}
-	public, island := all[:3], all[3:]
-	ids := map[*nsNode]string{}
+	is := startIsland(t)
+	all, public, island, ids := is.all, is.public, is.edges, is.ids
 	side := map[string]string{}
-	for _, nd := range all {
-		ids[nd] = nd.id().PeerID
-	}
 	for _, nd := range public {
 		side[ids[nd]] = "public"
 	}
 	for _, nd := range island {
 		side[ids[nd]] = "island"
 	}
-	dump := func() {
-		for _, nd := range all {
-			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 30))
-		}
-	}
-	sees := func(nd *nsNode, others []*nsNode) int {
-		out, _, code := nd.agora("peers")
-		if code != 0 {
-			return -1
-		}
-		k := 0
-		for _, o := range others {
-			if strings.Contains(out, ids[o]) {
-				k++
-			}
-		}
-		return k
-	}
-	whole := func() bool {
-		for _, nd := range all {
-			if sees(nd, all) != len(all)-1 {
-				return false
-			}
-		}
-		return true
-	}
+	dump := func() { is.dump(t) }
+	sees, whole := is.sees, is.whole
 	start := time.Now()
 	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
 	t.Logf("five nodes whole %v after start", time.Since(start).Round(time.Millisecond))
-	n.Cut(s.Routers[0])
+	is.net.Cut(is.router)
 	cut := time.Now()
 	waitFor(t, 20*time.Second, "each side to drop the other from its view", func() bool {
 		for _, nd := range public {
@@ -131,7 +94,7 @@ func TestIslandsBehindNAT(t *testing.T) {
 	if d := 60*time.Second - time.Since(cut); d > 0 {
 		time.Sleep(d)
 	}
-	n.Mend(s.Routers[0])
+	is.net.Mend(is.router)
 	mended := time.Now()
 	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
 	t.Logf("views whole again %v after the cut ended", time.Since(mended).Round(time.Millisecond))
@@ -191,40 +154,11 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a cut and a restart")
 	}
-	n := netns.New(t)
-	s := n.Sites(0)
-	edges, eaddrs := n.AddSite(&s, 2)
-	a := startNS(t, n, s.Public, s.PublicAddr+":4001", "--relay-service")
-	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
-	b := startNS(t, n, s.Public, s.PublicAddr+":4002", "--bootstrap", boot)
-	c := startNS(t, n, s.Public, s.PublicAddr+":4003", "--bootstrap", boot)
-	e1 := startNS(t, n, edges[0], eaddrs[0], "--nat-traversal", "--bootstrap", boot, "--label", "role=e1")
-	e2 := startNS(t, n, edges[1], eaddrs[1], "--nat-traversal", "--bootstrap", boot)
-	all := []*nsNode{a, b, c, e1, e2}
-	public := all[:3]
-	ids := map[*nsNode]string{}
-	for _, nd := range all {
-		ids[nd] = nd.id().PeerID
-	}
-	dump := func() {
-		for _, nd := range all {
-			t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 30))
-		}
-	}
-	whole := func() bool {
-		for _, nd := range all {
-			out, _, code := nd.agora("peers")
-			if code != 0 {
-				return false
-			}
-			for _, o := range all {
-				if o != nd && !strings.Contains(out, ids[o]) {
-					return false
-				}
-			}
-		}
-		return true
-	}
+	is := startIsland(t, "--label", "role=e1")
+	all, public, ids := is.all, is.public, is.ids
+	e1 := is.edges[0]
+	dump := func() { is.dump(t) }
+	whole := is.whole
 	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
 	f := filepath.Join(t.TempDir(), "edge.yaml")
 	if err := os.WriteFile(f, []byte("name: edge-work\ntasks:\n  - name: t\n    command: \"sleep 8; echo edge-done\"\n    resources: {cpu: 1, labels: {role: e1}}\n"), 0o644); err != nil {
@@ -240,7 +174,7 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 		return ok && st.Tasks[0].State == "running"
 	})
 	time.Sleep(2 * time.Second) // the running record's copies reach the public nodes
-	n.Cut(s.Routers[0])
+	is.net.Cut(is.router)
 	e1.restart()
 	restarted := time.Now()
 	waitFor(t, 60*time.Second, "E1, restarted while cut off, to finish its job", func() bool {
@@ -259,7 +193,7 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 		return false
 	})
 	t.Logf("during the cut the public side answers: %v", during)
-	n.Mend(s.Routers[0])
+	is.net.Mend(is.router)
 	mended := time.Now()
 	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
 	waitFor(t, 60*time.Second, "every node to answer E1's record: succeeded on E1", func() bool {
@@ -287,4 +221,67 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 	}
 	st, _ := e1.status(id)
 	t.Logf("E1's record: %s on %s after %d attempts (%s); the public side's record is dropped, each node lists its own jobs only", st.Tasks[0].State, st.Tasks[0].Node, st.Tasks[0].Attempts, st.Tasks[0].Reason)
+}
+
+// island is three public nodes (a offering relay service, b and c
+// bootstrapped to it) and a site of two edge nodes behind one NAT router,
+// in namespaces the test made.
+type island struct {
+	net           *netns.Net
+	router        string
+	all           []*nsNode // a, b, c, e1, e2
+	public, edges []*nsNode
+	ids           map[*nsNode]string
+}
+
+// startIsland starts an island; e1Args go to the first edge node.
+func startIsland(t *testing.T, e1Args ...string) *island {
+	n := netns.New(t)
+	s := n.Sites(0)
+	edges, eaddrs := n.AddSite(&s, 2)
+	a := startNS(t, n, s.Public, s.PublicAddr+":4001", "--relay-service")
+	boot := fmt.Sprintf("/ip4/%s/tcp/4001/p2p/%s", s.PublicAddr, a.id().PeerID)
+	b := startNS(t, n, s.Public, s.PublicAddr+":4002", "--bootstrap", boot)
+	c := startNS(t, n, s.Public, s.PublicAddr+":4003", "--bootstrap", boot)
+	e1 := startNS(t, n, edges[0], eaddrs[0], append([]string{"--nat-traversal", "--bootstrap", boot}, e1Args...)...)
+	e2 := startNS(t, n, edges[1], eaddrs[1], "--nat-traversal", "--bootstrap", boot)
+	is := &island{net: n, router: s.Routers[0], all: []*nsNode{a, b, c, e1, e2}, ids: map[*nsNode]string{}}
+	is.public, is.edges = is.all[:3], is.all[3:]
+	for _, nd := range is.all {
+		is.ids[nd] = nd.id().PeerID
+	}
+	return is
+}
+
+// dump logs the tail of every node's output.
+func (is *island) dump(t *testing.T) {
+	for _, nd := range is.all {
+		t.Logf("--- %s:\n%s", nd.ns, tail(nd.log.String(), 30))
+	}
+}
+
+// sees is how many of others nd lists as peers; -1 when it does not
+// answer.
+func (is *island) sees(nd *nsNode, others []*nsNode) int {
+	out, _, code := nd.agora("peers")
+	if code != 0 {
+		return -1
+	}
+	k := 0
+	for _, o := range others {
+		if strings.Contains(out, is.ids[o]) {
+			k++
+		}
+	}
+	return k
+}
+
+// whole reports whether every node lists the four others.
+func (is *island) whole() bool {
+	for _, nd := range is.all {
+		if is.sees(nd, is.all) != len(is.all)-1 {
+			return false
+		}
+	}
+	return true
 }

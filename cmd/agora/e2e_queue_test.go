@@ -15,23 +15,8 @@ import (
 // it, --format picks columns, and the JSON rows are what
 // docs/operations.md documents.
 func TestClusterQueue(t *testing.T) {
-	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
-	a := startNode(t, t.TempDir(), "--resources", res, "--label", "name=a")
-	b := startNode(t, t.TempDir(), "--resources", res, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
-	c := startNode(t, t.TempDir(), "--resources", res, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
-	nodes := []*proc{a, b, c}
-	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
-	waitFor(t, 15*time.Second, "every node to list the other two", func() bool {
-		for i, n := range nodes {
-			ps := n.peers()
-			for j := range nodes {
-				if _, ok := ps[ids[j]]; i != j && !ok {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	nodes, ids := startThree(t, "cpu: 2\nmemory: 4GiB\ngpus: []\n")
+	a, b, c := nodes[0], nodes[1], nodes[2]
 	// One finished job managed by each node, pinned to the next node, and
 	// one job on A that keeps running.
 	want := map[string]string{} // job -> the node it ran on
@@ -121,4 +106,28 @@ func TestClusterQueue(t *testing.T) {
 		t.Fatalf("jobs --all --format '%%i %%t':\n%s", out)
 	}
 	t.Logf("jobs --all from C:\n%s", out)
+}
+
+// startThree starts three nodes on loopback with the resources res,
+// labelled name=a, b and c, b and c bootstrapped to a, and waits until
+// each lists the other two.
+func startThree(t *testing.T, res string) ([]*proc, []string) {
+	f := writeFile(t, "r.yaml", res)
+	a := startNode(t, t.TempDir(), "--resources", f, "--label", "name=a")
+	b := startNode(t, t.TempDir(), "--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
+	c := startNode(t, t.TempDir(), "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
+	nodes := []*proc{a, b, c}
+	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
+	waitFor(t, 15*time.Second, "every node to list the other two", func() bool {
+		for i, n := range nodes {
+			ps := n.peers()
+			for j := range nodes {
+				if _, ok := ps[ids[j]]; i != j && !ok {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return nodes, ids
 }

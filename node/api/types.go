@@ -337,3 +337,23 @@ func MergeRows(mine []market.JobRecord, answers map[string][]byte, unreachable [
 	})
 	return out
 }
+
+// Ago renders t relative to now as people read it: "21s ago", "3m ago",
+// "2h ago", "4d ago"; "-" for the zero time, "just now" for one ahead.
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}

@@ -288,22 +288,8 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	render(w, loginPage, nil)
 }
 
-// ago renders t relative to now.
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-}
+// ago renders t relative to now (api.Ago).
+func ago(t time.Time) string { return api.Ago(t, time.Now()) }
 
 // agoText renders an API time (RFC 3339) relative to now.
 func agoText(s string) string {
