@@ -82,20 +82,20 @@ func stateOrder(s JobState) int {
 }
 
 // outranks reports whether a's record of a job, managed by node an,
-// ranks above b's, managed by bn: between two unfinished records, the
-// manager the other took the job over from (the adopter's view may just
-// have lagged: a node back from a restart that had not yet heard from
-// the manager); then by job state (stateOrder), replicas succeeded,
-// replicas running, and the smaller node ID. Both managers decide alike:
-// outranks(a, an, b, bn) == !outranks(b, bn, a, an) whenever an != bn.
+// ranks above b's, managed by bn. When one took the job over from the
+// other, the original manager keeps it — the adopter's view may only
+// have lagged (a node back from a restart that had not yet heard from
+// it) — unless the original's record failed and the adopter's did not:
+// the take-over rescued the job. Otherwise by job state (stateOrder),
+// replicas succeeded, replicas running, and the smaller node ID. Both
+// managers decide alike: outranks(a, an, b, bn) == !outranks(b, bn, a,
+// an) whenever an != bn.
 func outranks(a ClaimRank, an NodeID, b ClaimRank, bn NodeID) bool {
-	if !a.State.Terminal() && !b.State.Terminal() {
-		switch {
-		case b.TakenFrom == an && a.TakenFrom != bn:
-			return true
-		case a.TakenFrom == bn && b.TakenFrom != an:
-			return false
-		}
+	switch {
+	case b.TakenFrom == an && a.TakenFrom != bn: // a is the original
+		return !(a.State == JobFailed && b.State != JobFailed)
+	case a.TakenFrom == bn && b.TakenFrom != an: // b is
+		return b.State == JobFailed && a.State != JobFailed
 	}
 	if x, y := stateOrder(a.State), stateOrder(b.State); x != y {
 		return x > y

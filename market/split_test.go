@@ -28,7 +28,12 @@ func TestOutranks(t *testing.T) {
 		{"tie: smaller node ID", r(JobRunning, 2, 2), r(JobRunning, 2, 2), true},
 		{"unfinished: the original over its adopter", r(JobRunning, 0, 0), ClaimRank{State: JobRunning, Succeeded: 5, Running: 5, TakenFrom: "n1"}, true},
 		{"unfinished: the adopter loses to the original", ClaimRank{State: JobRunning, Succeeded: 9, Running: 1, TakenFrom: "n2"}, r(JobPending, 0, 0), false},
-		{"finished: the outcome over the original", ClaimRank{State: JobSucceeded, TakenFrom: "n2"}, r(JobFailed, 0, 0), true},
+		{"the adopter rescued a job the original failed", ClaimRank{State: JobSucceeded, TakenFrom: "n2"}, r(JobFailed, 0, 0), true},
+		{"the original's success over the adopter's", r(JobSucceeded, 1, 0), ClaimRank{State: JobFailed, TakenFrom: "n1"}, true},
+		{"the original still running over a finished adopter", r(JobRunning, 0, 2), ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n1"}, true},
+		{"both failed: the original", ClaimRank{State: JobFailed, TakenFrom: "n2"}, r(JobFailed, 0, 0), false},
+		{"the same end: the original", r(JobSucceeded, 3, 0), ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n1"}, true},
+		{"the same end: the original even with a larger ID", ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n2"}, r(JobSucceeded, 3, 0), false},
 		{"taken from each other: back to the counts", ClaimRank{State: JobRunning, Succeeded: 1, TakenFrom: "n2"}, ClaimRank{State: JobRunning, TakenFrom: "n1"}, true},
 	}
 	for _, tc := range tests {
