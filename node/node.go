@@ -292,11 +292,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	go n.joinLoop(boot)
 	go n.sampleLoop()
 	if cfg.NATTraversal && !cfg.NoHolePunching {
-		n.wg.Go(func() {
-			p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, func(p peer.ID, round int) {
-				log.Infow("connection still relayed: re-opening it to punch again", "peer", p, "round", round)
-			})
-		})
+		n.wg.Go(func() { p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, nil) })
 	}
 	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
 	return n, nil

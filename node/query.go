@@ -169,18 +169,6 @@ func (n *Node) ClusterJobs(ctx context.Context) (api.ClusterJobs, error) {
 	for _, m := range n.Peers() {
 		peers = append(peers, m.Advert.Peer)
 	}
-	got, silent := n.query.AskAll(ctx, peers, wire.Query{Kind: wire.QueryJobs, Credential: api.Credential(ctx)})
-	answers := make(map[string][]byte, len(got))
-	for p, rep := range got {
-		if rep.Error == "" {
-			answers[p.String()] = rep.Body
-		} else {
-			silent = append(silent, p)
-		}
-	}
-	var missing []string
-	for _, p := range silent {
-		missing = append(missing, p.String())
-	}
+	answers, missing := n.query.AskAll(ctx, peers, wire.Query{Kind: wire.QueryJobs, Credential: api.Credential(ctx)})
 	return api.MergeRows(mine, answers, missing), nil
 }

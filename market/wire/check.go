@@ -3,7 +3,6 @@ package wire
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -578,42 +577,6 @@ func checkDevices(p string, devs []resource.DeviceRequest) error {
 		); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// checkLabels checks label constraints.
-func checkLabels(p string, labels map[string]string) error {
-	if len(labels) > MaxLabels {
-		return bad(p, "%d labels, over the limit of %d", len(labels), MaxLabels)
-	}
-	for _, k := range sortedKeys(labels) {
-		kp := keyPath(p, k)
-		if !names.LabelKey(k) {
-			return bad(kp, "invalid label key: want 1 to %d letters, digits, '_', '.', '/' or '-'", MaxLabelKeyLen)
-		}
-		if err := checkText(kp, labels[k], MaxLabelValueLen, false); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sortedKeys returns m's keys in order, so that the first problem found
-// is the same every time.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// checkOwner checks a user name: empty, or a name as agora user add takes.
-func checkOwner(p, s string) error {
-	if s != "" && !names.TaskName(s) {
-		return bad(p, "%s is not a user name", show(s))
 	}
 	return nil
 }

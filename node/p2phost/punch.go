@@ -61,7 +61,7 @@ func relayedOnly(h host.Host, p peer.ID) bool {
 
 // KeepPunching looks, every `every` until ctx ends, for connections that
 // stayed relayed `after` (the node: PunchAfter), and re-opens them (see
-// above). logf, when set, is told of each re-opening.
+// above). logf is told of each re-opening; nil logs it.
 func KeepPunching(ctx context.Context, h host.Host, every, after time.Duration, logf func(p peer.ID, round int)) {
 	state := map[peer.ID]*punchState{}
 	t := time.NewTicker(every)
@@ -95,6 +95,8 @@ func KeepPunching(ctx context.Context, h host.Host, every, after time.Duration, 
 			s.since, s.last = time.Time{}, now
 			if logf != nil {
 				logf(p, s.rounds)
+			} else {
+				log.Infow("connection still relayed: re-opened to punch again", "peer", p, "round", s.rounds)
 			}
 			reopen(ctx, h, p)
 		}

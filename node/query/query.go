@@ -139,28 +139,28 @@ func (s *Service) Fanout(ctx context.Context, peers []peer.ID, q wire.Query) (wi
 }
 
 // AskAll asks every peer, FanoutLimit at a time, each within Timeout,
-// and returns the replies by peer and the peers that gave none.
-func (s *Service) AskAll(ctx context.Context, peers []peer.ID, q wire.Query) (map[peer.ID]wire.QueryReply, []peer.ID) {
+// and returns the bodies of the replies without an error, by peer ID, and
+// the peers that gave none or an error.
+func (s *Service) AskAll(ctx context.Context, peers []peer.ID, q wire.Query) (map[string][]byte, []string) {
 	slots := make(chan struct{}, FanoutLimit)
 	var mu sync.Mutex
-	got := make(map[peer.ID]wire.QueryReply, len(peers))
-	var silent []peer.ID
+	bodies := make(map[string][]byte, len(peers))
+	var missing []string
 	var wg sync.WaitGroup
 	for _, p := range peers {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			rep, err := s.Ask(ctx, p, q) // within Timeout
-
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				silent = append(silent, p)
+			if err != nil || rep.Error != "" {
+				missing = append(missing, p.String())
 				return
 			}
-			got[p] = rep
+			bodies[p.String()] = rep.Body
 		})
 	}
 	wg.Wait()
-	return got, silent
+	return bodies, missing
 }
