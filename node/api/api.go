@@ -248,14 +248,23 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listError answers a job list's error, if any: 403 for a caller who may
+// not list, 503 otherwise. It reports whether it answered.
+func listError(w http.ResponseWriter, err error) bool {
+	switch {
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		return false
+	}
+	return true
+}
+
 func (s *Server) handleJobs(w http.ResponseWriter, r *http.Request) {
 	jobs, err := s.b.Jobs(r.Context())
-	if errors.Is(err, ErrForbidden) {
-		writeError(w, http.StatusForbidden, err.Error())
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+	if listError(w, err) {
 		return
 	}
 	out := []JobStatus{}
@@ -276,12 +285,7 @@ func (s *Server) handleClusterJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	all, err := s.b.ClusterJobs(r.Context())
-	if errors.Is(err, ErrForbidden) {
-		writeError(w, http.StatusForbidden, err.Error())
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+	if listError(w, err) {
 		return
 	}
 	out := all

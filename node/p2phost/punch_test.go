@@ -13,7 +13,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -70,18 +69,8 @@ func relayedPair(t *testing.T, g connmgr.ConnectionGater) (x, y host.Host) {
 		xopts = append(xopts, libp2p.ConnectionGater(g))
 	}
 	x, y = plain(xopts...), plain()
-	ri := peer.AddrInfo{ID: r.ID(), Addrs: r.Addrs()}
 	for _, h := range []host.Host{x, y} { // both reachable through r, as NAT'd edges are
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if err = h.Connect(ctx, ri); err == nil {
-				if _, err = client.Reserve(ctx, h, ri); err == nil {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no reservation on the relay: %v", err)
-			}
-		}
+		reserve(ctx, t, h, r)
 	}
 	var addrs []ma.Multiaddr
 	for _, a := range r.Addrs() {

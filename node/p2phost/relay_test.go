@@ -37,18 +37,7 @@ func TestRelayLimits(t *testing.T) {
 		return h
 	}
 	behind, caller := plain(), plain()
-	ri := peer.AddrInfo{ID: relay.ID(), Addrs: relay.Addrs()}
-	var rsvp *client.Reservation
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if err = behind.Connect(ctx, ri); err == nil {
-			if rsvp, err = client.Reserve(ctx, behind, ri); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no reservation on the relay: %v", err)
-		}
-	}
+	rsvp := reserve(ctx, t, behind, relay)
 	if rsvp.LimitData != RelayData || rsvp.LimitDuration != RelayDuration {
 		t.Errorf("the relay grants %d bytes and %v per connection, want %d and %v", rsvp.LimitData, rsvp.LimitDuration, RelayData, RelayDuration)
 	}
@@ -105,5 +94,23 @@ func TestRelayLimits(t *testing.T) {
 	t.Logf("%d of %d callers got a relayed connection to the same peer (limit %d)", ok, RelayMaxCircuits+4, RelayMaxCircuits)
 	if ok != RelayMaxCircuits {
 		t.Errorf("%d relayed connections to one peer, want the limit %d", ok, RelayMaxCircuits)
+	}
+}
+
+// reserve connects h to relay and takes a slot on it, trying for 10 s.
+func reserve(ctx context.Context, t *testing.T, h, relay host.Host) *client.Reservation {
+	t.Helper()
+	ri := peer.AddrInfo{ID: relay.ID(), Addrs: relay.Addrs()}
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err = h.Connect(ctx, ri); err == nil {
+			rsvp, err := client.Reserve(ctx, h, ri)
+			if err == nil {
+				return rsvp
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no reservation on the relay: %v", err)
+		}
 	}
 }
