@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/agora-sched/agora/testnet/sim"
 	"github.com/agora-sched/agora/testnet/sim/metrics"
@@ -25,13 +27,13 @@ func group(x metrics.Report, label string) metrics.Group {
 }
 
 // baselines replays each whole SWF log under the backfilling baselines,
-// the reference EASY (package refeasy) and, with -whole-auction, the
+// the reference EASY and conservative backfilling (package refeasy) and, with -whole-auction, the
 // auction, beside the production schedule the log records.
 func (r *report) baselines() {
 	o := r.o
 	r.p("## Whole SWF logs: the auction against textbook backfilling and the logs' own schedules")
 	r.p("")
-	r.p("Each log whole on its machine (one-processor nodes). `easy` is textbook EASY on the users' estimates; `reference EASY` is a second implementation on a processor count (package `testnet/sim/refeasy`, Mu'alem and Feitelson's description), required within 2 %% of `easy` by `TestEASYMatchesReference`; `production` is the schedule the log records (field 3, the wait on the real machine) for the same jobs. `%s` columns are the jobs wider than 64 processors. Seed %d.", wide, o.seed)
+	r.p("Each log whole on its machine (one-processor nodes). `easy` is textbook EASY on the users' estimates; `conservative` is conservative backfilling on the same estimates; `reference EASY` and `reference conservative` are second implementations on a processor count (package `testnet/sim/refeasy`, Mu'alem and Feitelson's description), required within 2 %% of `easy` and `conservative` by `TestEASYMatchesReference` and `TestConservativeMatchesReference`; `production` is the schedule the log records (field 3, the wait on the real machine) for the same jobs. `%s` columns are the jobs wider than 64 processors. Seed %d.", wide, o.seed)
 	r.p("")
 	for _, name := range []string{"KTH-SP2-1996-2.1-cln.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz"} {
 		path := filepath.Join(o.traces, name)
@@ -46,7 +48,7 @@ func (r *report) baselines() {
 		if err != nil {
 			fail("%v", err)
 		}
-		scheds := []string{"easy", "easy-predicted", "sjf-backfill", "sjf-oracle"}
+		scheds := []string{"easy", "easy-predicted", "conservative", "sjf-backfill", "sjf-oracle"}
 		if o.wholeAuction {
 			scheds = append([]string{"auction"}, scheds...)
 		}
@@ -63,7 +65,9 @@ func (r *report) baselines() {
 			switch s {
 			case "easy":
 				easy, recorded = x, x.Recorded
-				r.referenceRow(in, w, c.Size(), x)
+				r.referenceRow("EASY", refeasy.Run, in, w, c.Size(), x)
+			case "conservative":
+				r.referenceRow("conservative", refeasy.Conservative, in, w, c.Size(), x)
 			case "auction":
 				auction = x
 			}
@@ -83,9 +87,10 @@ func (r *report) baselines() {
 	}
 }
 
-// referenceRow replays the jobs the simulator kept under the reference
-// EASY and prints its row, with how far it is from easy's.
-func (r *report) referenceRow(in metrics.Input, w *workload.Workload, machine int, easy metrics.Report) {
+// referenceRow replays the jobs the simulator kept under a reference
+// scheduler and prints its row, with how far it is from the simulator's
+// run of the same policy, own.
+func (r *report) referenceRow(name string, run func([]refeasy.Job, int) []time.Duration, in metrics.Input, w *workload.Workload, machine int, own metrics.Report) {
 	byID := map[string]workload.Job{}
 	for _, j := range w.Jobs {
 		byID[j.ID] = j
@@ -100,7 +105,7 @@ func (r *report) referenceRow(in metrics.Input, w *workload.Workload, machine in
 		}
 		jobs = append(jobs, refeasy.Job{Submit: j.Submit, Runtime: j.Runtimes[t.Name], Estimate: est, Procs: max(t.Replicas, 1)})
 	}
-	starts := refeasy.Run(jobs, machine)
+	starts := run(jobs, machine)
 	var waits, slow []float64
 	for i, j := range jobs {
 		wait := starts[i] - j.Submit
@@ -108,7 +113,7 @@ func (r *report) referenceRow(in metrics.Input, w *workload.Workload, machine in
 		slow = append(slow, max(1, (wait+j.Runtime).Seconds()/max(j.Runtime, metrics.Tau).Seconds()))
 	}
 	mw, ms := metrics.Mean(waits), metrics.Mean(slow)
-	r.p("| reference EASY (%+.2f %% wait, %+.2f %% slowdown vs easy) | %.0f | %.0f | | %.2f | | | | | | |", 100*(mw/easy.MeanWait-1), 100*(ms/easy.MeanBoundedSlowdown-1), mw, metrics.Percentile(waits, 99), ms)
+	r.p("| reference %s (%+.2f %% wait, %+.2f %% slowdown vs %s) | %.0f | %.0f | | %.2f | | | | | | |", name, 100*(mw/own.MeanWait-1), 100*(ms/own.MeanBoundedSlowdown-1), strings.ToLower(name), mw, metrics.Percentile(waits, 99), ms)
 }
 
 // loadSweep runs the synthetic mix on hetero:100 at each offered load of
@@ -121,7 +126,7 @@ func (r *report) loadSweep() {
 	}
 	const nodes = 100
 	c := sim.HeteroCluster(nodes)
-	scheds := []string{"auction", "easy", "easy-predicted", "sjf-backfill", "sjf-oracle"}
+	scheds := []string{"auction", "easy", "easy-predicted", "conservative", "sjf-backfill", "sjf-oracle"}
 	r.p("## Load sweep: the synthetic mix on %d nodes", nodes)
 	r.p("")
 	r.p("`synthetic:%d,jobs=%d,load=L` on `hetero:%d`: arrivals span days, far past the longest jobs, and only the jobs submitted in the middle eight tenths of the span are measured (warm-up and drain left out); `busy` is the achieved busy fraction of the bottleneck resource (GPU or CPU) over that window, under the auction. Waits in seconds: mean / p99.", o.seed, o.sweepJobs, nodes)

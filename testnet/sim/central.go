@@ -50,6 +50,7 @@ type central struct {
 	dead    []bool
 	jobLeft []int
 	gen     uint64
+	whole   bool // conservative plans on a count of free nodes
 }
 
 func newCentral(e *engine, policy string) *central {
@@ -68,6 +69,9 @@ func newCentral(e *engine, policy string) *central {
 		c.jobLeft = append(c.jobLeft, n)
 	}
 	c.dead = make([]bool, len(e.w.Jobs))
+	if policy == "conservative" {
+		c.whole = wholeNodes(e)
+	}
 	if policy == "easy-predicted" {
 		c.pred = predict.NewRuntime(predict.RuntimeConfig{})
 	}
@@ -252,6 +256,10 @@ func (c *central) schedule() {
 	}
 	if isBackfill(c.policy) {
 		c.backfillPass()
+		return
+	}
+	if c.policy == "conservative" {
+		c.conservativePass()
 		return
 	}
 	// list scheduling: every unit that fits starts, in queue order

@@ -20,7 +20,7 @@ import (
 // central baselines (central.go, backfill.go). sjf-oracle is list
 // scheduling, shortest true runtime first with best fit: a strong
 // baseline that knows runtimes, not a bound on any scheduler.
-var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "sjf-backfill"}
+var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill"}
 
 // Config configures one simulation run.
 type Config struct {
@@ -326,7 +326,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 			return metrics.Input{}, err
 		}
 		s = a
-	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "sjf-backfill":
+	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill":
 		s = newCentral(e, cfg.Scheduler)
 	default:
 		return metrics.Input{}, fmt.Errorf("sim: unknown scheduler %q (have %v)", cfg.Scheduler, Schedulers)

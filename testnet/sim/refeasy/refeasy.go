@@ -1,6 +1,7 @@
-// Package refeasy is a second EASY backfilling scheduler, on a
-// processor count, written apart from the simulator's node-based one to
-// validate it (TestEASYMatchesReference) and to stand beside it in the
+// Package refeasy holds second implementations of EASY and conservative
+// backfilling, on a processor count, written apart from the simulator's
+// node-based ones to validate them (TestEASYMatchesReference,
+// TestConservativeMatchesReference) and to stand beside them in the
 // performance report.
 package refeasy
 
