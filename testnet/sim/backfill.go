@@ -322,14 +322,7 @@ func (c *central) backfillPass() {
 			start(u, c.choose(u, res))
 		}
 	}
-	kept := c.queue[:0]
-	for _, u := range c.queue {
-		if !started[u] {
-			kept = append(kept, u)
-		}
-	}
-	clear(c.queue[len(kept):])
-	c.queue = kept
+	c.dropStarted(started)
 }
 
 // choose picks u's nodes among those that fit it now (and beside the

@@ -280,6 +280,12 @@ func (c *central) schedule() {
 			started[u] = true
 		}
 	}
+	c.dropStarted(started)
+}
+
+// dropStarted removes from the queue the units a pass started (or found
+// dead), keeping the others in order.
+func (c *central) dropStarted(started map[*unit]bool) {
 	kept := c.queue[:0]
 	for _, u := range c.queue {
 		if !started[u] {

@@ -241,14 +241,7 @@ func (c *central) conservativePass() {
 			started[u] = true
 		}
 	}
-	kept := c.queue[:0]
-	for _, u := range c.queue {
-		if !started[u] {
-			kept = append(kept, u)
-		}
-	}
-	clear(c.queue[len(kept):])
-	c.queue = kept
+	c.dropStarted(started)
 }
 
 // conservativeCounts is conservativePass on a count of free nodes.
@@ -289,12 +282,5 @@ func (c *central) conservativeCounts() {
 			started[u] = true
 		}
 	}
-	kept := c.queue[:0]
-	for _, u := range c.queue {
-		if !started[u] {
-			kept = append(kept, u)
-		}
-	}
-	clear(c.queue[len(kept):])
-	c.queue = kept
+	c.dropStarted(started)
 }

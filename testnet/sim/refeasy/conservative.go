@@ -2,7 +2,6 @@ package refeasy
 
 import (
 	"container/heap"
-	"math"
 	"slices"
 	"time"
 )
@@ -33,20 +32,7 @@ func Conservative(jobs []Job, machine int) []time.Duration {
 	var inflight byEnd
 	next := 0
 	for next < len(jobs) || len(queue) > 0 {
-		t := time.Duration(math.MaxInt64)
-		if next < len(jobs) {
-			t = jobs[next].Submit
-		}
-		if len(inflight) > 0 && inflight[0].end < t {
-			t = inflight[0].end
-		}
-		for len(inflight) > 0 && inflight[0].end == t {
-			heap.Pop(&inflight)
-		}
-		for next < len(jobs) && jobs[next].Submit == t {
-			queue = append(queue, next)
-			next++
-		}
+		t := advance(jobs, &next, &queue, &inflight, func(running) {})
 		var spans []span
 		for _, r := range inflight {
 			spans = append(spans, span{from: t, to: max(r.est, t+1), procs: jobs[r.job].Procs})

@@ -39,6 +39,27 @@ func (h *byEnd) Pop() any {
 	return x
 }
 
+// advance moves to the next instant, an arrival or an end, and returns
+// it: the runs that end then leave inflight (ended is told of each) and
+// the jobs that arrive then join the queue.
+func advance(jobs []Job, next *int, queue *[]int, inflight *byEnd, ended func(running)) time.Duration {
+	t := time.Duration(math.MaxInt64)
+	if *next < len(jobs) {
+		t = jobs[*next].Submit
+	}
+	if len(*inflight) > 0 && (*inflight)[0].end < t {
+		t = (*inflight)[0].end
+	}
+	for len(*inflight) > 0 && (*inflight)[0].end == t {
+		ended(heap.Pop(inflight).(running))
+	}
+	for *next < len(jobs) && jobs[*next].Submit == t {
+		*queue = append(*queue, *next)
+		*next++
+	}
+	return t
+}
+
 // Run is EASY backfilling as Mu'alem and Feitelson describe it
 // (IEEE TPDS 12(6), 2001, section 2.2), on a processor count: at each
 // instant every ending job frees its processors and every arriving job
@@ -56,22 +77,7 @@ func Run(jobs []Job, machine int) []time.Duration {
 	free := machine
 	next := 0
 	for next < len(jobs) || len(queue) > 0 {
-		// the next instant: an arrival or an end
-		t := time.Duration(math.MaxInt64)
-		if next < len(jobs) {
-			t = jobs[next].Submit
-		}
-		if len(inflight) > 0 && inflight[0].end < t {
-			t = inflight[0].end
-		}
-		for len(inflight) > 0 && inflight[0].end == t {
-			r := heap.Pop(&inflight).(running)
-			free += jobs[r.job].Procs
-		}
-		for next < len(jobs) && jobs[next].Submit == t {
-			queue = append(queue, next)
-			next++
-		}
+		t := advance(jobs, &next, &queue, &inflight, func(r running) { free += jobs[r.job].Procs })
 		run := func(i int) {
 			j := jobs[i]
 			start[i] = t
