@@ -190,15 +190,8 @@ func (c *central) conservativePass() {
 		// A run past its planned end still holds its node now.
 		profs[p.node].give(max(c.plannedEnd(p), now+1), p.req, p.alloc)
 	}
-	started := map[*unit]bool{}
 	g := make([]time.Duration, len(c.free))
-	for _, u := range c.queue {
-		if c.dead[u.job] {
-			started[u] = true
-			continue
-		}
-		k := len(u.replicas)
-		d := max(c.planned(u), 1)
+	c.reserveEach(func(u *unit, k int, d time.Duration) (time.Duration, []int) {
 		t := now
 		for t != never {
 			n := 0
@@ -212,8 +205,7 @@ func (c *central) conservativePass() {
 				}
 			}
 			if n < k {
-				t = never // too few nodes up: no reservation
-				break
+				return never, nil // too few nodes up: no reservation
 			}
 			kth := slices.Clone(g)
 			slices.Sort(kth)
@@ -221,9 +213,6 @@ func (c *central) conservativePass() {
 				break
 			}
 			t = kth[k-1]
-		}
-		if t == never {
-			continue
 		}
 		var cand []int
 		for i := range g {
@@ -236,7 +225,21 @@ func (c *central) conservativePass() {
 		for _, i := range nodes {
 			profs[i].take(t, d, u.req)
 		}
-		if t == now {
+		return t, nodes
+	})
+}
+
+// reserveEach walks the queue in order and asks plan for the start of
+// each live unit (k replicas planned to run d) and, for a start now,
+// its nodes; it starts those and drops them from the queue.
+func (c *central) reserveEach(plan func(u *unit, k int, d time.Duration) (time.Duration, []int)) {
+	started := map[*unit]bool{}
+	for _, u := range c.queue {
+		if c.dead[u.job] {
+			started[u] = true
+			continue
+		}
+		if t, nodes := plan(u, len(u.replicas), max(c.planned(u), 1)); t == c.e.now {
 			c.start(u, nodes)
 			started[u] = true
 		}
@@ -264,23 +267,15 @@ func (c *central) conservativeCounts() {
 		}
 	}
 	p.add(now, never, up-len(busy))
-	started := map[*unit]bool{}
-	for _, u := range c.queue {
-		if c.dead[u.job] {
-			started[u] = true
-			continue
-		}
-		k := len(u.replicas)
-		d := max(c.planned(u), 1)
+	c.reserveEach(func(u *unit, k int, d time.Duration) (time.Duration, []int) {
 		t := p.earliest(now, d, k)
 		if t == never {
-			continue // too few nodes up: no reservation
+			return never, nil // too few nodes up: no reservation
 		}
 		p.add(t, t+d, -k)
-		if t == now {
-			c.start(u, c.choose(u, nil))
-			started[u] = true
+		if t != now {
+			return t, nil
 		}
-	}
-	c.dropStarted(started)
+		return t, c.choose(u, nil)
+	})
 }
