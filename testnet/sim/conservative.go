@@ -90,13 +90,14 @@ func (p *profile) earliest(t, d time.Duration, req resource.Request) time.Durati
 	return s
 }
 
-// counts is a profile of free nodes: free[j] from at[j] until at[j+1],
+// countProfile is a profile of free nodes: free[j] from at[j] until at[j+1],
 // the last for ever.
 type countProfile struct {
 	at   []time.Duration
 	free []int
 }
 
+// split makes t a segment boundary, as profile.split does.
 func (p *countProfile) split(t time.Duration) int {
 	j := sort.Search(len(p.at), func(x int) bool { return p.at[x] > t }) - 1
 	if p.at[j] == t {
