@@ -382,3 +382,48 @@ func TestViewRoomHonoursAdvertisedReservations(t *testing.T) {
 		t.Fatalf("Reserved() = %q with %d millicores beside, want a/t with 200", r.Gang, r.Unreserved.CPU)
 	}
 }
+
+// TestBlockedGangLooksOften: where ReserveTTL is long (the simulator's
+// 30 min), a gang whose view shows too little room still looks at it
+// every gangLookMax (plus jitter), so it starts soon after the room
+// appears on another node instead of up to a third of ReserveTTL later.
+// The room appears at several instants, so that no lucky phase of the
+// looks passes the test.
+func TestBlockedGangLooksOften(t *testing.T) {
+	for _, long := range []time.Duration{40 * time.Minute, 45 * time.Minute, 50 * time.Minute, 55 * time.Minute} {
+		t.Run(long.String(), func(t *testing.T) {
+			c := newClusterWith(t, func(_ int, cfg *Config) {
+				cfg.ReserveTTL = 30 * time.Minute
+				cfg.GangForceEvery = -1 // as in the simulator: rounds only when the view shows room
+			}, cpuNode(1), cpuNode(1))
+			c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) {
+				if s.Key.Job == "long" {
+					return 0, long
+				}
+				return 0, 10 * time.Second
+			}
+			// Its user expects ten hours: no bid predicts the room in time.
+			lt := task("t", 1000)
+			lt.Estimate = 10 * time.Hour
+			c.submit(1, "long", job("long", lt)) // on n1: n0 learns of its room from adverts only
+			c.until(time.Second, "long task to start", func() bool { return len(c.starts) == 1 })
+			ended := c.starts[0].at.Add(long)
+			c.submit(0, "gang", job("gang", gangTask("w", 2, 1000)))
+			var started time.Time
+			c.until(long+30*time.Minute, "gang to start", func() bool {
+				for _, s := range c.starts {
+					if s.key.Job == "gang" {
+						started = s.at
+						return true
+					}
+				}
+				return false
+			})
+			late := started.Sub(ended)
+			t.Logf("gang started %v after the room appeared", late)
+			if late > gangLookMax*3/2+time.Second {
+				t.Fatalf("gang started %v after the room appeared, want within %v", late, gangLookMax*3/2)
+			}
+		})
+	}
+}
