@@ -49,24 +49,14 @@ type gangAuction struct {
 	idle          int // rounds skipped in a row because the view showed no room
 }
 
-// gangLookMax bounds the back-off between a blocked gang's looks at its
-// view. A look sends nothing, but a gang that looks late misses the
-// moments its view shows room, and smaller work takes it first. On a
-// node a third of ReserveTTL (3.3 s) is shorter; where ReserveTTL is
-// long (the simulator runs 30 min, docs/simulator.md) looks every 10
-// minutes left gangs of the synthetic mix and the SWF logs waiting for
-// room they had missed.
-const gangLookMax = time.Minute
-
 // gangBlocked reports whether a gang's next round would be wasted: the
 // view shows fewer nodes with room for a replica now than the gang needs,
 // though enough could ever hold one (else the round must run, to fail the
 // gang with its reason). Such a round is skipped — a reservation is only
 // renewed when due — and the gang looks again after a back-off that
-// doubles up to a third of ReserveTTL or gangLookMax, whichever is
-// shorter; after Config.GangForceEvery skips one runs regardless. A
-// waiting gang of 64 would otherwise invite 128 nodes every few seconds
-// for hours.
+// doubles up to a third of ReserveTTL; after Config.GangForceEvery
+// skips one runs regardless. A waiting gang of 64 would otherwise invite 128 nodes every
+// few seconds for hours.
 func (m *Market) gangBlocked(g *gangAuction) bool {
 	if m.cfg.GangForceEvery > 0 && g.idle >= m.cfg.GangForceEvery {
 		return false
@@ -80,7 +70,7 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 		return false
 	}
 	g.idle++
-	back := min(m.cfg.RoundBackoff<<min(g.idle+g.roundNo, 16), m.cfg.ReserveTTL/3, gangLookMax)
+	back := min(m.cfg.RoundBackoff<<min(g.idle+g.roundNo, 16), m.cfg.ReserveTTL/3)
 	back += time.Duration(m.rng.Int63n(int64(back)/2 + 1))
 	g.nextAt = m.now.Add(back)
 	if len(g.reserved) > 0 && g.nextAt.After(g.reservedUntil.Add(-m.cfg.ReserveTTL/3)) {
