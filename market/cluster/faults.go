@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -80,11 +81,11 @@ func (c *Cluster) Restart(i int) error {
 	nd.Market, nd.state = m, Up
 	now := c.Time()
 	recs := make([]market.JobRecord, 0, len(nd.saved))
-	for _, id := range sortedKeys(nd.saved) {
+	for _, id := range slices.Sorted(maps.Keys(nd.saved)) {
 		recs = append(recs, nd.saved[id])
 	}
 	m.Reclaim(now, recs)
-	for _, id := range sortedKeys(nd.copies) {
+	for _, id := range slices.Sorted(maps.Keys(nd.copies)) {
 		cp := nd.copies[id]
 		m.ReplicaLoaded(now, cp.Record, cp.Peers)
 	}
@@ -184,13 +185,4 @@ func (c *Cluster) feedView(i int) {
 			m.Advert(now, p)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,7 +1,8 @@
 package spec
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -209,7 +210,7 @@ func checkEnv(l *errorList, path string, env map[string]string) {
 		return
 	}
 	total := 0
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v, p := env[k], keyPath(path, k)
 		total += len(k) + len(v) + 2
 		switch {
@@ -238,15 +239,4 @@ func checkDuration(l *errorList, path string, d time.Duration) {
 	case d > MaxDuration:
 		l.add(path, "%s is over the limit of %s", d, MaxDuration)
 	}
-}
-
-// sortedKeys returns m's keys in order, so that problems are reported in
-// the same order every time.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

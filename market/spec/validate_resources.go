@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -94,7 +96,7 @@ func checkLabels(l *errorList, path string, labels map[string]string) {
 		l.add(path, "%d labels, over the limit of %d", len(labels), MaxLabels)
 		return
 	}
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		p := keyPath(path, k)
 		if !names.LabelKey(k) {
 			l.add(p, "invalid label key %s: use 1 to %d letters, digits, '_', '.', '/' or '-'", quote(k), MaxLabelKeyLen)

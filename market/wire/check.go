@@ -2,7 +2,9 @@ package wire
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -519,7 +521,7 @@ func checkEnv(p string, env map[string]string) error {
 		return bad(p, "%d variables, over the limit of %d", len(env), MaxEnvEntries)
 	}
 	total := 0
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v, kp := env[k], keyPath(p, k)
 		total += len(k) + len(v) + 2
 		switch {

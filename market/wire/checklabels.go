@@ -1,7 +1,8 @@
 package wire
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/agora-sched/agora/market/names"
 )
@@ -13,7 +14,7 @@ func checkLabels(p string, labels map[string]string) error {
 	if len(labels) > MaxLabels {
 		return bad(p, "%d labels, over the limit of %d", len(labels), MaxLabels)
 	}
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		kp := keyPath(p, k)
 		if !names.LabelKey(k) {
 			return bad(kp, "invalid label key: want 1 to %d letters, digits, '_', '.', '/' or '-'", MaxLabelKeyLen)
@@ -23,17 +24,6 @@ func checkLabels(p string, labels map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys returns m's keys in order, so that the first problem found
-// is the same every time.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // checkOwner checks a user name: empty, or a name as agora user add takes.

@@ -429,16 +429,6 @@ func (e *engine) runtime(k market.TaskKey) time.Duration {
 	return time.Second
 }
 
-// sorted order helper for deterministic iteration of small int sets
-func sortedInts(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func predOf(k market.TaskKey, p metricsPred, actual time.Duration) metrics.Prediction {
 	return metrics.Prediction{Job: k.Job, Task: k.Task, Predicted: p.predicted, Estimate: p.estimate, Actual: actual}
 }
