@@ -13,6 +13,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market"
 )
 
 // AdvertVersion is the advert message version this build writes and reads.
@@ -63,6 +64,12 @@ type Advert struct {
 	// other gangs there only in Unreserved.
 	ReservedGang string
 	Unreserved   resource.Vector
+	// Waiting is the first gang the node is placing that has waited long
+	// enough to be a head candidate; HeadRoom when the node will have
+	// room for the head it sees (docs/scheduling.md, "The head"). Zero
+	// values when none.
+	Waiting  market.WaitingGang
+	HeadRoom market.HeadRoom
 	// Cert is the node's certificate chain in a network with an
 	// authority (market/auth's encoding), empty otherwise.
 	Cert []byte
@@ -108,6 +115,7 @@ func (a Advert) Encode() ([]byte, error) {
 	if a.ReservedGang != "" {
 		m.Unreserved = VectorToPB(a.Unreserved)
 	}
+	m.Waiting, m.HeadRoom = waitingToPB(a.Waiting), headRoomToPB(a.HeadRoom)
 	for _, ad := range a.Addrs {
 		m.Addrs = append(m.Addrs, ad.Bytes())
 	}
@@ -167,6 +175,12 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		if a.Unreserved, err = VectorFromPB(m.Unreserved); err != nil {
 			return Advert{}, fmt.Errorf("gossip: advert unreserved: %w", err)
 		}
+	}
+	if a.Waiting, err = waitingFromPB(m.Waiting); err != nil {
+		return Advert{}, err
+	}
+	if a.HeadRoom, err = headRoomFromPB(m.HeadRoom); err != nil {
+		return Advert{}, err
 	}
 	for i, raw := range m.Addrs {
 		addr, err := ma.NewMultiaddrBytes(raw)

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip/pb"
+	"github.com/agora-sched/agora/market"
 )
 
 // testPeer is a syntactically valid peer ID for tests.
@@ -40,6 +42,10 @@ func sampleAdvert(t testing.TB) Advert {
 		Interval: 2 * time.Second,
 		Limits:   resource.Enforcement{Missing: resource.LimitPids, Unenforced: true},
 		Holds:    []string{strings.Repeat("ab", 32), strings.Repeat("01", 32)},
+		Waiting: market.WaitingGang{Gang: "job-9/train", Size: 64, Priority: 3, Since: time.UnixMilli(1699999990000),
+			Request: resource.Request{CPU: 4000, Memory: 16 << 30, GPU: resource.GPURequest{Count: 2, Model: "A100"}, Site: "lab",
+				Labels: map[string]string{"rack": "r1"}, Devices: []resource.DeviceRequest{{Kind: "fpga", Count: 1}}, Limits: resource.LimitCPU}},
+		HeadRoom: market.HeadRoom{Gang: "job-9/train", At: time.UnixMilli(1700000600000)},
 	}
 }
 
@@ -63,6 +69,22 @@ func TestAdvertRoundTrip(t *testing.T) {
 	}
 	if len(got.Addrs) != 1 || !got.Addrs[0].Equal(a.Addrs[0]) || got.Labels["zone"] != "a" {
 		t.Fatalf("addrs or labels differ: %v %v", got.Addrs, got.Labels)
+	}
+	if w, g := a.Waiting, got.Waiting; g.Gang != w.Gang || g.Size != w.Size || g.Priority != w.Priority || !g.Since.Equal(w.Since) ||
+		fmt.Sprint(g.Request) != fmt.Sprint(w.Request) || g.Request.Limits != w.Request.Limits {
+		t.Fatalf("waiting gang:\n got %+v\nwant %+v", g, w)
+	}
+	if !got.HeadRoom.Equal(a.HeadRoom) {
+		t.Fatalf("head room: got %+v, want %+v", got.HeadRoom, a.HeadRoom)
+	}
+	for _, h := range []market.HeadRoom{{Gang: "j/t"}, {Gang: "j/t", Never: true}, {}} {
+		a.HeadRoom = h
+		if b, err = a.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = DecodeAdvert(b); err != nil || !got.HeadRoom.Equal(h) {
+			t.Fatalf("head room %+v: decoded %+v, %v", h, got.HeadRoom, err)
+		}
 	}
 	if got.ReservedGang != "" || got.Unreserved.CPU != 0 {
 		t.Fatalf("no reservation advertised, decoded %q %v", got.ReservedGang, got.Unreserved)
@@ -113,6 +135,16 @@ func TestDecodeAdvertRejects(t *testing.T) {
 		{name: "reserved gang too long", mutate: func(m *pb.Advert) {
 			m.ReservedGang, m.Unreserved = strings.Repeat("g", MaxReservedGangLen+1), m.Free
 		}, want: "reserved_gang longer"},
+		{name: "waiting gang of one", mutate: func(m *pb.Advert) { m.Waiting.Size = 1 }, want: "waiting.size 1"},
+		{name: "waiting gang unnamed", mutate: func(m *pb.Advert) { m.Waiting.Gang = "" }, want: "waiting.gang"},
+		{name: "waiting priority", mutate: func(m *pb.Advert) { m.Waiting.Priority = 11 }, want: "waiting.priority"},
+		{name: "waiting since", mutate: func(m *pb.Advert) { m.Waiting.SinceUnixMillis = 0 }, want: "since_unix_millis"},
+		{name: "waiting without request", mutate: func(m *pb.Advert) { m.Waiting.Request = nil }, want: "request missing"},
+		{name: "waiting cpu", mutate: func(m *pb.Advert) { m.Waiting.Request.CpuMilli = -1 }, want: "request.cpu_milli"},
+		{name: "waiting gpu share", mutate: func(m *pb.Advert) { m.Waiting.Request.GpuShareMilli = 1001 }, want: "gpu_share_milli"},
+		{name: "waiting device count", mutate: func(m *pb.Advert) { m.Waiting.Request.Devices[0].Count = 0 }, want: "request.devices[0]"},
+		{name: "head room unnamed", mutate: func(m *pb.Advert) { m.HeadRoom.Gang = "" }, want: "head_room.gang"},
+		{name: "head room negative", mutate: func(m *pb.Advert) { m.HeadRoom.AtUnixMillis = -3 }, want: "head_room.at_unix_millis"},
 		{name: "negative unreserved", mutate: func(m *pb.Advert) {
 			m.ReservedGang, m.Unreserved = "j/t", &pb.Resources{CpuMilli: -5}
 		}, want: "unreserved"},

@@ -93,7 +93,7 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 			tried[h.Node] = true
 		}
 	}
-	cands := m.candidates(a.offer.Request, tried, a.offer.Inputs)
+	cands := m.candidates(a.offer, tried)
 	n := m.cfg.D << min(a.id.Round, 10)
 	if !a.offer.Request.GPU.Wants() {
 		inviteOneGPUNode(cands, n)
@@ -134,7 +134,9 @@ func inviteOneGPUNode(cands []candidate, n int) {
 // the share of the node's GPUs it would leave free, for a request without
 // GPUs the share of the node's GPUs that is free (least first) — then at
 // random (seeded).
-func (m *Market) candidates(req resource.Request, tried map[NodeID]bool, inputs []DataRef) []candidate {
+func (m *Market) candidates(o TaskOffer, tried map[NodeID]bool) []candidate {
+	req, inputs := o.Request, o.Inputs
+	m.refreshHead()
 	var cands []candidate
 	consider := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, wait time.Duration, holds func(string) bool) {
 		if couldHold(site, labels, lim, capv, req) != "" {
@@ -161,7 +163,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool, inputs 
 		}
 		cands = append(cands, c)
 	}
-	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.PredictedWait(m.now), m.cfg.Holds)
+	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.freeFor(o, m.c.free, m.Reserved()), m.PredictedWait(m.now), m.cfg.Holds)
 	ids := make([]NodeID, 0, len(m.view))
 	for id := range m.view {
 		ids = append(ids, id)
@@ -169,7 +171,7 @@ func (m *Market) candidates(req resource.Request, tried map[NodeID]bool, inputs 
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		p := m.view[id]
-		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.PredictedWait, p.holds)
+		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, m.freeFor(o, p.Free, p.Reserved), p.PredictedWait, p.holds)
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]

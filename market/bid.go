@@ -44,10 +44,11 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 	if m.trusted() && !m.vouch(cfp) {
 		return
 	}
+	m.refreshHead()
 	b := m.makeBid(cfp.Auction, o)
 	if o.GangSize > 1 {
 		b.Preempt = false
-		if b.Slots = c.gangSlots(o); b.Slots > 0 {
+		if b.Slots = c.gangSlots(o, m.now); b.Slots > 0 {
 			b.Start, b.Finish = m.now, m.now.Add(b.Runtime)
 		} else if !b.Start.After(m.now) {
 			b.Start = m.now.Add(time.Millisecond) // room only after reservations
@@ -131,6 +132,7 @@ func (m *Market) onAward(a Award) {
 		m.send(a.Manager, reply)
 		return
 	}
+	m.refreshHead()
 	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
 	slack := max(m.cfg.BidSlack, rt/10)
 	start := c.predictStart(a.Task.TaskOffer, m.now)

@@ -151,6 +151,12 @@ type Config struct {
 	// wait hours behind each other, as in HPC logs, where reservations
 	// would idle the machine).
 	GangForceEvery int
+	// HeadWidth: a gang waiting longer than GangReserveAfter becomes a
+	// head candidate (head.go) when it needs more than this fraction of
+	// the nodes of the view that could hold a replica; 0.5. A narrower
+	// gang finds room as it appears; a wide one only when the machine
+	// drains for it. Negative: every gang; above 1: none.
+	HeadWidth float64
 	// Scorer names the bid scorer, one of Scorers; "weighted".
 	Scorer string
 	// Scorers are the scorers Scorer may name; DefaultScorers().
@@ -228,6 +234,9 @@ func (c Config) withDefaults() Config {
 	def(&c.ReserveTTL, 10*time.Second)
 	if c.GangForceEvery == 0 {
 		c.GangForceEvery = 3
+	}
+	if c.HeadWidth == 0 {
+		c.HeadWidth = 0.5
 	}
 	if c.PreemptMargin <= 0 {
 		c.PreemptMargin = 1

@@ -71,6 +71,11 @@ type contractor struct {
 	// GPU fragmentation under it, and a GPU share goes to the card that
 	// fragments least (frag.go).
 	mix demandMix
+	// head is the head as this node last computed it from its view
+	// (head.go); headR the reservation it keeps for it when it makes its
+	// shadow.
+	head  *head
+	headR *reservation
 }
 
 // resultID names the attempt a final report is about.
@@ -162,13 +167,16 @@ func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 	}
 	roomAt := c.reservedRoomAt(now)
 	fits := func(free resource.Vector, req resource.Request, at time.Time, rt time.Duration) (resource.Allocation, bool) {
-		if len(c.reserves) == 0 {
+		if len(c.reserves) == 0 && !c.headKnown() {
 			al, why := resource.Fit(free, req)
 			return al, why == ""
 		}
 		v, _ := c.minusReserves(free.Clone(), gang)
 		if al, why := resource.Fit(v, req); why == "" {
 			return al, true
+		}
+		if c.headKnown() {
+			rt = upperRuntime(rt, o.Estimate)
 		}
 		if gang != "" || at.Add(rt).After(roomAt) {
 			return resource.Allocation{}, false

@@ -14,11 +14,12 @@ import (
 // contract starts only if it does not delay that one (headGuard).
 func (m *Market) schedule() {
 	c := &m.c
+	m.refreshHead()
 	roomAt := c.reservedRoomAt(m.now)
 	var guard *headGuard
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
-		al, ok := c.canStart(k.spec.Request, k.runtime, m.now, roomAt)
+		al, ok := c.canStart(k.spec.Request, k.runtime, k.spec.Estimate, m.now, roomAt)
 		if ok && guard != nil && !guard.admits(k.spec.Request, al, m.now.Add(k.runtime)) {
 			ok = false
 		} else if !ok && guard == nil {

@@ -263,7 +263,7 @@ func TestCPUTasksPreferNodesWithoutFreeGPUs(t *testing.T) {
 		m.Advert(t0, p)
 	}
 	var got []NodeID
-	for _, c := range m.candidates(resource.Request{CPU: 2000}, nil, nil) {
+	for _, c := range m.candidates(TaskOffer{Request: resource.Request{CPU: 2000}}, nil) {
 		got = append(got, c.id)
 	}
 	if len(got) != 4 || !slices.Contains(got[:2], "b-cpu") || !slices.Contains(got[:2], "d-gpu-busy") || !slices.Equal(got[2:], []NodeID{"c-gpu-half", "a-gpu-idle"}) {

@@ -46,7 +46,8 @@ type gangAuction struct {
 	reserved  []NodeID
 	// reservedUntil is when the reservations lapse unless renewed.
 	reservedUntil time.Time
-	idle          int // rounds skipped in a row because the view showed no room
+	idle          int  // rounds skipped in a row because the view showed no room
+	wide          int8 // 1: a head candidate (head.go), -1: not, 0: not asked yet
 }
 
 // gangBlocked reports whether a gang's next round would be wasted: the
@@ -87,12 +88,19 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 // calls for bids on an SWF replay).
 func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 	req, id := g.offer.Request, gangID(g.job, g.task)
+	m.refreshHead()
+	// A gang whose estimate ends by the head's shadow time may use the
+	// room the head's nodes keep (head.go).
+	lends := ""
+	if h := m.c.head; h != nil && h.known && h.Gang != id && g.offer.Estimate > 0 && !m.now.Add(g.offer.Estimate).After(h.shadow) {
+		lends = h.Gang
+	}
 	count := func(site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, r ReservedRoom) {
 		if couldHold(site, labels, lim, capv, req) != "" {
 			return
 		}
 		capable++
-		if r.Gang != "" && r.Gang != id {
+		if r.Gang != "" && r.Gang != id && r.Gang != lends {
 			free = r.Unreserved
 		}
 		if _, why := resource.Fit(free, req); why == "" {
@@ -164,7 +172,7 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 func (m *Market) gangCFPs(g *gangAuction) {
 	g.open(m.now, m.cfg.BidWindow)
 	g.holding, g.holders, g.holdOK, g.nextAt = false, nil, nil, time.Time{}
-	cands := m.candidates(g.offer.Request, nil, g.offer.Inputs)
+	cands := m.candidates(g.offer, nil)
 	n := max(m.cfg.D, 2*g.size) << min(g.roundNo, 10)
 	cfp := CFP{Auction: g.id(), Manager: m.cfg.Self, Task: g.offer}
 	if len(cands) < max(m.cfg.D, g.size) {

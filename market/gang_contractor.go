@@ -25,8 +25,11 @@ type reservation struct {
 
 // gangSlots is how many replicas of a gang offer fit here now (at most one
 // unless the gang may pack), counting other gangs' reservations as taken.
-func (c *contractor) gangSlots(o TaskOffer) int {
+func (c *contractor) gangSlots(o TaskOffer, now time.Time) int {
 	free := c.availFor(gangID(o.Key.Job, o.Key.Task))
+	if c.lends(c.predictRuntime(o, now), o.Estimate, now) {
+		free = c.free.Clone()
+	}
 	n := 0
 	for n < o.GangSize {
 		al, why := resource.Fit(free, o.Request)
@@ -58,6 +61,19 @@ func (c *contractor) availFor(gang string) resource.Vector {
 // room on every node it reserved. When free cannot honour them all,
 // nothing is left and ok is false.
 func (c *contractor) minusReserves(free resource.Vector, gang string) (v resource.Vector, ok bool) {
+	if c.headKnown() {
+		// The head's reservation, computed from the adverts, is the only
+		// one (head.go): EASY protects one head.
+		r := c.headRes()
+		if r == nil || r.gang == gang {
+			return free, true
+		}
+		if al, why := resource.Fit(free, r.req); why == "" {
+			free.Take(r.req, al)
+			return free, true
+		}
+		return resource.Vector{GPUs: free.GPUs[:0]}, false
+	}
 	if len(c.reserves) == 0 {
 		return free, true
 	}
@@ -87,6 +103,12 @@ func (c *contractor) minusReserves(free resource.Vector, gang string) (v resourc
 // when releases alone never make room (the reservations then block
 // nothing).
 func (c *contractor) reservedRoomAt(now time.Time) time.Time {
+	if c.headKnown() {
+		if c.headRes() == nil {
+			return time.Time{}
+		}
+		return c.head.shadow
+	}
 	if len(c.reserves) == 0 {
 		return time.Time{}
 	}
@@ -138,9 +160,12 @@ const farFuture = 100 * 365 * 24 * time.Hour
 // req now: it fits beside the reservations, or it fits in the free room
 // and ends before the reservations can be honoured (backfill). roomAt is
 // reservedRoomAt's answer.
-func (c *contractor) canStart(req resource.Request, rt time.Duration, now, roomAt time.Time) (resource.Allocation, bool) {
+func (c *contractor) canStart(req resource.Request, rt, est time.Duration, now, roomAt time.Time) (resource.Allocation, bool) {
 	if al, why := c.mix.fit(c.availFor(""), req); why == "" {
 		return al, true
+	}
+	if c.headKnown() {
+		rt = upperRuntime(rt, est)
 	}
 	if roomAt.IsZero() || now.Add(rt).After(roomAt) {
 		return resource.Allocation{}, false
@@ -182,7 +207,11 @@ func (m *Market) onHold(h Hold) {
 		m.send(h.Manager, reply)
 		return
 	}
+	m.refreshHead()
 	free := c.availFor(gangID(key.Job, key.Task))
+	if c.lends(c.predictRuntime(h.Task.TaskOffer, m.now), h.Task.Estimate, m.now) {
+		free = c.free.Clone() // ends by the head's shadow: backfills
+	}
 	al, why := resource.Fit(free, h.Task.Request)
 	if why != "" {
 		reply.Reason = "no room now: " + why

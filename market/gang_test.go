@@ -261,7 +261,7 @@ func TestReservationBackfill(t *testing.T) {
 		rt time.Duration
 		ok bool
 	}{{5 * time.Minute, true}, {10 * time.Minute, true}, {11 * time.Minute, false}} {
-		if _, ok := c.canStart(resource.Request{CPU: 1000}, tc.rt, now, roomAt); ok != tc.ok {
+		if _, ok := c.canStart(resource.Request{CPU: 1000}, tc.rt, 0, now, roomAt); ok != tc.ok {
 			t.Errorf("canStart(1 CPU for %v) = %v, want %v", tc.rt, ok, tc.ok)
 		}
 	}

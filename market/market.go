@@ -24,6 +24,11 @@ type Peer struct {
 	PredictedWait time.Duration
 	// Reserved is the gang reservation the peer keeps room for, if any.
 	Reserved ReservedRoom
+	// Waiting is the first gang the peer is placing that has waited
+	// long (head.go); HeadRoom when it will have room for the head it
+	// sees.
+	Waiting  WaitingGang
+	HeadRoom HeadRoom
 	// Boot is the peer's boot counter (0: unknown): an advert with
 	// another one than the view holds comes from a restarted peer.
 	Boot uint64
@@ -74,7 +79,13 @@ type Market struct {
 	firstRecord map[string]map[string]int
 	gangs       map[string]*gangAuction
 	view        map[NodeID]*Peer
-	loaded      int // peers of the view with a queued task: steal victims
+	loaded      int  // peers of the view with a queued task: steal victims
+	headStale   bool // the head (head.go) must be computed again
+	// capable caches which peers could ever hold a replica of capGang,
+	// the head last computed; atsBuf is shadowOf's buffer.
+	capGang string
+	capable map[NodeID]bool
+	atsBuf  []int64
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
@@ -155,6 +166,7 @@ func (m *Market) enter(now time.Time) {
 	if now.After(m.now) {
 		m.now = now
 	}
+	m.headStale = true
 	m.depth++
 }
 
@@ -313,6 +325,13 @@ func (m *Market) Free() resource.Vector { return m.c.free.Clone() }
 // when it holds none.
 func (m *Market) Reserved() ReservedRoom {
 	c := &m.c
+	m.refreshHead()
+	if c.headKnown() {
+		if r := c.headRes(); r != nil {
+			return ReservedRoom{Gang: r.gang, Unreserved: c.availFor("")}
+		}
+		return ReservedRoom{}
+	}
 	var first *reservation
 	for _, r := range c.reserves {
 		if first == nil || reservedBefore(r, first) {
@@ -336,6 +355,7 @@ func (m *Market) RunningLen() int { return len(m.c.running) }
 
 // PredictedWait is how long a new one-core task would wait here.
 func (m *Market) PredictedWait(now time.Time) time.Duration {
+	m.refreshHead()
 	o := TaskOffer{Request: resource.Request{CPU: min(1000, m.c.capacity.CPU)}}
 	return max(m.c.predictStart(o, now).Sub(now), 0)
 }

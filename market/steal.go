@@ -41,6 +41,7 @@ func (m *Market) maybeSteal() {
 	if m.loaded == 0 {
 		return // no peer has a queue worth stealing from
 	}
+	m.refreshHead()
 	room := m.c.availFor("")
 	if room.CPU < 1000 {
 		return

@@ -38,6 +38,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
 			m.managerRestarted(p.ID)
 		}
+		m.headMoved()
 		return
 	}
 	p.hash = sha256.Sum256([]byte(p.ID))
@@ -46,6 +47,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		m.dropsFor(p.ID)
 	}
 	m.peerBack(p.ID)
+	m.headMoved()
 }
 
 // PeerGone removes a peer from the view: the tasks it held are placed

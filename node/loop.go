@@ -178,11 +178,11 @@ func (n *Node) drainEvents(max int) {
 // publishState copies what the adverts need out of the market and asks
 // gossip to publish early when it changed a lot.
 func (n *Node) publishState() {
-	free, q, res := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.Reserved()
+	free, q, res, w, hr := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.Reserved(), n.mkt.Waiting(), n.mkt.HeadRoom()
 	now := time.Now()
 	n.mu.Lock()
 	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q ||
-		n.reserved.Gang != res.Gang || n.reserved.Unreserved.CPU != res.Unreserved.CPU
+		n.reserved.Gang != res.Gang || n.reserved.Unreserved.CPU != res.Unreserved.CPU || n.waiting.Gang != w.Gang || !n.headRoom.Equal(hr)
 	stale := now.Sub(n.waitAt) > 100*time.Millisecond
 	n.mu.Unlock()
 	var wait time.Duration
@@ -192,7 +192,7 @@ func (n *Node) publishState() {
 		wait = n.mkt.PredictedWait(now)
 	}
 	n.mu.Lock()
-	n.free, n.queue, n.reserved = free, q, res
+	n.free, n.queue, n.reserved, n.waiting, n.headRoom = free, q, res, w, hr
 	if changed || stale {
 		n.wait, n.waitAt = wait, now
 	}
@@ -458,7 +458,7 @@ func (n *Node) marketConfig() market.Config {
 func peerFromAdvert(a gossip.Advert) market.Peer {
 	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Holds: a.Holds, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
-		Boot: a.Boot}
+		Waiting: a.Waiting, HeadRoom: a.HeadRoom, Boot: a.Boot}
 }
 
 // hostOf is the IP address other replicas reach a node's host at: the

@@ -99,6 +99,8 @@ type Node struct {
 	wait     time.Duration
 	waitAt   time.Time
 	reserved market.ReservedRoom
+	waiting  market.WaitingGang // the advert's head fields (market/head.go)
+	headRoom market.HeadRoom
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -449,6 +451,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		PredictedWait: n.wait,
 		ReservedGang:  n.reserved.Gang,
 		Unreserved:    n.reserved.Unreserved.Clone(),
+		Waiting:       n.waiting, HeadRoom: n.headRoom,
 	}
 }
 

@@ -281,6 +281,8 @@ type Advert struct {
 	UnenforceableLimits uint32                 `protobuf:"varint,19,opt,name=unenforceable_limits,json=unenforceableLimits,proto3" json:"unenforceable_limits,omitempty"` // task limits the node cannot enforce: bit 0 cpu, bit 1 memory, bit 2 pids; unknown bits are ignored
 	RunsUnenforced      bool                   `protobuf:"varint,20,opt,name=runs_unenforced,json=runsUnenforced,proto3" json:"runs_unenforced,omitempty"`                // the node runs tasks whose limits it cannot enforce (--allow-unenforced-limits)
 	Holds               [][]byte               `protobuf:"bytes,21,rep,name=holds,proto3" json:"holds,omitempty"`                                                         // manifests of task data the node holds whole, most recent first, <= 64, each the 32-byte SHA-256 that is its ID
+	Waiting             *WaitingGang           `protobuf:"bytes,22,opt,name=waiting,proto3" json:"waiting,omitempty"`                                                     // the first gang the node manages that has waited to be placed; absent when none
+	HeadRoom            *HeadRoom              `protobuf:"bytes,23,opt,name=head_room,json=headRoom,proto3" json:"head_room,omitempty"`                                   // when the node will have room for the head it sees; absent when it sees none
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -462,6 +464,288 @@ func (x *Advert) GetHolds() [][]byte {
 	return nil
 }
 
+func (x *Advert) GetWaiting() *WaitingGang {
+	if x != nil {
+		return x.Waiting
+	}
+	return nil
+}
+
+func (x *Advert) GetHeadRoom() *HeadRoom {
+	if x != nil {
+		return x.HeadRoom
+	}
+	return nil
+}
+
+// WaitingGang is a gang a node is placing that has waited longer than
+// its GangReserveAfter and needs more than half of the nodes that could
+// hold a replica: a candidate for the head every node keeps room for
+// (docs/scheduling.md, "The head").
+type WaitingGang struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Gang            string                 `protobuf:"bytes,1,opt,name=gang,proto3" json:"gang,omitempty"`                                                 // "job/task", 1..512 bytes
+	Size            uint32                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`                                                // replicas, 2..1000
+	Request         *ReplicaRequest        `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`                                           // what one replica asks of its node; required
+	Priority        int32                  `protobuf:"varint,4,opt,name=priority,proto3" json:"priority,omitempty"`                                        // 0..10
+	SinceUnixMillis int64                  `protobuf:"varint,5,opt,name=since_unix_millis,json=sinceUnixMillis,proto3" json:"since_unix_millis,omitempty"` // when its replicas became ready, on the sender's clock; > 0
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WaitingGang) Reset() {
+	*x = WaitingGang{}
+	mi := &file_advert_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitingGang) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitingGang) ProtoMessage() {}
+
+func (x *WaitingGang) ProtoReflect() protoreflect.Message {
+	mi := &file_advert_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitingGang.ProtoReflect.Descriptor instead.
+func (*WaitingGang) Descriptor() ([]byte, []int) {
+	return file_advert_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WaitingGang) GetGang() string {
+	if x != nil {
+		return x.Gang
+	}
+	return ""
+}
+
+func (x *WaitingGang) GetSize() uint32 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *WaitingGang) GetRequest() *ReplicaRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *WaitingGang) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *WaitingGang) GetSinceUnixMillis() int64 {
+	if x != nil {
+		return x.SinceUnixMillis
+	}
+	return 0
+}
+
+// ReplicaRequest is what one replica of a waiting gang asks of its node
+// (the fields of market.proto's Request, flattened).
+type ReplicaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CpuMilli      int64                  `protobuf:"varint,1,opt,name=cpu_milli,json=cpuMilli,proto3" json:"cpu_milli,omitempty"`                                                       // 0..65536000
+	Memory        int64                  `protobuf:"varint,2,opt,name=memory,proto3" json:"memory,omitempty"`                                                                           // bytes, 0..2^50
+	Disk          int64                  `protobuf:"varint,3,opt,name=disk,proto3" json:"disk,omitempty"`                                                                               // bytes, 0..2^50
+	GpuCount      uint32                 `protobuf:"varint,4,opt,name=gpu_count,json=gpuCount,proto3" json:"gpu_count,omitempty"`                                                       // whole GPUs, 0..64
+	GpuShareMilli int64                  `protobuf:"varint,5,opt,name=gpu_share_milli,json=gpuShareMilli,proto3" json:"gpu_share_milli,omitempty"`                                      // share of one GPU, 0..1000
+	GpuMemory     int64                  `protobuf:"varint,6,opt,name=gpu_memory,json=gpuMemory,proto3" json:"gpu_memory,omitempty"`                                                    // least memory per GPU, bytes, 0..2^50
+	GpuModel      string                 `protobuf:"bytes,7,opt,name=gpu_model,json=gpuModel,proto3" json:"gpu_model,omitempty"`                                                        // <= 128 bytes
+	Devices       []*Device              `protobuf:"bytes,8,rep,name=devices,proto3" json:"devices,omitempty"`                                                                          // <= 16; kind and model <= 128 bytes, count 1..64; attributes ignored
+	Site          string                 `protobuf:"bytes,9,opt,name=site,proto3" json:"site,omitempty"`                                                                                // <= 128 bytes
+	Labels        map[string]string      `protobuf:"bytes,10,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // <= 64 entries, keys and values <= 256 bytes
+	Limits        uint32                 `protobuf:"varint,11,opt,name=limits,proto3" json:"limits,omitempty"`                                                                          // bit 0 cpu, bit 1 memory; unknown bits are ignored
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaRequest) Reset() {
+	*x = ReplicaRequest{}
+	mi := &file_advert_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaRequest) ProtoMessage() {}
+
+func (x *ReplicaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_advert_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaRequest) Descriptor() ([]byte, []int) {
+	return file_advert_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReplicaRequest) GetCpuMilli() int64 {
+	if x != nil {
+		return x.CpuMilli
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetDisk() int64 {
+	if x != nil {
+		return x.Disk
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetGpuCount() uint32 {
+	if x != nil {
+		return x.GpuCount
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetGpuShareMilli() int64 {
+	if x != nil {
+		return x.GpuShareMilli
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetGpuMemory() int64 {
+	if x != nil {
+		return x.GpuMemory
+	}
+	return 0
+}
+
+func (x *ReplicaRequest) GetGpuModel() string {
+	if x != nil {
+		return x.GpuModel
+	}
+	return ""
+}
+
+func (x *ReplicaRequest) GetDevices() []*Device {
+	if x != nil {
+		return x.Devices
+	}
+	return nil
+}
+
+func (x *ReplicaRequest) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *ReplicaRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ReplicaRequest) GetLimits() uint32 {
+	if x != nil {
+		return x.Limits
+	}
+	return 0
+}
+
+// HeadRoom is when the node will have room for a replica of the head it
+// sees, by the upper bounds of its running tasks' runtimes.
+type HeadRoom struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Gang          string                 `protobuf:"bytes,1,opt,name=gang,proto3" json:"gang,omitempty"`                                        // the head's "job/task", 1..512 bytes
+	AtUnixMillis  int64                  `protobuf:"varint,2,opt,name=at_unix_millis,json=atUnixMillis,proto3" json:"at_unix_millis,omitempty"` // sender's clock; 0: room now
+	Never         bool                   `protobuf:"varint,3,opt,name=never,proto3" json:"never,omitempty"`                                     // no room is in sight (its running tasks do not make it, or a task queued there came first)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeadRoom) Reset() {
+	*x = HeadRoom{}
+	mi := &file_advert_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeadRoom) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeadRoom) ProtoMessage() {}
+
+func (x *HeadRoom) ProtoReflect() protoreflect.Message {
+	mi := &file_advert_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeadRoom.ProtoReflect.Descriptor instead.
+func (*HeadRoom) Descriptor() ([]byte, []int) {
+	return file_advert_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HeadRoom) GetGang() string {
+	if x != nil {
+		return x.Gang
+	}
+	return ""
+}
+
+func (x *HeadRoom) GetAtUnixMillis() int64 {
+	if x != nil {
+		return x.AtUnixMillis
+	}
+	return 0
+}
+
+func (x *HeadRoom) GetNever() bool {
+	if x != nil {
+		return x.Never
+	}
+	return false
+}
+
 var File_advert_proto protoreflect.FileDescriptor
 
 const file_advert_proto_rawDesc = "" +
@@ -490,7 +774,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe8\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x06\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -517,10 +801,39 @@ const file_advert_proto_rawDesc = "" +
 	"\x04cert\x18\x12 \x01(\fR\x04cert\x121\n" +
 	"\x14unenforceable_limits\x18\x13 \x01(\rR\x13unenforceableLimits\x12'\n" +
 	"\x0fruns_unenforced\x18\x14 \x01(\bR\x0erunsUnenforced\x12\x14\n" +
-	"\x05holds\x18\x15 \x03(\fR\x05holds\x1a9\n" +
+	"\x05holds\x18\x15 \x03(\fR\x05holds\x12/\n" +
+	"\awaiting\x18\x16 \x01(\v2\x15.agora.v1.WaitingGangR\awaiting\x12/\n" +
+	"\thead_room\x18\x17 \x01(\v2\x12.agora.v1.HeadRoomR\bheadRoom\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x01\n" +
+	"\vWaitingGang\x12\x12\n" +
+	"\x04gang\x18\x01 \x01(\tR\x04gang\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\x122\n" +
+	"\arequest\x18\x03 \x01(\v2\x18.agora.v1.ReplicaRequestR\arequest\x12\x1a\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12*\n" +
+	"\x11since_unix_millis\x18\x05 \x01(\x03R\x0fsinceUnixMillis\"\xab\x03\n" +
+	"\x0eReplicaRequest\x12\x1b\n" +
+	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12\x16\n" +
+	"\x06memory\x18\x02 \x01(\x03R\x06memory\x12\x12\n" +
+	"\x04disk\x18\x03 \x01(\x03R\x04disk\x12\x1b\n" +
+	"\tgpu_count\x18\x04 \x01(\rR\bgpuCount\x12&\n" +
+	"\x0fgpu_share_milli\x18\x05 \x01(\x03R\rgpuShareMilli\x12\x1d\n" +
+	"\n" +
+	"gpu_memory\x18\x06 \x01(\x03R\tgpuMemory\x12\x1b\n" +
+	"\tgpu_model\x18\a \x01(\tR\bgpuModel\x12*\n" +
+	"\adevices\x18\b \x03(\v2\x10.agora.v1.DeviceR\adevices\x12\x12\n" +
+	"\x04site\x18\t \x01(\tR\x04site\x12<\n" +
+	"\x06labels\x18\n" +
+	" \x03(\v2$.agora.v1.ReplicaRequest.LabelsEntryR\x06labels\x12\x16\n" +
+	"\x06limits\x18\v \x01(\rR\x06limits\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Z\n" +
+	"\bHeadRoom\x12\x12\n" +
+	"\x04gang\x18\x01 \x01(\tR\x04gang\x12$\n" +
+	"\x0eat_unix_millis\x18\x02 \x01(\x03R\fatUnixMillis\x12\x14\n" +
+	"\x05never\x18\x03 \x01(\bR\x05neverB(Z&github.com/agora-sched/agora/gossip/pbb\x06proto3"
 
 var (
 	file_advert_proto_rawDescOnce sync.Once
@@ -534,28 +847,37 @@ func file_advert_proto_rawDescGZIP() []byte {
 	return file_advert_proto_rawDescData
 }
 
-var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_advert_proto_goTypes = []any{
-	(*Resources)(nil), // 0: agora.v1.Resources
-	(*GPU)(nil),       // 1: agora.v1.GPU
-	(*Device)(nil),    // 2: agora.v1.Device
-	(*Advert)(nil),    // 3: agora.v1.Advert
-	nil,               // 4: agora.v1.Device.AttributesEntry
-	nil,               // 5: agora.v1.Advert.LabelsEntry
+	(*Resources)(nil),      // 0: agora.v1.Resources
+	(*GPU)(nil),            // 1: agora.v1.GPU
+	(*Device)(nil),         // 2: agora.v1.Device
+	(*Advert)(nil),         // 3: agora.v1.Advert
+	(*WaitingGang)(nil),    // 4: agora.v1.WaitingGang
+	(*ReplicaRequest)(nil), // 5: agora.v1.ReplicaRequest
+	(*HeadRoom)(nil),       // 6: agora.v1.HeadRoom
+	nil,                    // 7: agora.v1.Device.AttributesEntry
+	nil,                    // 8: agora.v1.Advert.LabelsEntry
+	nil,                    // 9: agora.v1.ReplicaRequest.LabelsEntry
 }
 var file_advert_proto_depIdxs = []int32{
-	1, // 0: agora.v1.Resources.gpus:type_name -> agora.v1.GPU
-	2, // 1: agora.v1.Resources.devices:type_name -> agora.v1.Device
-	4, // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
-	5, // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
-	0, // 4: agora.v1.Advert.capacity:type_name -> agora.v1.Resources
-	0, // 5: agora.v1.Advert.free:type_name -> agora.v1.Resources
-	0, // 6: agora.v1.Advert.unreserved:type_name -> agora.v1.Resources
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	1,  // 0: agora.v1.Resources.gpus:type_name -> agora.v1.GPU
+	2,  // 1: agora.v1.Resources.devices:type_name -> agora.v1.Device
+	7,  // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
+	8,  // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
+	0,  // 4: agora.v1.Advert.capacity:type_name -> agora.v1.Resources
+	0,  // 5: agora.v1.Advert.free:type_name -> agora.v1.Resources
+	0,  // 6: agora.v1.Advert.unreserved:type_name -> agora.v1.Resources
+	4,  // 7: agora.v1.Advert.waiting:type_name -> agora.v1.WaitingGang
+	6,  // 8: agora.v1.Advert.head_room:type_name -> agora.v1.HeadRoom
+	5,  // 9: agora.v1.WaitingGang.request:type_name -> agora.v1.ReplicaRequest
+	2,  // 10: agora.v1.ReplicaRequest.devices:type_name -> agora.v1.Device
+	9,  // 11: agora.v1.ReplicaRequest.labels:type_name -> agora.v1.ReplicaRequest.LabelsEntry
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_advert_proto_init() }
@@ -569,7 +891,7 @@ func file_advert_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_advert_proto_rawDesc), len(file_advert_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

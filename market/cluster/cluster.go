@@ -92,6 +92,7 @@ type Cluster struct {
 	// watchers are the nodes that see each node.
 	watchers  [][]int
 	dirtyList []int
+	spareList []int // dirtyList's other buffer
 	gen       uint64
 	broken    []string
 }
@@ -284,14 +285,22 @@ type advertSum struct {
 	queue         int
 	reserved      string // the gang the node keeps room for
 	unreserved    int64  // CPU free beside it
+	waiting       string // the first gang it has waited long to place
+	head          string // the head it sees, and when it has room for it
+	headAt        time.Time
+	headNever     bool
 }
 
 // adverts publishes the adverts of the nodes whose free room or queue
 // changed since their last one: the views hold no expiry, and an
 // unchanged advert would tell the same story.
 func (c *Cluster) adverts() {
-	slices.Sort(c.dirtyList)
-	for _, j := range c.dirtyList {
+	// An advert may make its watchers act (a moved head starts a task),
+	// which touches them: they advertise in the next round.
+	list := c.dirtyList
+	c.dirtyList = c.spareList[:0]
+	slices.Sort(list)
+	for _, j := range list {
 		nd := c.nodes[j]
 		nd.dirty = false
 		if !c.alive(j) {
@@ -299,7 +308,7 @@ func (c *Cluster) adverts() {
 		}
 		c.advertise(j, false)
 	}
-	c.dirtyList = c.dirtyList[:0]
+	c.spareList = list[:0]
 }
 
 // advertise publishes node j's advert to its watchers if it changed, or
@@ -307,28 +316,25 @@ func (c *Cluster) adverts() {
 func (c *Cluster) advertise(j int, force bool) {
 	nd := c.nodes[j]
 	o := nd.Market
-	free, res := o.Free(), o.Reserved()
+	free, res, w, hr := o.Free(), o.Reserved(), o.Waiting(), o.HeadRoom()
 	sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen(),
-		reserved: res.Gang, unreserved: res.Unreserved.CPU}
+		reserved: res.Gang, unreserved: res.Unreserved.CPU, waiting: w.Gang, head: hr.Gang, headAt: hr.At, headNever: hr.Never}
 	if sum == nd.last && !force {
 		return
 	}
 	nd.last = sum
 	now := c.Time()
 	p := market.Peer{ID: nd.ID, Site: nd.cfg.Site, Labels: nd.cfg.Labels, Limits: nd.cfg.Limits, Capacity: o.Capacity(), Free: free, Queue: sum.queue,
-		PredictedWait: o.PredictedWait(now), Reserved: res, Boot: nd.boot + 1}
+		PredictedWait: o.PredictedWait(now), Reserved: res, Waiting: w, HeadRoom: hr, Boot: nd.boot + 1}
 	nd.adv = p
 	for _, i := range c.watchers[j] {
 		if !c.alive(i) {
 			continue
 		}
 		c.nodes[i].Market.Advert(now, p)
-		if p.Queue >= market.StealableQueue || force {
-			c.wake(i) // a loaded peer may make an idle node steal
-		}
-		if force {
-			c.drain(i)
-		}
+		// A loaded peer may make an idle node steal; a moved head may
+		// start queued tasks or its gang.
+		c.drain(i)
 	}
 }
 

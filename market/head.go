@@ -1,0 +1,392 @@
+package market
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
+
+// The head reservation: EASY backfilling's protection of its queue head,
+// computed by every node from the adverts instead of by a master.
+//
+// Each manager advertises the first of the gangs it is placing that has
+// waited longer than GangReserveAfter (WaitingGang). Every node takes the
+// first of those it sees, in the reservation order (priority, then the
+// time the gang became ready, then its ID): the head. Every node also
+// advertises when it will have room for a replica of that head by the
+// upper bounds of its running tasks' runtimes (their estimates, as EASY
+// uses; HeadRoom). From these each node computes, alike, the head's
+// shadow time — the size-th earliest of those room times — and the nodes
+// that make it, the size nodes with the earliest room. A node among them
+// keeps room for a replica of the head: it starts a task that would take
+// it only if the task's upper bound ends by the shadow time. Every other
+// node works as if there were no head. As in EASY, the shadow moves at
+// every event (a task ending before its bound, an advert), and the head
+// starts as soon as its nodes have room: its manager looks at its view
+// on every advert while it is the head.
+
+// WaitingGang is what a manager's adverts say of the first gang it is
+// placing that has waited longer than GangReserveAfter: the zero value
+// when none.
+type WaitingGang struct {
+	Gang     string // "job/task"
+	Size     int
+	Request  resource.Request
+	Priority int
+	Since    time.Time // when its replicas became ready
+}
+
+// HeadRoom is what a node's adverts say of the head it sees: when it will
+// have room for one of its replicas, by the upper bounds of its running
+// tasks' runtimes (the zero time: now), or Never. The zero value when it
+// sees no head.
+type HeadRoom struct {
+	Gang  string
+	At    time.Time
+	Never bool
+}
+
+// Equal reports whether h and o say the same.
+func (h HeadRoom) Equal(o HeadRoom) bool {
+	return h.Gang == o.Gang && h.Never == o.Never && h.At.Equal(o.At)
+}
+
+// head is a node's view of the head: the gang, its shadow time, and
+// whether this node is one of the nodes that make it.
+type head struct {
+	WaitingGang
+	shadow time.Time
+	known  bool // the shadow time is known: size nodes said their room times
+	mine   bool
+}
+
+// waitingBefore orders waiting gangs as reservations are ordered.
+func waitingBefore(a, b WaitingGang) bool {
+	return reservedBefore(&reservation{gang: a.Gang, priority: a.Priority, since: a.Since},
+		&reservation{gang: b.Gang, priority: b.Priority, since: b.Since})
+}
+
+// Waiting is the first wide gang this node is placing, in the
+// reservation order, that has waited longer than GangReserveAfter, for
+// its adverts. Packing gangs are left out: their replicas need not find
+// distinct nodes.
+func (m *Market) Waiting() WaitingGang {
+	var first WaitingGang
+	for id, g := range m.gangs {
+		if g.pack || m.now.Sub(g.ready) < m.cfg.GangReserveAfter || !m.wide(g) {
+			continue
+		}
+		w := WaitingGang{Gang: id, Size: g.size, Request: g.offer.Request, Priority: g.offer.Priority, Since: g.ready}
+		if first.Gang == "" || waitingBefore(w, first) {
+			first = w
+		}
+	}
+	return first
+}
+
+// wide reports whether gang g needs more than HeadWidth of the nodes of
+// the view that could hold a replica, as the view was when first asked.
+func (m *Market) wide(g *gangAuction) bool {
+	if g.wide == 0 {
+		_, capable := m.viewRoom(g)
+		g.wide = -1
+		if float64(g.size) > m.cfg.HeadWidth*float64(capable) {
+			g.wide = 1
+		}
+	}
+	return g.wide > 0
+}
+
+// HeadRoom is when this node will have room for a replica of the head it
+// sees, for its adverts.
+func (m *Market) HeadRoom() HeadRoom {
+	m.refreshHead()
+	h := m.c.head
+	if h == nil {
+		return HeadRoom{}
+	}
+	at := m.c.roomForHead(h.WaitingGang)
+	if !at.Before(farTime) {
+		return HeadRoom{Gang: h.Gang, Never: true}
+	}
+	return HeadRoom{Gang: h.Gang, At: at}
+}
+
+// refreshHead computes the head again if anything happened since it was
+// last computed.
+func (m *Market) refreshHead() {
+	if !m.headStale {
+		return
+	}
+	m.headStale = false
+	m.c.head = m.findHead()
+}
+
+// findHead is the head as this node sees it: the first waiting gang of
+// the view that enough nodes could ever hold, with its shadow time;
+// nil when there is none.
+func (m *Market) findHead() *head {
+	cands := make([]WaitingGang, 0, 4)
+	if w := m.Waiting(); w.Gang != "" {
+		cands = append(cands, w)
+	}
+	for _, p := range m.view {
+		if p.Waiting.Gang != "" {
+			cands = append(cands, p.Waiting)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	sort.Slice(cands, func(i, j int) bool { return waitingBefore(cands[i], cands[j]) })
+	for _, w := range cands {
+		if h := m.shadowOf(w); h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+// shadowOf computes gang w's shadow time and whether this node makes it,
+// or nil when fewer than w.Size nodes of the view could ever hold a
+// replica. The shadow is unknown (known false) when fewer than w.Size
+// nodes can say when they will have room. It runs at every change of
+// the view, so it selects rather than sorts, and remembers which peers
+// could ever hold the head.
+func (m *Market) shadowOf(w WaitingGang) *head {
+	if m.capGang != w.Gang {
+		m.capGang, m.capable = w.Gang, map[NodeID]bool{}
+	}
+	now := m.now.UnixNano()
+	ats := m.atsBuf[:0]
+	self := int64(-1)
+	if roughFit(m.c.capacity, w.Request) && couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
+		self = max(nanos(m.c.roomForHead(w)), now)
+		ats = append(ats, self)
+	}
+	const far = int64(math.MaxInt64)
+	below := 0 // nodes whose room comes before this node's, ties by ID
+	for _, p := range m.view {
+		ok, seen := m.capable[p.ID]
+		if !seen {
+			ok = roughFit(p.Capacity, w.Request) && couldHold(p.Site, p.Labels, p.Limits, p.Capacity, w.Request) == ""
+			m.capable[p.ID] = ok
+		}
+		if !ok {
+			continue
+		}
+		at := far
+		if p.HeadRoom.Gang == w.Gang {
+			if !p.HeadRoom.Never {
+				at = max(nanos(p.HeadRoom.At), now)
+			}
+		} else {
+			free := p.Free
+			if p.Reserved.Gang != "" && p.Reserved.Gang != w.Gang {
+				free = p.Reserved.Unreserved
+			}
+			if roughFit(free, w.Request) {
+				if _, why := resource.Fit(free, w.Request); why == "" {
+					at = now
+				}
+			}
+		}
+		if self >= 0 && (at < self || at == self && p.ID < m.cfg.Self) {
+			below++
+		}
+		ats = append(ats, at)
+	}
+	m.atsBuf = ats
+	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) {
+		return nil
+	}
+	shadow := nthSmallest(ats, w.Size-1)
+	if shadow >= far {
+		return &head{WaitingGang: w} // room times unknown: nobody keeps room
+	}
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && below < w.Size}
+}
+
+// nanos is t in Unix nanoseconds: 0 for the zero time (room now),
+// MaxInt64 for farTime and later (never).
+func nanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case !t.Before(farTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// nthSmallest returns the n-th smallest (from 0) of xs, reordering xs
+// (quickselect).
+func nthSmallest(xs []int64, n int) int64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		p := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < p {
+				i++
+			}
+			for xs[j] > p {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return xs[n]
+		}
+	}
+	return xs[n]
+}
+
+// roomForHead is when this node will have room for a replica of gang w
+// (boundedRoomAt), or never when a task queued here came before the
+// gang — a higher priority, or accepted before the gang was ready: that
+// task is this node's own head, which the gang must not overtake (EASY's
+// queue is first come, first served across jobs of every width).
+func (c *contractor) roomForHead(w WaitingGang) time.Time {
+	for _, k := range c.queue {
+		if k.spec.Priority > w.Priority || k.spec.Priority == w.Priority && k.accepted.Before(w.Since) {
+			return farTime
+		}
+	}
+	return c.boundedRoomAt(w.Request)
+}
+
+// boundedRoomAt is when the running tasks, ending by the upper bounds of
+// their runtimes, leave room for req: the zero time if there is room now,
+// a time past if a task has run past its bound. It moves only when the
+// node's tasks do, so adverts that carry it go out only then. Holds end
+// at once: they start their replica or expire.
+func (c *contractor) boundedRoomAt(req resource.Request) time.Time {
+	free := c.free.Clone()
+	for _, h := range c.holds {
+		free.Give(h.k.spec.Request, h.k.alloc)
+	}
+	if _, why := resource.Fit(free, req); why == "" {
+		return time.Time{}
+	}
+	ks := make([]*contract, 0, len(c.running))
+	for _, k := range c.running {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := boundedEnd(ks[i]), boundedEnd(ks[j])
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ks[i].seq < ks[j].seq
+	})
+	for _, k := range ks {
+		free.Give(k.spec.Request, k.alloc)
+		if _, why := resource.Fit(free, req); why == "" {
+			return boundedEnd(k)
+		}
+	}
+	return farTime
+}
+
+// boundedEnd is when a running contract ends at the latest: by its
+// estimate, or its prediction when that is longer or there is none.
+func boundedEnd(k *contract) time.Time {
+	return k.started.Add(upperRuntime(k.runtime, k.spec.Estimate))
+}
+
+// farTime stands for "never" in room times.
+var farTime = time.Unix(1<<40, 0)
+
+// upperRuntime is the runtime a task is taken to need at most when it
+// would use a head's reserved room: the user's estimate (EASY's bound),
+// or the prediction when that is longer or there is no estimate.
+func upperRuntime(predicted, estimate time.Duration) time.Duration {
+	return max(predicted, estimate)
+}
+
+// headRes is the reservation a node that makes the head's shadow keeps,
+// nil when it makes none.
+func (c *contractor) headRes() *reservation {
+	if c.head == nil || !c.head.known || !c.head.mine {
+		return nil
+	}
+	if c.headR == nil || c.headR.gang != c.head.Gang {
+		c.headR = &reservation{gang: c.head.Gang, req: c.head.Request, priority: c.head.Priority, since: c.head.Since}
+	}
+	return c.headR
+}
+
+// lends reports whether a task of predicted runtime rt and estimate est,
+// starting now, may take the room this node keeps for the head: it ends
+// by the head's shadow time at the latest.
+func (c *contractor) lends(rt, est time.Duration, now time.Time) bool {
+	h := c.head
+	return h != nil && h.known && h.mine && !now.Add(upperRuntime(rt, est)).After(h.shadow)
+}
+
+// headKnown reports whether this node sees a head whose shadow time is
+// known: its reservation then replaces those Reserve messages asked for.
+func (c *contractor) headKnown() bool {
+	return c.head != nil && c.head.known
+}
+
+// headMoved follows a change of the view: when the head, its shadow time
+// or this node's part in it changed, queued tasks may start (or must
+// not); and the head's manager looks at once when its view shows the
+// head room, as EASY starts its head at the event that frees its nodes.
+func (m *Market) headMoved() {
+	if len(m.c.queue) == 0 && len(m.gangs) == 0 {
+		return // computed when needed
+	}
+	old := m.c.head
+	m.refreshHead()
+	h := m.c.head
+	if h == nil {
+		if old != nil && len(m.c.queue) > 0 {
+			m.schedule()
+		}
+		return
+	}
+	if len(m.c.queue) > 0 && (old == nil || old.Gang != h.Gang || old.known != h.known || old.mine != h.mine || !old.shadow.Equal(h.shadow)) {
+		m.schedule()
+	}
+	g := m.gangs[h.Gang]
+	if g == nil || g.holding || g.nextAt.IsZero() || !m.now.Before(g.nextAt) {
+		return
+	}
+	if room, _ := m.viewRoom(g); room >= g.size {
+		g.nextAt = m.now
+	}
+}
+
+// roughFit is a quick necessary condition of resource.Fit, which builds
+// its reason: CPU and memory.
+func roughFit(v resource.Vector, req resource.Request) bool {
+	return v.CPU >= req.CPU && v.Memory >= req.Memory
+}
+
+// freeFor is the room a node with free room free that keeps room for
+// reservation r offers to a task of offer o: beside the reservation,
+// unless o is that gang, or ends by the head's shadow time by its
+// estimate (it may use the head's room).
+func (m *Market) freeFor(o TaskOffer, free resource.Vector, r ReservedRoom) resource.Vector {
+	if r.Gang == "" || o.GangSize > 1 && r.Gang == gangID(o.Key.Job, o.Key.Task) {
+		return free
+	}
+	if h := m.c.head; h != nil && h.known && r.Gang == h.Gang && o.Estimate > 0 && !m.now.Add(o.Estimate).After(h.shadow) {
+		return free
+	}
+	return r.Unreserved
+}

@@ -1,0 +1,74 @@
+package market
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A wide gang (three replicas of four nodes) arrives behind four long
+// tasks while a stream of longer tasks keeps coming. The three nodes
+// whose tasks end first keep room for it (the head, computed from the
+// adverts), so it starts when their tasks end; a short task that ends by
+// then runs on one of them meanwhile (backfill). With the head switched
+// off (HeadWidth above 1; and reservations by Reserve, which the
+// simulator's GangForceEvery −1 leaves to chance, off too) the stream's
+// tasks take each node as it frees and the gang waits for a gap.
+func TestWideGangHeadOnStream(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		width   float64
+		bounded bool
+	}{{"head", 0, true}, {"no head", 2, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(t, func(_ int, cfg *Config) { cfg.HeadWidth, cfg.GangForceEvery = tc.width, -1 }, cpuNode(1), cpuNode(1), cpuNode(1), cpuNode(1))
+			runs := map[string]time.Duration{"long0": 20 * time.Second, "long1": 40 * time.Second, "long2": 40 * time.Second, "long3": 100 * time.Second,
+				"stream": 50 * time.Second, "short": 3 * time.Second, "gang": 10 * time.Second}
+			c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) { return 0, runs[s.Type] }
+			submit := func(node int, id, typ string, est time.Duration, replicas int) {
+				ts := task("t", 1000)
+				ts.Estimate, ts.Replicas, ts.Gang = est, replicas, replicas > 1
+				c.submit(node, id, job(typ, ts))
+			}
+			for k := range 4 {
+				submit(k, fmt.Sprintf("long%d", k), fmt.Sprintf("long%d", k), 60*time.Second+time.Duration(k/3)*time.Minute, 1)
+			}
+			c.until(5*time.Second, "long tasks running", func() bool { return len(c.starts) == 4 })
+			submit(0, "gang", "gang", 30*time.Second, 3)
+			start := c.now
+			next, n := c.now.Add(6*time.Second), 0
+			short := false
+			for !started(c, "gang") && c.now.Sub(start) < 90*time.Second {
+				if !c.now.Before(next) && n < 40 {
+					submit(n%4, fmt.Sprintf("s%d", n), "stream", 100*time.Second, 1)
+					next, n = c.now.Add(2*time.Second), n+1
+				}
+				if !short && c.now.Sub(start) >= 21*time.Second {
+					submit(1, "short", "short", 5*time.Second, 1) // ends by the shadow (long tasks' estimates)
+					short = true
+				}
+				c.step()
+			}
+			waited := c.now.Sub(start)
+			t.Logf("gang started %v after it was submitted: %v", waited, started(c, "gang"))
+			// Two of the gang's nodes free 40 s after the long tasks
+			// started: the gang starts then, within the bound of their
+			// estimates (60 s), the short task having run on the first.
+			if tc.bounded && (waited > 60*time.Second || !started(c, "short")) {
+				t.Fatalf("with the head: gang waited %v (bound 60s), short task started %v", waited, started(c, "short"))
+			}
+			if !tc.bounded && started(c, "gang") && waited <= 60*time.Second {
+				t.Fatalf("without the head the gang waited only %v: the scenario does not discriminate", waited)
+			}
+		})
+	}
+}
+
+func started(c *cluster, job string) bool {
+	for _, s := range c.starts {
+		if s.key.Job == job {
+			return true
+		}
+	}
+	return false
+}
