@@ -24,7 +24,8 @@ type reservation struct {
 }
 
 // gangSlots is how many replicas of a gang offer fit here now (at most one
-// unless the gang may pack), counting other gangs' reservations as taken.
+// unless the gang may pack), counting other gangs' reservations as taken
+// unless the gang ends by the head's shadow time (head.go: it backfills).
 func (c *contractor) gangSlots(o TaskOffer, now time.Time) int {
 	free := c.availFor(gangID(o.Key.Job, o.Key.Task))
 	if c.lends(c.predictRuntime(o, now), o.Estimate, now) {
