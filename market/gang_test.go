@@ -139,12 +139,7 @@ func TestGangNotStarvedByStream(t *testing.T) {
 			submitSmall()
 			next = c.now.Add(500 * time.Millisecond)
 		}
-		for _, s := range c.starts {
-			if s.key.Job == "gang" {
-				return true
-			}
-		}
-		return false
+		return started(c, "gang")
 	})
 	waited := c.now.Sub(start)
 	t.Logf("gang started after %v", waited)
