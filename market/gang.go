@@ -103,7 +103,7 @@ func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 		if r.Gang != "" && r.Gang != id && r.Gang != lends {
 			free = r.Unreserved
 		}
-		if _, why := resource.Fit(free, req); why == "" {
+		if fits(free, req) {
 			room++
 		}
 	}

@@ -132,10 +132,8 @@ func (m *Market) findHead() *head {
 	if w := m.Waiting(); w.Gang != "" {
 		cands = append(cands, w)
 	}
-	for _, p := range m.view {
-		if p.Waiting.Gang != "" {
-			cands = append(cands, p.Waiting)
-		}
+	for _, w := range m.hin.waiting {
+		cands = append(cands, w)
 	}
 	if len(cands) == 0 {
 		return nil
@@ -153,14 +151,12 @@ func (m *Market) findHead() *head {
 // or nil when fewer than w.Size nodes of the view could ever hold a
 // replica. The shadow is unknown (known false) when fewer than w.Size
 // nodes can say when they will have room. It runs at every change of
-// the view, so it selects rather than sorts, and remembers which peers
-// could ever hold the head.
+// the view, so it selects rather than sorts, from the room times kept
+// per peer (headInputs).
 func (m *Market) shadowOf(w WaitingGang) *head {
-	if m.capGang != w.Gang {
-		m.capGang, m.capable = w.Gang, map[NodeID]bool{}
-	}
+	hi := m.headInputsFor(w)
 	now := m.now.UnixNano()
-	ats := m.atsBuf[:0]
+	ats := hi.buf[:0]
 	self := int64(-1)
 	if roughFit(m.c.capacity, w.Request) && couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
 		self = max(nanos(m.c.roomForHead(w)), now)
@@ -168,37 +164,16 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 	}
 	const far = int64(math.MaxInt64)
 	below := 0 // nodes whose room comes before this node's, ties by ID
-	for _, p := range m.view {
-		ok, seen := m.capable[p.ID]
-		if !seen {
-			ok = roughFit(p.Capacity, w.Request) && couldHold(p.Site, p.Labels, p.Limits, p.Capacity, w.Request) == ""
-			m.capable[p.ID] = ok
+	for i, at := range hi.ats {
+		if at < far {
+			at = max(at, now)
 		}
-		if !ok {
-			continue
-		}
-		at := far
-		if p.HeadRoom.Gang == w.Gang {
-			if !p.HeadRoom.Never {
-				at = max(nanos(p.HeadRoom.At), now)
-			}
-		} else {
-			free := p.Free
-			if p.Reserved.Gang != "" && p.Reserved.Gang != w.Gang {
-				free = p.Reserved.Unreserved
-			}
-			if roughFit(free, w.Request) {
-				if _, why := resource.Fit(free, w.Request); why == "" {
-					at = now
-				}
-			}
-		}
-		if self >= 0 && (at < self || at == self && p.ID < m.cfg.Self) {
+		if self >= 0 && (at < self || at == self && hi.ids[i] < m.cfg.Self) {
 			below++
 		}
 		ats = append(ats, at)
 	}
-	m.atsBuf = ats
+	hi.buf = ats
 	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) {
 		return nil
 	}

@@ -34,6 +34,7 @@ type Peer struct {
 	Boot uint64
 	Seen time.Time
 	hash [32]byte // SHA-256 of ID, for closeness (Closest)
+	hin  headSlot // its place in headInputs
 }
 
 // ReservedRoom is what a node's adverts say of the gang reservation it
@@ -79,13 +80,9 @@ type Market struct {
 	firstRecord map[string]map[string]int
 	gangs       map[string]*gangAuction
 	view        map[NodeID]*Peer
-	loaded      int  // peers of the view with a queued task: steal victims
-	headStale   bool // the head (head.go) must be computed again
-	// capable caches which peers could ever hold a replica of capGang,
-	// the head last computed; atsBuf is shadowOf's buffer.
-	capGang string
-	capable map[NodeID]bool
-	atsBuf  []int64
+	loaded      int        // peers of the view with a queued task: steal victims
+	headStale   bool       // the head (head.go) must be computed again
+	hin         headInputs // what the view says of the head candidate
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime

@@ -32,8 +32,9 @@ func (m *Market) Advert(now time.Time, p Peer) {
 			m.loaded--
 		}
 		restarted := p.Boot != 0 && old.Boot != 0 && p.Boot != old.Boot
-		p.hash = old.hash
+		p.hash, p.hin = old.hash, old.hin
 		*old = p // in place: a thousand-node view is refreshed often
+		m.peerAdvertised(old)
 		if restarted {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
 			m.managerRestarted(p.ID)
@@ -43,6 +44,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	}
 	p.hash = sha256.Sum256([]byte(p.ID))
 	m.view[p.ID] = &p
+	m.peerAdvertised(&p)
 	if m.replicating() {
 		m.dropsFor(p.ID)
 	}
@@ -56,10 +58,13 @@ func (m *Market) Advert(now time.Time, p Peer) {
 func (m *Market) PeerGone(now time.Time, id NodeID) {
 	m.enter(now)
 	defer m.leave()
-	if old := m.view[id]; old != nil && old.Queue >= StealableQueue {
-		m.loaded--
+	if old := m.view[id]; old != nil {
+		if old.Queue >= StealableQueue {
+			m.loaded--
+		}
+		delete(m.view, id)
+		m.peerDropped(old)
 	}
-	delete(m.view, id)
 	m.lostPeer(id, "executor "+string(id)+" is gone")
 	m.managerGone(id)
 	m.replicaPeerGone(id)
