@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/market"
 )
 
 // TestChurn: during a 200-task workload on 6 nodes, two edge nodes leave
@@ -32,7 +34,10 @@ func TestChurn(t *testing.T) {
 	// The two edge nodes leave every ~1.7 s, alternately drained and
 	// killed, and come back 0.7 s later; the script runs from this loop.
 	script := net.Script(Churn([]int{4, 5}, 1700*time.Millisecond, 700*time.Millisecond, 10)...)
-	deadline := time.Now().Add(120 * time.Second)
+	// The deadline is for a machine under load (the race detector, other
+	// packages' tests on two cores): every job is checked once the script
+	// is done, and the jobs end well within it where nothing else runs.
+	deadline := time.Now().Add(240 * time.Second)
 	pending := map[string]int{} // job → its manager's index
 	for j, id := range ids {
 		pending[id] = j % 4
@@ -40,7 +45,7 @@ func TestChurn(t *testing.T) {
 	steps := 0
 	for len(pending) > 0 && time.Now().Before(deadline) {
 		steps = script.Run()
-		for id, mgr := range pending { // one job per round keeps the churn on time
+		for id, mgr := range pending {
 			s, err := net.Node(mgr).Status(id)
 			if err == nil && (s.State == "succeeded" || s.State == "failed" || s.State == "cancelled") {
 				if s.State != "succeeded" {
@@ -48,19 +53,39 @@ func TestChurn(t *testing.T) {
 				}
 				delete(pending, id)
 			}
-			break
+			if !script.Done() {
+				break // one job per round keeps the churn on time
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if len(pending) > 0 {
-		t.Fatalf("%d jobs unfinished after 120 s", len(pending))
+		for id, mgr := range pending {
+			s, err := net.Node(mgr).Status(id)
+			t.Logf("unfinished %s: %+v %v", id, s, err)
+			logEvents(t, net, id)
+		}
+		t.Fatalf("%d jobs unfinished after 240 s", len(pending))
 	}
-	// Exactly one success per task, from the managers' records.
-	tasks := 0
+	// Exactly one success per task, from the managers' records. On a
+	// loaded machine a manager can miss its adverts long enough to be
+	// taken for gone: a copy holder adopts the job, and when they meet
+	// again one of them gives it up (market/split.go). The job is then
+	// kept by another node, which every node's status answer names.
+	tasks, moved := 0, 0
 	for j, id := range ids {
 		rec, ok := net.Node(j % 4).JobRecord(id)
 		if !ok {
-			t.Fatalf("manager lost job %s", id)
+			s, err := net.Node(j % 4).Status(id)
+			if err != nil {
+				t.Fatalf("job %s: its manager has no record and no answer: %v", id, err)
+			}
+			rec, ok = managerRecord(net, s.Manager, id)
+			if !ok {
+				logEvents(t, net, id)
+				t.Fatalf("job %s lost: its first manager gave it up to %s, which has no record of it (status %+v)", id, s.Manager, s)
+			}
+			moved++
 		}
 		for _, tr := range rec.Tasks {
 			tasks++
@@ -75,5 +100,26 @@ func TestChurn(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d tasks each succeeded exactly once across %d scripted leaves and rejoins during the workload", tasks, steps)
+	t.Logf("%d tasks each succeeded exactly once across %d scripted leaves and rejoins during the workload (%d jobs kept by another manager than the first)", tasks, steps, moved)
+}
+
+// managerRecord is the record of job id on the running node whose peer
+// ID is manager.
+func managerRecord(net *Net, manager, id string) (market.JobRecord, bool) {
+	for i := 0; i < net.N(); i++ {
+		nd := net.Node(i)
+		if nd.Node != nil && nd.ID().String() == manager {
+			return nd.JobRecord(id)
+		}
+	}
+	return market.JobRecord{}, false
+}
+
+// logEvents logs every running node's event log of job id.
+func logEvents(t *testing.T, net *Net, id string) {
+	for i := 0; i < net.N(); i++ {
+		if net.Node(i).Node != nil {
+			t.Logf("node %d's events of %s:\n%s", i, id, strings.Join(net.Node(i).Events(id), "\n"))
+		}
+	}
 }
