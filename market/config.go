@@ -157,6 +157,11 @@ type Config struct {
 	// gang finds room as it appears; a wide one only when the machine
 	// drains for it. Negative: every gang; above 1: none.
 	HeadWidth float64
+	// HeadAfter: a gang of any width that has waited this long becomes a
+	// head candidate too, a starvation bound (EASY protects whichever job
+	// reaches the front of its queue); negative: never. Zero means
+	// DefaultHeadAfter.
+	HeadAfter time.Duration
 	// Scorer names the bid scorer, one of Scorers; "weighted".
 	Scorer string
 	// Scorers are the scorers Scorer may name; DefaultScorers().
@@ -237,6 +242,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeadWidth == 0 {
 		c.HeadWidth = 0.5
+	}
+	if c.HeadAfter == 0 {
+		c.HeadAfter = DefaultHeadAfter
 	}
 	if c.PreemptMargin <= 0 {
 		c.PreemptMargin = 1

@@ -11,8 +11,9 @@ import (
 // The head reservation: EASY backfilling's protection of its queue head,
 // computed by every node from the adverts instead of by a master.
 //
-// Each manager advertises the first of the gangs it is placing that has
-// waited longer than GangReserveAfter (WaitingGang). Every node takes the
+// Each manager advertises the first of the wide gangs it is placing that
+// has waited longer than GangReserveAfter, or of any gang that has waited
+// HeadAfter (WaitingGang). Every node takes the
 // first of those it sees, in the reservation order (priority, then the
 // time the gang became ready, then its ID): the head. Every node also
 // advertises when it will have room for a replica of that head by the
@@ -69,13 +70,14 @@ func waitingBefore(a, b WaitingGang) bool {
 }
 
 // Waiting is the first wide gang this node is placing, in the
-// reservation order, that has waited longer than GangReserveAfter, for
-// its adverts. Packing gangs are left out: their replicas need not find
+// reservation order, that has waited longer than GangReserveAfter — or
+// a gang of any width that has waited HeadAfter (starving) — for its
+// adverts. Packing gangs are left out: their replicas need not find
 // distinct nodes.
 func (m *Market) Waiting() WaitingGang {
 	var first WaitingGang
 	for id, g := range m.gangs {
-		if g.pack || m.now.Sub(g.ready) < m.cfg.GangReserveAfter || !m.wide(g) {
+		if g.pack || m.now.Sub(g.ready) < m.cfg.GangReserveAfter || !m.wide(g) && !m.starving(g.ready) {
 			continue
 		}
 		w := WaitingGang{Gang: id, Size: g.size, Request: g.offer.Request, Priority: g.offer.Priority, Since: g.ready}
@@ -84,6 +86,19 @@ func (m *Market) Waiting() WaitingGang {
 		}
 	}
 	return first
+}
+
+// DefaultHeadAfter is Config.HeadAfter's default: three days, past the
+// waits the synthetic mix's gangs see at offered loads up to 1.0 (a
+// shorter bound made heads of its 2–8-GPU gangs and raised everyone
+// else's waits) and far short of the 105 days SDSC's 33–64-processor
+// jobs waited without it (docs/scheduling.md).
+const DefaultHeadAfter = 72 * time.Hour
+
+// starving reports whether a gang ready since since has waited long
+// enough to be a head candidate whatever its width (Config.HeadAfter).
+func (m *Market) starving(since time.Time) bool {
+	return m.cfg.HeadAfter > 0 && m.now.Sub(since) >= m.cfg.HeadAfter
 }
 
 // wide reports whether gang g needs more than HeadWidth of the nodes of
@@ -149,7 +164,7 @@ func (m *Market) findHead() *head {
 
 // shadowOf computes gang w's shadow time and whether this node makes it,
 // or nil when fewer than w.Size nodes of the view could ever hold a
-// replica. The shadow is unknown (known false) when fewer than w.Size
+// replica, or w is neither wide in this view nor starving. The shadow is unknown (known false) when fewer than w.Size
 // nodes can say when they will have room. It runs at every change of
 // the view, so it selects rather than sorts, from the room times kept
 // per peer (headInputs).
@@ -174,7 +189,7 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 		ats = append(ats, at)
 	}
 	hi.buf = ats
-	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) {
+	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) && !m.starving(w.Since) {
 		return nil
 	}
 	shadow := nthSmallest(ats, w.Size-1)

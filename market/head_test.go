@@ -16,12 +16,24 @@ import (
 // tasks take each node as it frees and the gang waits for a gap.
 func TestWideGangHeadOnStream(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		width   float64
-		bounded bool
-	}{{"head", 0, true}, {"no head", 2, false}} {
+		name     string
+		width    float64
+		after    time.Duration // Config.HeadAfter
+		replicas int
+		bounded  bool
+	}{
+		{"head", 0, -1, 3, true},
+		{"no head", 2, -1, 3, false},
+		// A gang of two of the four nodes is not wide: it becomes the
+		// head once it has waited HeadAfter (a starvation bound), or
+		// never.
+		{"narrow gang, starvation bound", 0, 15 * time.Second, 2, true},
+		{"narrow gang, no bound", 0, -1, 2, false},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newClusterWith(t, func(_ int, cfg *Config) { cfg.HeadWidth, cfg.GangForceEvery = tc.width, -1 }, cpuNode(1), cpuNode(1), cpuNode(1), cpuNode(1))
+			c := newClusterWith(t, func(_ int, cfg *Config) {
+				cfg.HeadWidth, cfg.HeadAfter, cfg.GangForceEvery = tc.width, tc.after, -1
+			}, cpuNode(1), cpuNode(1), cpuNode(1), cpuNode(1))
 			runs := map[string]time.Duration{"long0": 20 * time.Second, "long1": 40 * time.Second, "long2": 40 * time.Second, "long3": 100 * time.Second,
 				"stream": 50 * time.Second, "short": 3 * time.Second, "gang": 10 * time.Second}
 			c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) { return 0, runs[s.Type] }
@@ -34,7 +46,7 @@ func TestWideGangHeadOnStream(t *testing.T) {
 				submit(k, fmt.Sprintf("long%d", k), fmt.Sprintf("long%d", k), 60*time.Second+time.Duration(k/3)*time.Minute, 1)
 			}
 			c.until(5*time.Second, "long tasks running", func() bool { return len(c.starts) == 4 })
-			submit(0, "gang", "gang", 30*time.Second, 3)
+			submit(0, "gang", "gang", 30*time.Second, tc.replicas)
 			start := c.now
 			next, n := c.now.Add(6*time.Second), 0
 			short := false
