@@ -13,23 +13,23 @@ import (
 //
 // Each manager advertises the first of the wide gangs it is placing that
 // has waited longer than GangReserveAfter, or of any gang that has waited
-// HeadAfter (WaitingGang). Every node takes the
-// first of those it sees, in the reservation order (priority, then the
-// time the gang became ready, then its ID): the head. Every node also
-// advertises when it will have room for a replica of that head by the
-// upper bounds of its running tasks' runtimes (their estimates, as EASY
-// uses; HeadRoom). From these each node computes, alike, the head's
-// shadow time — the size-th earliest of those room times — and the nodes
-// that make it, the size nodes with the earliest room. A node among them
-// keeps room for a replica of the head: it starts a task that would take
-// it only if the task's upper bound ends by the shadow time. Every other
-// node works as if there were no head. As in EASY, the shadow moves at
-// every event (a task ending before its bound, an advert), and the head
-// starts as soon as its nodes have room: its manager looks at its view
-// on every advert while it is the head.
+// HeadAfter (WaitingGang). Every node takes the first of those it sees,
+// in the reservation order (priority, then the time the gang became
+// ready, then its ID): the head. Every node also advertises when it will
+// have room for a replica of that head by the upper bounds of its
+// running tasks' runtimes (their estimates, as EASY uses; HeadRoom).
+// From these each node computes, alike, the head's shadow time — the
+// size-th earliest of those room times — and the nodes that make it, the
+// size nodes with the earliest room. A node among them keeps room for a
+// replica of the head: it starts a task that would take it only if the
+// task's upper bound ends by the shadow time. Every other node works as
+// if there were no head. As in EASY, the shadow moves at every event (a
+// task ending before its bound, an advert), and the head starts as soon
+// as its nodes have room: its manager looks at its view on every advert
+// while it is the head.
 
 // WaitingGang is what a manager's adverts say of the first gang it is
-// placing that has waited longer than GangReserveAfter: the zero value
+// placing that is a head candidate (Waiting): the zero value
 // when none.
 type WaitingGang struct {
 	Gang     string // "job/task"
@@ -164,10 +164,10 @@ func (m *Market) findHead() *head {
 
 // shadowOf computes gang w's shadow time and whether this node makes it,
 // or nil when fewer than w.Size nodes of the view could ever hold a
-// replica, or w is neither wide in this view nor starving. The shadow is unknown (known false) when fewer than w.Size
-// nodes can say when they will have room. It runs at every change of
-// the view, so it selects rather than sorts, from the room times kept
-// per peer (headInputs).
+// replica, or w is neither wide in this view nor starving. The shadow is
+// unknown (known false) when fewer than w.Size nodes can say when they
+// will have room. It runs at every change of the view, so it selects
+// rather than sorts, from the room times kept per peer (headInputs).
 func (m *Market) shadowOf(w WaitingGang) *head {
 	hi := m.headInputsFor(w)
 	now := m.now.UnixNano()
