@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/agora
 DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
-TESTFLAGS ?= -race -timeout 20m
+TESTFLAGS ?= -race -timeout 30m
 
 .PHONY: all build run test testdeps vet fmt bench bench-data bench-swf-full bench-all proto clean
 
