@@ -19,7 +19,12 @@ import (
 //
 // Nothing is taken over before the view has settled after a start (see
 // Reclaim): right after a restart the view is empty, and every manager
-// would look gone.
+// would look gone. Nor is a copy taken over until its manager has been
+// silent for as long as the view waits for a silent peer (lifeSign)
+// since it pushed the copy: the push says it was alive then, though its
+// adverts may not have reached this node for a while (a peer that
+// relayed them left, or the machine is loaded), and a node that took a
+// live manager's job would run its tasks again.
 
 // heldCopy is an unfinished job's record this node holds for its manager.
 type heldCopy struct {
@@ -30,13 +35,24 @@ type heldCopy struct {
 	// moved its copies elsewhere while this node was down), so it is not
 	// taken over.
 	loaded bool
+	// pushed is when the manager last sent the copy; zero for a copy
+	// loaded at start.
+	pushed time.Time
 }
 
 // copies is the state of the copies this node holds.
 type copies struct {
 	open map[string]*heldCopy // unfinished jobs, by ID
 	done doneCopies           // finished jobs, by finish time
+	// recheck is when a copy whose manager is out of the view but pushed
+	// it lately is considered again; zero: none.
+	recheck time.Time
 }
+
+// lifeSign is how long a copy's push counts as a sign of its manager's
+// life: as long as the view waits for an advert before it takes a silent
+// peer for gone (gossip.DefaultMisses intervals).
+func (m *Market) lifeSign() time.Duration { return 3 * m.cfg.AdvertInterval }
 
 // ReplicaStored tells the market that this node holds a copy of rec, with
 // its replica set, for rec's manager: the caller stored it (a manager
@@ -88,7 +104,11 @@ func (m *Market) storeCopy(rec JobRecord, peers []NodeID, loaded bool) {
 		}
 		return
 	}
-	m.copies.open[rec.ID] = &heldCopy{rec: rec, peers: peers, loaded: loaded}
+	c := &heldCopy{rec: rec, peers: peers, loaded: loaded}
+	if !loaded {
+		c.pushed = m.now
+	}
+	m.copies.open[rec.ID] = c
 	m.considerAdopt(rec.ID)
 }
 
@@ -120,6 +140,12 @@ func (m *Market) considerAdopt(job string) {
 		m.emit(DropReplica{Job: job})
 		return
 	}
+	if at := c.pushed.Add(m.lifeSign()); !c.pushed.IsZero() && m.now.Before(at) {
+		if m.copies.recheck.IsZero() || at.Before(m.copies.recheck) {
+			m.copies.recheck = at
+		}
+		return
+	}
 	for _, p := range Closest(job, c.peers, -1) {
 		if !m.Live(p) {
 			continue
@@ -143,6 +169,16 @@ func (m *Market) adoptSettled() {
 	for _, id := range ids {
 		m.considerAdopt(id)
 	}
+}
+
+// recheckCopies considers again, once due, the copies whose adoption
+// waited for a sign of life of their manager to age.
+func (m *Market) recheckCopies() {
+	if m.copies.recheck.IsZero() || m.now.Before(m.copies.recheck) {
+		return
+	}
+	m.copies.recheck = time.Time{}
+	m.adoptSettled()
 }
 
 // expireCopies drops the copies of jobs that finished a retention ago.

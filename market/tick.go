@@ -80,6 +80,9 @@ func (m *Market) NextTick() time.Time {
 	if t, ok := m.nextCopies(); ok {
 		at(t)
 	}
+	if t := m.copies.recheck; !t.IsZero() {
+		at(t)
+	}
 	if t, ok := m.nextExpiry(); ok {
 		at(t)
 	}
@@ -190,6 +193,7 @@ func (m *Market) Tick(now time.Time) {
 	m.expireBatches()
 	m.rehomeDue()
 	m.claimsDue()
+	m.recheckCopies()
 	m.expireCopies()
 	m.expireHolds()
 	m.checkLeases()
