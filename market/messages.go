@@ -251,11 +251,16 @@ type ManagerQuery struct {
 	From NodeID `json:"from"`
 }
 
-// ManagerAnswer answers a ManagerQuery: whether From manages Job.
+// ManagerAnswer answers a ManagerQuery: whether From manages Job. A
+// manager that gives a job up to another (split.go) sends it, unasked,
+// to the executors of the job's live attempts, with Successor naming the
+// node it gave the job up to: they ask that node first whether it manages
+// the job, and report to it once it says so.
 type ManagerAnswer struct {
-	Job     string `json:"job"`
-	From    NodeID `json:"from"`
-	Manages bool   `json:"manages,omitempty"`
+	Job       string `json:"job"`
+	From      NodeID `json:"from"`
+	Manages   bool   `json:"manages,omitempty"`
+	Successor NodeID `json:"successor,omitempty"`
 }
 
 func (ManagerQuery) msgKind() string  { return "manager_query" }

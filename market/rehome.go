@@ -146,6 +146,9 @@ func (m *Market) onManagerAnswer(a ManagerAnswer) {
 	m.reclaimAnswer(a)
 	if !a.Manages {
 		delete(m.claims, claimKey{a.Job, a.From}) // a claim went to a node that does not manage the job
+		if a.Successor != "" {
+			m.managerYielded(a)
+		}
 	}
 	r := m.rehome[a.Job]
 	if r == nil || !a.Manages || a.From == r.old {
@@ -153,6 +156,37 @@ func (m *Market) onManagerAnswer(a ManagerAnswer) {
 	}
 	delete(m.rehome, a.Job)
 	m.rehomeTo(a.Job, a.From)
+}
+
+// managerYielded starts a search for the new manager of a job whose
+// manager — the node this node's tasks of the job report to, and no
+// other — says it gave the job up to a.Successor (split.go): that node
+// is asked first. Its word is not taken for it: the tasks re-home once
+// the successor answers that it manages the job.
+func (m *Market) managerYielded(a ManagerAnswer) {
+	if mgr, ok := m.managersOf()[a.Job]; !ok || mgr != a.From || a.Successor == a.From {
+		return
+	}
+	if a.Successor == m.cfg.Self {
+		if j := m.jobs[a.Job]; j != nil && j.Manager == m.cfg.Self {
+			delete(m.rehome, a.Job)
+			m.rehomeTo(a.Job, m.cfg.Self)
+		}
+		return
+	}
+	r := m.rehome[a.Job]
+	if r == nil || r.old != a.From {
+		r = &rehoming{old: a.From, until: m.now.Add(m.cfg.RehomeFor)}
+		m.rehome[a.Job] = r
+	}
+	r.next = m.now.Add(m.cfg.RehomeEvery)
+	peers := []NodeID{a.Successor}
+	for _, p := range m.closestPeers(a.Job, m.reclaimAsk(), a.From) {
+		if p != a.Successor {
+			peers = append(peers, p)
+		}
+	}
+	m.askManager(a.Job, r, peers)
 }
 
 // rehomeTo makes this node's contractor report the tasks of job to a new

@@ -161,6 +161,14 @@ func (m *Market) release(j *JobRecord) {
 
 // endJob moves a job to a terminal state, stopping whatever still runs.
 func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
+	m.endJobWith(j, st, reason, func(t *TaskRecord) {
+		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
+	})
+}
+
+// endJobWith ends j as endJob does, but calls live for each replica
+// awarded or running instead of cancelling it.
+func (m *Market) endJobWith(j *JobRecord, st JobState, reason string, live func(t *TaskRecord)) {
 	m.endJobState(j, st, reason)
 	for _, ts := range j.Spec.Tasks {
 		if g := m.gangs[gangID(j.ID, ts.Name)]; g != nil {
@@ -178,7 +186,7 @@ func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
 			continue
 		}
 		if t.State == TaskAwarded || t.State == TaskRunning {
-			m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
+			live(t)
 		}
 		delete(m.auctions, t.Key)
 		delete(m.inherited, t.Key)

@@ -17,13 +17,19 @@ import (
 //
 // When they meet again one of them gives the job up. Each sends the
 // other a ManagerClaim with its record's rank; both rank the two records
-// the same way (outranks) and the lower one yields: it cancels the
-// attempts that report to it (an executor obeys a cancel from its own
-// manager only, so attempts that report to the winner run on), tells
-// the holders of its copies to drop them, and forgets the job, keeping
-// its event log. The winner copies its record again to its replica set.
-// A task that ran on both sides ran twice; the record that remains shows
-// one outcome for it.
+// the same way (outranks) and the lower one yields: it hands the
+// attempts that report to it over to the winner, tells the holders of
+// its copies to drop them, and forgets the job, keeping its event log.
+// The winner copies its record again to its replica set. It is the
+// winner that knows which attempts it placed or inherited, so it judges
+// them: an attempt its record shows runs on and reports to it, any other
+// it cancels as stale when its executor reports. The loser does not
+// cancel them itself: both may have adopted one record, and an attempt
+// running for both would be lost and run again. Its own attempts report
+// to the winner at once; the other executors get a ManagerAnswer naming
+// the winner as its successor, ask it, and report to it once it says it
+// manages the job. A task that ran on both sides ran twice; the record
+// that remains shows one outcome for it.
 //
 // They meet (claims go out) when
 //   - a manager a job was taken over from comes back into the view
@@ -319,8 +325,15 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 // above this node's.
 func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 	why := fmt.Sprintf("%s manages this job too (a cut split its managers) and its record (%s, %d succeeded, %d running) ranks above this one", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running)
+	m.rehomeTo(j.ID, c.From) // this node's own attempts and final reports
 	if !j.State.Terminal() {
-		m.endJob(j, JobCancelled, "superseded: "+why) // cancels the attempts that report here
+		told := map[NodeID]bool{m.cfg.Self: true}
+		m.endJobWith(j, JobCancelled, "superseded: "+why, func(t *TaskRecord) {
+			if !told[t.Node] {
+				told[t.Node] = true
+				m.send(t.Node, ManagerAnswer{Job: j.ID, From: m.cfg.Self, Successor: c.From})
+			}
+		})
 	}
 	m.event(j.ID, why+"; giving it up")
 	if m.replicating() {

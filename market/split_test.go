@@ -138,8 +138,8 @@ func TestSplitAdopterKeepsOutcome(t *testing.T) {
 // TestSplitCancelsLoserAttempts: both sides run the task (the manager on
 // itself, the adopter on n1) and the heal comes while both run. The
 // record with the smaller node ID is kept (everything else ties); the
-// other manager cancels the attempt that reports to it, and the job
-// ends with one success.
+// other manager hands its executor over, the winner cancels the attempt
+// it never placed as stale, and the job ends with one success.
 func TestSplitCancelsLoserAttempts(t *testing.T) {
 	c := splitCluster(t, 4, 4, 0)
 	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
@@ -185,5 +185,105 @@ func TestSplitClaimRefused(t *testing.T) {
 	c.drain()
 	if got := c.managers("j"); len(got) != 0 {
 		t.Fatalf("managers %v after a claim from %s, one of the closest: want none (n0 yields to it)", got, close[0])
+	}
+}
+
+// twoAdopters lets every node in adopters take job j over from the same
+// copy of n0's record while its task runs on n-runner, as copy holders
+// do when their views disagree on who is closest (a hub between them
+// left with the manager, and they lost sight of each other for a while).
+// They meet when their adverts reach each other again.
+func twoAdopters(t *testing.T, runner int, adopters []int, caps ...int) (*cluster, JobRecord) {
+	vs := make([]resource.Vector, len(caps))
+	for i, c := range caps {
+		vs[i] = cpuNode(c)
+	}
+	c := newCluster(t, vs...)
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
+	c.submit(0, "j", job("split", task("t", 1000)))
+	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	rec := c.job(0, "j")
+	if rec.Tasks[0].Node != c.ids[runner] {
+		t.Fatalf("the task runs on %s, want %s", rec.Tasks[0].Node, c.ids[runner])
+	}
+	c.cut["n0"] = true
+	for i := 1; i < len(c.nodes); i++ {
+		if i != runner || slices.Contains(adopters, i) { // the runner has not noticed yet
+			c.nodes[i].PeerGone(c.now, "n0")
+		}
+	}
+	for _, i := range adopters {
+		for _, o := range adopters {
+			if o != i {
+				c.nodes[i].PeerGone(c.now, c.ids[o])
+			}
+		}
+	}
+	for _, i := range adopters {
+		c.nodes[i].adoptAt(c.now, rec)
+	}
+	return c, rec
+}
+
+// TestSplitHandsOverAnExecutor: two copy holders took the job over from
+// one record, and the executor of its running task found the one that
+// loses (n3; ties go to the smaller ID). When they meet, n3 hands the
+// executor over instead of cancelling its attempt, which both records
+// show: the executor asks n2, reports there, and the task runs once.
+func TestSplitHandsOverAnExecutor(t *testing.T) {
+	c, _ := twoAdopters(t, 1, []int{2, 3}, 0, 4, 0, 0)
+	c.nodes[1].rehomeAt(c.now, "j", "n3")
+	c.drain()
+	c.until(5*time.Second, "one manager beside n0, cut off", func() bool { return len(c.managers("j")) == 2 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0", "n2"}) {
+		t.Fatalf("managers %v, want n0 (cut off) and n2", got)
+	}
+	c.until(time.Minute, "the job to succeed", func() bool { return c.job(2, "j").State == JobSucceeded })
+	succeededOnce(t, c.job(2, "j"))
+	if len(c.starts) != 1 {
+		t.Fatalf("%d runs, want 1: %+v", len(c.starts), c.starts)
+	}
+	if log := c.eventLog(); !strings.Contains(log, "n1: now reporting 1 task(s) to manager n2") || strings.Contains(log, "n2: j/t/0: lease lapsed") {
+		t.Fatalf("the executor did not move to n2 in time:\n%s", log)
+	}
+}
+
+// TestSplitLoserRunsTheTask: the loser (n2) is the executor itself. It
+// gives the job up to n1 and its own attempt reports to n1 from then on.
+func TestSplitLoserRunsTheTask(t *testing.T) {
+	c, _ := twoAdopters(t, 2, []int{1, 2}, 0, 0, 4)
+	c.drain()
+	c.until(5*time.Second, "one manager beside n0, cut off", func() bool { return len(c.managers("j")) == 2 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0", "n1"}) {
+		t.Fatalf("managers %v, want n0 (cut off) and n1", got)
+	}
+	c.until(time.Minute, "the job to succeed", func() bool { return c.job(1, "j").State == JobSucceeded })
+	succeededOnce(t, c.job(1, "j"))
+	if len(c.starts) != 1 {
+		t.Fatalf("%d runs, want 1: %+v", len(c.starts), c.starts)
+	}
+}
+
+// TestSplitHandOverNeedsTheManager: a successor named by anyone but the
+// node the executor reports to is not asked, and one that does not manage
+// the job does not get the executor's reports.
+func TestSplitHandOverNeedsTheManager(t *testing.T) {
+	c, _ := twoAdopters(t, 1, []int{2}, 0, 4, 0, 0)
+	c.nodes[1].rehomeAt(c.now, "j", "n2")
+	c.drain()
+	c.until(3*time.Second, "the executor to find n2", func() bool {
+		return strings.Contains(c.eventLog(), "n1: now reporting 1 task(s) to manager n2")
+	})
+	before := len(c.eventLog())
+	c.nodes[1].Step(c.now, "n3", ManagerAnswer{Job: "j", From: "n3", Successor: "n3"})
+	c.nodes[1].Step(c.now, "n2", ManagerAnswer{Job: "j", From: "n2", Successor: "n3"}) // n3 does not manage it
+	for end := c.now.Add(10 * time.Second); c.now.Before(end); {
+		c.step()
+	}
+	if log := c.eventLog()[before:]; strings.Contains(log, "now reporting") {
+		t.Fatalf("the executor moved:\n%s", log)
+	}
+	if c.job(2, "j").Tasks[0].State != TaskRunning {
+		t.Fatalf("task %s on n2, want running", c.job(2, "j").Tasks[0].State)
 	}
 }

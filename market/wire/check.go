@@ -192,6 +192,7 @@ func checkMsg(m market.Msg) error {
 		return firstErr(
 			checkJobID("manager_answer.job", x.Job),
 			checkNodeID("manager_answer.from", x.From),
+			checkOptionalNode("manager_answer.successor", x.Successor),
 		)
 	case market.ManagerClaim:
 		return firstErr(

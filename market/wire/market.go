@@ -76,7 +76,7 @@ func Encode(m market.Msg) ([]byte, error) {
 	case market.ManagerQuery:
 		env.Body = &pb.Envelope_ManagerQuery{ManagerQuery: &pb.ManagerQuery{Job: x.Job, From: string(x.From)}}
 	case market.ManagerAnswer:
-		env.Body = &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: x.Job, From: string(x.From), Manages: x.Manages}}
+		env.Body = &pb.Envelope_ManagerAnswer{ManagerAnswer: &pb.ManagerAnswer{Job: x.Job, From: string(x.From), Manages: x.Manages, Successor: string(x.Successor)}}
 	case market.ManagerClaim:
 		env.Body = &pb.Envelope_ManagerClaim{ManagerClaim: &pb.ManagerClaim{Job: x.Job, From: string(x.From), State: string(x.Rank.State),
 			Succeeded: uint32(x.Rank.Succeeded), Running: uint32(x.Rank.Running), Reply: x.Reply, TakenFrom: string(x.Rank.TakenFrom)}}
@@ -324,7 +324,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if x == nil {
 			return nil, bad("manager_answer", "empty message")
 		}
-		return market.ManagerAnswer{Job: x.Job, From: market.NodeID(x.From), Manages: x.Manages}, nil
+		return market.ManagerAnswer{Job: x.Job, From: market.NodeID(x.From), Manages: x.Manages, Successor: market.NodeID(x.Successor)}, nil
 	case *pb.Envelope_ManagerClaim:
 		x := body.ManagerClaim
 		if x == nil {

@@ -171,6 +171,7 @@ func roundTrips() []struct {
 		{"manager query", market.ManagerQuery{Job: key.Job, From: bidder}},
 		{"manager answer yes", market.ManagerAnswer{Job: key.Job, From: manager, Manages: true}},
 		{"manager answer no", market.ManagerAnswer{Job: key.Job, From: manager}},
+		{"manager answer successor", market.ManagerAnswer{Job: key.Job, From: manager, Successor: bidder}},
 		{"manager claim", market.ManagerClaim{Job: key.Job, From: manager, Rank: market.ClaimRank{State: market.JobRunning, Succeeded: 3, Running: 2, TakenFrom: bidder}}},
 		{"manager claim reply", market.ManagerClaim{Job: key.Job, From: bidder, Rank: market.ClaimRank{State: market.JobSucceeded, Succeeded: 1000}, Reply: true}},
 	}

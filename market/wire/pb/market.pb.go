@@ -2472,9 +2472,10 @@ func (x *ManagerQuery) GetFrom() string {
 // ManagerAnswer answers a ManagerQuery.
 type ManagerAnswer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`          // the job asked about; required, as TaskKey.job
-	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`        // node ID of the answering node; required, as Cfp.manager; must be the stream's peer
-	Manages       bool                   `protobuf:"varint,3,opt,name=manages,proto3" json:"manages,omitempty"` // the sender manages the job (a job it holds back after a restart does not count)
+	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`             // the job asked about; required, as TaskKey.job
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`           // node ID of the answering node; required, as Cfp.manager; must be the stream's peer
+	Manages       bool                   `protobuf:"varint,3,opt,name=manages,proto3" json:"manages,omitempty"`    // the sender manages the job (a job it holds back after a restart does not count)
+	Successor     string                 `protobuf:"bytes,4,opt,name=successor,proto3" json:"successor,omitempty"` // optional, with manages false: the node the sender gave the job up to (a split settled), as Cfp.manager
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2528,6 +2529,13 @@ func (x *ManagerAnswer) GetManages() bool {
 		return x.Manages
 	}
 	return false
+}
+
+func (x *ManagerAnswer) GetSuccessor() string {
+	if x != nil {
+		return x.Successor
+	}
+	return ""
 }
 
 // ManagerClaim says the sender manages a job, and how far its record
@@ -3016,11 +3024,12 @@ const file_market_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\tR\x02to\"4\n" +
 	"\fManagerQuery\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
-	"\x04from\x18\x02 \x01(\tR\x04from\"O\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\"m\n" +
 	"\rManagerAnswer\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
-	"\amanages\x18\x03 \x01(\bR\amanages\"\xb7\x01\n" +
+	"\amanages\x18\x03 \x01(\bR\amanages\x12\x1c\n" +
+	"\tsuccessor\x18\x04 \x01(\tR\tsuccessor\"\xb7\x01\n" +
 	"\fManagerClaim\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
