@@ -190,9 +190,9 @@ func TestSplitClaimRefused(t *testing.T) {
 
 // twoAdopters lets every node in adopters take job j over from the same
 // copy of n0's record while its task runs on n-runner, as copy holders
-// do when their views disagree on who is closest (a hub between them
-// left with the manager, and they lost sight of each other for a while).
-// They meet when their adverts reach each other again.
+// do when their views disagree on who is closest (each missed the
+// other's adverts for a while, as a loaded node may). They meet when
+// their adverts reach each other again.
 func twoAdopters(t *testing.T, runner int, adopters []int, caps ...int) (*cluster, JobRecord) {
 	vs := make([]resource.Vector, len(caps))
 	for i, c := range caps {
