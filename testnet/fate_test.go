@@ -195,6 +195,13 @@ func realFates(t *testing.T) map[string]fate {
 		}
 		ids[name] = id
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range ids {
+				logEvents(t, net, id)
+			}
+		}
+	})
 	origin := market.NodeID(net.Node(0).ID().String())
 	WaitFor(t, 10*time.Second, "the first tasks to run", func() bool {
 		for _, id := range ids {

@@ -189,6 +189,12 @@ func TestRevokedNodeDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logEvents(t, net, job)
+			logEvents(t, net, after)
+		}
+	})
 	WaitFor(t, 30*time.Second, "both jobs to succeed", func() bool {
 		s1, err1 := a.Status(job)
 		s2, err2 := a.Status(after)

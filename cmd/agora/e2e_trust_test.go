@@ -46,9 +46,12 @@ func TestUsersAndRoles(t *testing.T) {
 			t.Fatalf("user add %s: %s", name, errs)
 		}
 	}
+	// Both ways: B finds a job it does not manage by asking the peers of
+	// its view, and A seeing B says nothing of whether B's view holds A.
 	waitFor(t, 10*time.Second, "A and B to see each other", func() bool {
-		_, ok := a.peers()[b.id().PeerID]
-		return ok
+		_, ab := a.peers()[b.id().PeerID]
+		_, ba := b.peers()[a.id().PeerID]
+		return ab && ba
 	})
 
 	out, errs, code := agora(t, "run", "--api", a.api, "--credential", cred["alice"], "--cpu", "100m", "--", "sleep", "60")
