@@ -52,15 +52,7 @@ func TestOutranks(t *testing.T) {
 // and lets n2 take the job over from the copy it holds, as a copy holder
 // does when the manager leaves its view.
 func splitCluster(t *testing.T, caps ...int) *cluster {
-	vs := make([]resource.Vector, len(caps))
-	for i, c := range caps {
-		vs[i] = cpuNode(c)
-	}
-	c := newCluster(t, vs...)
-	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 6 * time.Second }
-	c.submit(0, "j", job("split", task("t", 1000)))
-	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
-	rec := c.job(0, "j")
+	c, rec := runningJob(t, 6*time.Second, caps...)
 	c.cut["n0"] = true
 	for i := 1; i < len(c.nodes); i++ {
 		c.nodes[i].PeerGone(c.now, "n0")
@@ -70,6 +62,20 @@ func splitCluster(t *testing.T, caps ...int) *cluster {
 	c.nodes[2].adoptAt(c.now, rec)
 	c.drain()
 	return c
+}
+
+// runningJob starts nodes of caps CPU each, submits job j of one task
+// running for d to n0, and returns once the task runs, with n0's record.
+func runningJob(t *testing.T, d time.Duration, caps ...int) (*cluster, JobRecord) {
+	vs := make([]resource.Vector, len(caps))
+	for i, c := range caps {
+		vs[i] = cpuNode(c)
+	}
+	c := newCluster(t, vs...)
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, d }
+	c.submit(0, "j", job("split", task("t", 1000)))
+	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	return c, c.job(0, "j")
 }
 
 // heal ends the cut: the views fill again.
@@ -194,15 +200,7 @@ func TestSplitClaimRefused(t *testing.T) {
 // other's adverts for a while, as a loaded node may). They meet when
 // their adverts reach each other again.
 func twoAdopters(t *testing.T, runner int, adopters []int, caps ...int) (*cluster, JobRecord) {
-	vs := make([]resource.Vector, len(caps))
-	for i, c := range caps {
-		vs[i] = cpuNode(c)
-	}
-	c := newCluster(t, vs...)
-	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
-	c.submit(0, "j", job("split", task("t", 1000)))
-	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
-	rec := c.job(0, "j")
+	c, rec := runningJob(t, 20*time.Second, caps...)
 	if rec.Tasks[0].Node != c.ids[runner] {
 		t.Fatalf("the task runs on %s, want %s", rec.Tasks[0].Node, c.ids[runner])
 	}
