@@ -141,25 +141,37 @@ func (m *Market) refreshHead() {
 
 // findHead is the head as this node sees it: the first waiting gang of
 // the view that enough nodes could ever hold, with its shadow time;
-// nil when there is none.
+// nil when there is none. It runs at every advert, and a stretch of a
+// long SWF replay has a hundred peers each naming a waiting gang: the
+// candidates are taken in order by repeated selection, not sorted, since
+// the first almost always makes the head.
 func (m *Market) findHead() *head {
-	cands := make([]WaitingGang, 0, 4)
-	if w := m.Waiting(); w.Gang != "" {
-		cands = append(cands, w)
-	}
-	for _, w := range m.hin.waiting {
-		cands = append(cands, w)
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	sort.Slice(cands, func(i, j int) bool { return waitingBefore(cands[i], cands[j]) })
-	for _, w := range cands {
-		if h := m.shadowOf(w); h != nil {
+	own := m.Waiting()
+	var tried *WaitingGang // the last candidate tried: every one ordered before it was too
+	for {
+		var next WaitingGang
+		consider := func(w WaitingGang) {
+			if tried != nil && !waitingBefore(*tried, w) {
+				return
+			}
+			if next.Gang == "" || waitingBefore(w, next) {
+				next = w
+			}
+		}
+		if own.Gang != "" {
+			consider(own)
+		}
+		for _, w := range m.hin.waiting {
+			consider(w)
+		}
+		if next.Gang == "" {
+			return nil
+		}
+		if h := m.shadowOf(next); h != nil {
 			return h
 		}
+		tried = &next
 	}
-	return nil
 }
 
 // shadowOf computes gang w's shadow time and whether this node makes it,

@@ -54,11 +54,16 @@ func (m *Market) NextTick() time.Time {
 		if j == nil || j.State.Terminal() {
 			continue
 		}
+		// a gang's replicas are consecutive: look its auction up once
+		gangOf, inGang, looked := "", false, false
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
 			switch t.State {
 			case TaskPending:
-				if m.auctions[t.Key] != nil || m.gangs[gangID(t.Key.Job, t.Key.Task)] != nil {
+				if !looked || t.Key.Task != gangOf {
+					gangOf, inGang, looked = t.Key.Task, m.gangs[gangID(t.Key.Job, t.Key.Task)] != nil, true
+				}
+				if inGang || m.auctions[t.Key] != nil {
 					continue
 				}
 				if t.NotBefore.After(m.now) {
