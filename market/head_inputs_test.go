@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"sort"
 	"testing"
 	"time"
 
@@ -109,4 +110,81 @@ func TestHeadInputsFollowTheView(t *testing.T) {
 		t.Fatalf("only %d of the steps had a known shadow to compare", checked)
 	}
 	t.Logf("%d of 3000 steps compared a known shadow", checked)
+}
+
+// headBySorting is findHead as it was, sorting every candidate first: the
+// reference its selection in order must agree with.
+func headBySorting(m *Market) (*head, int) {
+	var cands []WaitingGang
+	if w := m.Waiting(); w.Gang != "" {
+		cands = append(cands, w)
+	}
+	for _, w := range m.hin.waiting {
+		cands = append(cands, w)
+	}
+	sort.Slice(cands, func(i, j int) bool { return waitingBefore(cands[i], cands[j]) })
+	for i, w := range cands {
+		if h := m.shadowOf(w); h != nil {
+			return h, i
+		}
+	}
+	return nil, len(cands)
+}
+
+// Random adverts naming waiting gangs, some of which no view could hold
+// (wider than the view, or asking more than any node has): after every
+// event findHead picks the head the sorted candidates give, also when
+// it is not the first of them.
+func TestFindHeadTakesCandidatesInOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	m, err := New(Config{Self: "n050", Capacity: cpuNode(4), HeadWidth: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	var gangs []WaitingGang
+	for i := range 8 {
+		w := WaitingGang{Gang: fmt.Sprintf("g%d/t", i), Size: 3 + i%3, Request: resource.Request{CPU: 1000}, Priority: 5 + i%2, Since: t0.Add(time.Duration(rng.Intn(5)) * time.Second)}
+		switch i % 4 {
+		case 0:
+			w.Size = 100 // more nodes than any view holds
+		case 1:
+			w.Request.CPU = 64000 // more than any node has
+		}
+		gangs = append(gangs, w)
+	}
+	peer := func(i int) Peer {
+		p := Peer{ID: NodeID(fmt.Sprintf("n%03d", i)), Capacity: cpuNode(1 + i%4)}
+		p.Free = p.Capacity
+		p.Free.CPU = int64(rng.Intn(5)) * 1000
+		if rng.Intn(3) > 0 {
+			p.Waiting = gangs[rng.Intn(len(gangs))]
+		}
+		if rng.Intn(3) == 0 {
+			p.HeadRoom = HeadRoom{Gang: gangs[rng.Intn(len(gangs))].Gang, At: now.Add(time.Duration(rng.Intn(60)) * time.Second)}
+		}
+		return p
+	}
+	notFirst := 0
+	for step := 0; step < 2000; step++ {
+		now = now.Add(time.Duration(rng.Intn(2000)) * time.Millisecond)
+		i := rng.Intn(30)
+		if rng.Intn(10) == 0 {
+			m.PeerGone(now, NodeID(fmt.Sprintf("n%03d", i)))
+		} else {
+			m.Advert(now, peer(i))
+		}
+		got := m.findHead()
+		want, at := headBySorting(m)
+		if (got == nil) != (want == nil) || got != nil && (got.Gang != want.Gang || got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
+			t.Fatalf("step %d: findHead gives %+v, the sorted candidates %+v", step, got, want)
+		}
+		if want != nil && at > 0 {
+			notFirst++
+		}
+	}
+	if notFirst < 200 {
+		t.Fatalf("only %d steps had a head that was not the first candidate", notFirst)
+	}
+	t.Logf("%d of 2000 steps found the head past the first candidate", notFirst)
 }
