@@ -90,13 +90,7 @@ func TestHeadInputsFollowTheView(t *testing.T) {
 	}
 	checked := 0
 	for step := 0; step < 3000; step++ {
-		now = now.Add(time.Duration(rng.Intn(3000)) * time.Millisecond)
-		i := rng.Intn(40)
-		if rng.Intn(10) == 0 {
-			m.PeerGone(now, NodeID(fmt.Sprintf("n%03d", i)))
-		} else {
-			m.Advert(now, peer(i))
-		}
+		stirView(m, rng, &now, 3000, 40, peer)
 		w := gangs[(step/50)%2] // the candidate changes now and then
 		got, want := m.shadowOf(w), shadowFromView(m, w)
 		if (got == nil) != (want == nil) || got != nil && (got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
@@ -167,13 +161,7 @@ func TestFindHeadTakesCandidatesInOrder(t *testing.T) {
 	}
 	notFirst := 0
 	for step := 0; step < 2000; step++ {
-		now = now.Add(time.Duration(rng.Intn(2000)) * time.Millisecond)
-		i := rng.Intn(30)
-		if rng.Intn(10) == 0 {
-			m.PeerGone(now, NodeID(fmt.Sprintf("n%03d", i)))
-		} else {
-			m.Advert(now, peer(i))
-		}
+		stirView(m, rng, &now, 2000, 30, peer)
 		got := m.findHead()
 		want, at := headBySorting(m)
 		if (got == nil) != (want == nil) || got != nil && (got.Gang != want.Gang || got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
@@ -187,4 +175,17 @@ func TestFindHeadTakesCandidatesInOrder(t *testing.T) {
 		t.Fatalf("only %d steps had a head that was not the first candidate", notFirst)
 	}
 	t.Logf("%d of 2000 steps found the head past the first candidate", notFirst)
+}
+
+// stirView moves the clock on by up to maxGapMs milliseconds and has one
+// of n peers advertise itself (peer(i)) or, one time in ten, leave the
+// view.
+func stirView(m *Market, rng *rand.Rand, now *time.Time, maxGapMs, n int, peer func(int) Peer) {
+	*now = now.Add(time.Duration(rng.Intn(maxGapMs)) * time.Millisecond)
+	i := rng.Intn(n)
+	if rng.Intn(10) == 0 {
+		m.PeerGone(*now, NodeID(fmt.Sprintf("n%03d", i)))
+	} else {
+		m.Advert(*now, peer(i))
+	}
 }
