@@ -45,7 +45,7 @@ func TestExitedWhileDown(t *testing.T) {
 			}
 			now := c.now.Add(5 * time.Second)
 			out := &DataRef{Manifest: strings.Repeat("9", 64), Bytes: 7, Holders: []NodeID{"n0"}}
-			m.Reclaim(now, []JobRecord{rec}, TaskExit{Key: tr.Key, Epoch: tr.Epoch + tc.epoch, ExitCode: tc.code, Reason: "exit status (finished while the node was down)", Time: now, Outputs: out})
+			m.Reclaim(now, []JobRecord{rec}, nil, TaskExit{Key: tr.Key, Epoch: tr.Epoch + tc.epoch, ExitCode: tc.code, Reason: "exit status (finished while the node was down)", Time: now, Outputs: out})
 			starts := 0
 			for range 200 {
 				now = now.Add(50 * time.Millisecond)

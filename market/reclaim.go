@@ -13,10 +13,17 @@ import (
 // their records' copies, and their executors report to the adopters from
 // then on. Restoring such a job as well would place it twice. So a
 // restarted node restores its finished jobs at once but holds the others
-// back until its view has settled (an advert interval and a half after
-// the start, and an interval after the first advert, when every live peer
-// has advertised: at most ten intervals), then asks the peers closest to
-// each job ID whether one of them manages it now (ManagerQuery). A job a
+// back until its view has settled, then asks the peers closest to each
+// job ID whether one of them manages it now (ManagerQuery). The view has
+// settled an advert interval and a half after the start, an interval
+// after the first advert, and once every expected peer has advertised,
+// or after ten intervals whatever came: the expected peers are, for each
+// held job, the ones among the peers the node knew before (its
+// membership) that it would ask if all were live. Peers do not reappear
+// in the view together: a node's connections come up one by one, and
+// under load an adopter may advertise here half a second after the
+// others. Settling before it had, the node would not ask it and would
+// restore a job it manages. A job a
 // peer took over is forgotten here (ForgetJob, its event log kept and
 // saying so); the others are restored once every peer asked has answered.
 // A peer silent for QueryTimeout is asked again, reclaimAsks times in
@@ -37,6 +44,8 @@ type reclaim struct {
 	pending bool                 // Reclaim was called and the view has not settled
 	start   time.Time            // when Reclaim was called
 	first   time.Time            // the first advert after it
+	expect  map[NodeID]bool      // known peers not yet advertised that the held jobs need asked
+	lastExp time.Time            // when the last expected peer advertised
 	held    map[string]JobRecord // unfinished jobs held back
 	asked   time.Time            // when the questions last went out; zero before
 	asks    int                  // how many times they went out
@@ -69,13 +78,16 @@ const reclaimAsks = 3
 // Reclaim loads a restarted node's job records: finished jobs at once,
 // unfinished ones once the node has asked its peers about them (see
 // above). It also marks the view unsettled until then: nothing is taken
-// over before. A node starting afresh calls it with no records.
-func (m *Market) Reclaim(now time.Time, jobs []JobRecord, exits ...TaskExit) {
+// over before. known are the peers the node knew before the restart (its
+// membership); the view waits for those it will need to ask. A node
+// starting afresh calls it with no records.
+func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits ...TaskExit) {
 	m.enter(now)
 	defer m.leave()
 	var done []JobRecord
 	r := &m.reclaim
 	r.pending, r.start, r.first, r.asked, r.asks = true, m.now, time.Time{}, time.Time{}, 0
+	r.expect, r.lastExp = map[NodeID]bool{}, time.Time{}
 	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
 	r.exits = map[TaskKey]TaskExit{}
 	for _, x := range exits {
@@ -92,6 +104,12 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, exits ...TaskExit) {
 		}
 	}
 	m.restore(done)
+	others := slices.DeleteFunc(slices.Clone(known), func(id NodeID) bool { return id == m.cfg.Self })
+	for id := range r.held {
+		for _, p := range Closest(id, others, m.reclaimAsk()) {
+			r.expect[p] = true
+		}
+	}
 }
 
 // Held lists the unfinished jobs held back after a restart, oldest first.
@@ -113,10 +131,19 @@ func (m *Market) Held() []JobRecord {
 // waiting for it to settle.
 func (m *Market) settled() bool { return !m.reclaim.pending }
 
-// sawAdvert notes the first advert after a restart.
-func (m *Market) sawAdvert() {
-	if r := &m.reclaim; r.pending && r.first.IsZero() {
+// sawAdvert notes the first advert after a restart, and an expected
+// peer's.
+func (m *Market) sawAdvert(p NodeID) {
+	r := &m.reclaim
+	if !r.pending {
+		return
+	}
+	if r.first.IsZero() {
 		r.first = m.now
+	}
+	if r.expect[p] {
+		delete(r.expect, p)
+		r.lastExp = m.now
 	}
 }
 
@@ -126,8 +153,10 @@ func (m *Market) settleAt() time.Time {
 	iv := m.cfg.AdvertInterval
 	floor, limit := r.start.Add(iv+iv/2), r.start.Add(reclaimSettleMax*iv)
 	switch {
+	case len(r.expect) > 0:
+		return limit
 	case !r.first.IsZero():
-		return maxTime(floor, minTime(r.first.Add(iv), limit))
+		return maxTime(floor, minTime(maxTime(r.first.Add(iv), r.lastExp), limit))
 	case m.cfg.Solo:
 		return floor // alone: nobody can have taken anything over
 	}

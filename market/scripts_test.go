@@ -34,7 +34,8 @@ import (
 //	behave JOB/TASK[/REPLICA] runtime=D [exit=E,E,...]   how its attempts run and exit
 //	run D                               advance virtual time by D
 //	crash NODE | gone NODE | restart NODE | join NODE | leave NODE
-//	partition NODE NODE | heal NODE NODE
+//	partition NODE NODE | heal NODE NODE   (messages cut; a restarted node
+//	    does not hear a cut peer's advert; heal brings both adverts across)
 //	drop FROM TO KIND                   lose the next KIND message FROM sends TO
 //	cancel NODE JOB | drain NODE
 //	status NODE JOB                     the job's record on NODE, compactly
@@ -123,6 +124,10 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "partition", "heal":
 		a, b := s.node(t, d, 0), s.node(t, d, 1)
 		s.net.cut[[2]int{a, b}], s.net.cut[[2]int{b, a}] = d.Cmd == "partition", d.Cmd == "partition"
+		if d.Cmd == "heal" {
+			s.cl.Hear(a, b)
+			s.cl.Hear(b, a)
+		}
 	case "drop":
 		s.net.drops = append(s.net.drops, drop{from: s.node(t, d, 0), to: s.node(t, d, 1), kind: s.arg(t, d, 2)})
 	case "cancel":

@@ -26,7 +26,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	if p.Queue >= StealableQueue {
 		m.loaded++
 	}
-	m.sawAdvert()
+	m.sawAdvert(p.ID)
 	if old := m.view[p.ID]; old != nil {
 		if old.Queue >= StealableQueue {
 			m.loaded--

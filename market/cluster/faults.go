@@ -84,7 +84,14 @@ func (c *Cluster) Restart(i int) error {
 	for _, id := range slices.Sorted(maps.Keys(nd.saved)) {
 		recs = append(recs, nd.saved[id])
 	}
-	m.Reclaim(now, recs)
+	// A node remembers the peers it saw, up or down now.
+	var known []market.NodeID
+	for _, o := range c.nodes {
+		if o.state != Absent && o != nd {
+			known = append(known, o.ID)
+		}
+	}
+	m.Reclaim(now, recs, known)
 	for _, id := range slices.Sorted(maps.Keys(nd.copies)) {
 		cp := nd.copies[id]
 		m.ReplicaLoaded(now, cp.Record, cp.Peers)
@@ -175,12 +182,25 @@ func (c *Cluster) dropNode(i int) {
 	nd.tick = c.gen // a pending tick is stale
 }
 
+// Hear gives node i node j's current advert now, as j's next periodic
+// advert would once a cut between them heals (the cluster sends adverts
+// only when they change).
+func (c *Cluster) Hear(i, j int) {
+	if p := c.nodes[j].adv; c.alive(i) && c.alive(j) && p.ID != "" {
+		c.nodes[i].Market.Advert(c.Time(), p)
+		c.drain(i)
+	}
+}
+
 // feedView gives node i's new market the adverts of the live peers it
-// watches, as their next adverts would within an interval.
+// watches and can hear, as their next adverts would within an interval.
 func (c *Cluster) feedView(i int) {
 	now := c.Time()
 	m := c.nodes[i].Market
 	for _, j := range c.views[i] {
+		if _, heard := c.cfg.Network.Link(j, i); !heard {
+			continue
+		}
 		if p := c.nodes[j].adv; c.alive(j) && p.ID != "" {
 			m.Advert(now, p)
 		}
