@@ -411,6 +411,13 @@ func (s *Service) Leave(ctx context.Context) {
 	s.send(ctx, a)
 }
 
+// Touch notes that peer id was just heard from directly (View.Touch).
+func (s *Service) Touch(id peer.ID) {
+	s.mu.Lock()
+	s.view.Touch(id, s.cfg.Now())
+	s.mu.Unlock()
+}
+
 // Members returns the live peers, ordered by peer ID.
 func (s *Service) Members() []Member {
 	s.mu.Lock()

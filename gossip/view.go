@@ -81,6 +81,20 @@ func (v *View) Remove(id peer.ID) bool {
 	return ok
 }
 
+// Touch notes that a known peer was heard from at now other than by an
+// advert (a message over a stream it opened or answered): it is alive,
+// and its silence counts from now. Adverts travel the mesh, and may stall
+// while the mesh mends (a relaying peer died, a connection is new) when
+// the peer's own streams get through. It reports whether the peer is in
+// the view; an unknown peer is not added, having no advert to hold.
+func (v *View) Touch(id peer.ID, now time.Time) bool {
+	m, ok := v.members[id]
+	if ok && now.After(m.LastSeen) {
+		m.LastSeen = now
+	}
+	return ok
+}
+
 // Expire removes every peer silent for more than misses of its own
 // advertised intervals and returns their IDs in sorted order.
 func (v *View) Expire(now time.Time) []peer.ID {

@@ -61,3 +61,30 @@ func TestViewLeave(t *testing.T) {
 		t.Fatalf("leave of unknown peer: %v, want Ignored", got)
 	}
 }
+
+// TestViewTouch: a peer heard from directly stays in the view for its
+// silence allowance from then on; an unknown peer is not added, and an
+// older touch does not move the clock back.
+func TestViewTouch(t *testing.T) {
+	other := testPeer(t, peerA)
+	v := NewView(testPeer(t, peerB), 3)
+	t0 := time.Unix(1000, 0)
+	a := sampleAdvert(t) // from peerA, interval 2s
+	if v.Touch(other, t0) {
+		t.Fatal("Touch of an unknown peer reported it known")
+	}
+	if v.Len() != 0 {
+		t.Fatal("Touch added an unknown peer")
+	}
+	v.Observe(a, t0)
+	if !v.Touch(other, t0.Add(5*time.Second)) {
+		t.Fatal("Touch of a known peer reported it unknown")
+	}
+	v.Touch(other, t0.Add(time.Second)) // late and older: ignored
+	if gone := v.Expire(t0.Add(11 * time.Second)); len(gone) != 0 {
+		t.Fatalf("expired 6s after a touch (allowance 6s): %v", gone)
+	}
+	if gone := v.Expire(t0.Add(11*time.Second + time.Millisecond)); len(gone) != 1 || gone[0] != other {
+		t.Fatalf("Expire = %v, want [%s]", gone, other)
+	}
+}

@@ -253,9 +253,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.joinRevocations(); err != nil {
 		return nil, err
 	}
-	if err := n.startMarket(len(boot) == 0); err != nil {
-		return nil, err
-	}
+	// The gossip service before the market: the market transport tells
+	// it of peers heard from directly. It publishes and delivers nothing
+	// until Start.
 	metrics := gossip.NewMetrics(n.reg)
 	gcfg := gossip.Config{
 		Network:    cfg.Network,
@@ -272,6 +272,9 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		gcfg.Cert, gcfg.Admit = n.trust.chain.Encode(), n.trust.adm.AdmitAdvert
 	}
 	if n.gossip, err = gossip.New(n.ph, n.ps, gcfg); err != nil {
+		return nil, err
+	}
+	if err := n.startMarket(len(boot) == 0); err != nil {
 		return nil, err
 	}
 	if cfg.MDNS {
@@ -408,7 +411,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
 		},
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
-	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted,
+	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted, Heard: n.gossip.Touch,
 		Deliver: func(from market.NodeID, msg market.Msg) {
 			n.checks.Prepare(market.TicketOf(msg)) // here, not on the loop
 			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
@@ -420,7 +423,11 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
 	// settled, and the copies below would otherwise look orphaned.
-	m.Reclaim(time.Now(), jobs, n.ex.ExitedWhileDown()...)
+	var known []market.NodeID
+	for _, ai := range n.rememberedPeers() {
+		known = append(known, market.NodeID(ai.ID.String()))
+	}
+	m.Reclaim(time.Now(), jobs, known, n.ex.ExitedWhileDown()...)
 	if err := n.loadCopies(); err != nil {
 		return fmt.Errorf("node: read job-record copies: %w", err)
 	}

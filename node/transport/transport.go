@@ -48,6 +48,9 @@ type Options struct {
 	// Admitted, when set, says whether a broadcast's author is admitted
 	// to the network; a call for bids from one that is not is rejected.
 	Admitted func(peer.ID) bool
+	// Heard, when set, is told the peer of every well-formed message
+	// received over a stream: it is alive now. It must not block.
+	Heard func(peer.ID)
 }
 
 // Transport sends and receives market messages.
@@ -197,7 +200,8 @@ func (t *Transport) open(id peer.ID) network.Stream {
 // handle reads messages from a peer's stream and delivers them.
 func (t *Transport) handle(s network.Stream) {
 	defer s.Close()
-	from := market.NodeID(s.Conn().RemotePeer().String()) // base58 once per stream, not per message
+	id := s.Conn().RemotePeer()
+	from := market.NodeID(id.String()) // base58 once per stream, not per message
 	r := bufio.NewReader(s)
 	for {
 		b, err := wire.ReadFrame(r, wire.MaxMessageBytes)
@@ -209,6 +213,9 @@ func (t *Transport) handle(s network.Stream) {
 			log.Debugw("bad market message", "from", from, "err", err)
 			_ = s.Reset()
 			return
+		}
+		if t.opts.Heard != nil {
+			t.opts.Heard(id)
 		}
 		t.opts.Deliver(from, msg)
 	}
