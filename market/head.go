@@ -143,11 +143,22 @@ func (m *Market) refreshHead() {
 // the view that enough nodes could ever hold, with its shadow time;
 // nil when there is none. It runs at every advert, and a stretch of a
 // long SWF replay has a hundred peers each naming a waiting gang: the
-// candidates are taken in order by repeated selection, not sorted, since
-// the first almost always makes the head.
+// first is kept as adverts come (headInputs.first), and the others are
+// taken in order by repeated selection, not sorted, only when it does not
+// make the head.
 func (m *Market) findHead() *head {
 	own := m.Waiting()
-	var tried *WaitingGang // the last candidate tried: every one ordered before it was too
+	first := m.hin.firstWaiting()
+	if own.Gang != "" && (first.Gang == "" || waitingBefore(own, first)) {
+		first = own
+	}
+	if first.Gang == "" {
+		return nil
+	}
+	if h := m.shadowOf(first); h != nil {
+		return h
+	}
+	tried := &first // the last candidate tried: every one ordered before it was too
 	for {
 		var next WaitingGang
 		consider := func(w WaitingGang) {
@@ -178,37 +189,48 @@ func (m *Market) findHead() *head {
 // or nil when fewer than w.Size nodes of the view could ever hold a
 // replica, or w is neither wide in this view nor starving. The shadow is
 // unknown (known false) when fewer than w.Size nodes can say when they
-// will have room. It runs at every change of the view, so it selects
-// rather than sorts, from the room times kept per peer (headInputs).
+// will have room. It runs at every change of the view, so it reads the
+// room times the peers' adverts gave, kept in order (headInputs), with a
+// few binary searches instead of a pass over the view.
+//
+// Room times are raised to now (a past one means room now), which keeps
+// their order: the shadow is the size-th smallest of the raw times, this
+// node's own among them, raised to now. This node makes the shadow when
+// fewer than size nodes come before it, by raised time and then by ID.
 func (m *Market) shadowOf(w WaitingGang) *head {
 	hi := m.headInputsFor(w)
 	now := m.now.UnixNano()
-	ats := hi.buf[:0]
 	self := int64(-1)
 	if roughFit(m.c.capacity, w.Request) && couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
 		self = max(nanos(m.c.roomForHead(w)), now)
-		ats = append(ats, self)
 	}
-	const far = int64(math.MaxInt64)
-	below := 0 // nodes whose room comes before this node's, ties by ID
-	for i, at := range hi.ats {
-		if at < far {
-			at = max(at, now)
-		}
-		if self >= 0 && (at < self || at == self && hi.ids[i] < m.cfg.Self) {
-			below++
-		}
-		ats = append(ats, at)
+	n := len(hi.order)
+	if self >= 0 {
+		n++
 	}
-	hi.buf = ats
-	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) && !m.starving(w.Since) {
+	if n < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(n) && !m.starving(w.Since) {
 		return nil
 	}
-	shadow := nthSmallest(ats, w.Size-1)
+	const far = int64(math.MaxInt64)
+	k := w.Size - 1
+	var shadow int64
+	if self < 0 {
+		shadow = hi.order[k].at
+	} else {
+		switch p := hi.countBefore(self, ""); {
+		case k < p:
+			shadow = hi.order[k].at
+		case k == p:
+			shadow = self
+		default:
+			shadow = hi.order[k-1].at
+		}
+	}
 	if shadow >= far {
 		return &head{WaitingGang: w} // room times unknown: nobody keeps room
 	}
-	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && below < w.Size}
+	shadow = max(shadow, now)
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && hi.before(self, now, m.cfg.Self, w.Size) < w.Size}
 }
 
 // nanos is t in Unix nanoseconds: 0 for the zero time (room now),
@@ -221,38 +243,6 @@ func nanos(t time.Time) int64 {
 		return math.MaxInt64
 	}
 	return t.UnixNano()
-}
-
-// nthSmallest returns the n-th smallest (from 0) of xs, reordering xs
-// (quickselect).
-func nthSmallest(xs []int64, n int) int64 {
-	lo, hi := 0, len(xs)-1
-	for lo < hi {
-		p := xs[lo+(hi-lo)/2]
-		i, j := lo, hi
-		for i <= j {
-			for xs[i] < p {
-				i++
-			}
-			for xs[j] > p {
-				j--
-			}
-			if i <= j {
-				xs[i], xs[j] = xs[j], xs[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case n <= j:
-			hi = j
-		case n >= i:
-			lo = i
-		default:
-			return xs[n]
-		}
-	}
-	return xs[n]
 }
 
 // roomForHead is when this node will have room for a replica of gang w

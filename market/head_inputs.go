@@ -1,7 +1,10 @@
 package market
 
 import (
+	"cmp"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/agora-sched/agora/devices/resource"
 )
@@ -20,10 +23,98 @@ type headInputs struct {
 	gen uint32
 	ids []NodeID
 	ats []int64 // raw room times: 0 room now, math.MaxInt64 never
-	buf []int64 // shadowOf's buffer
+	// order holds the same room times sorted by time, then ID, for
+	// shadowOf's binary searches: a pass over the view at every advert
+	// was a fifth of a long SWF replay's time.
+	order      []roomEntry
+	rebuilding bool // headInputsFor is filling order, to sort it once
 	// waiting holds the peers whose adverts name a waiting gang: the
 	// head's candidates besides this node's own.
 	waiting map[NodeID]WaitingGang
+	// first is the first of waiting in the reservation order when
+	// firstOK: adverts repeat their gang far more often than they change
+	// it, and a pass over a hundred candidates at every advert was a
+	// sixth of a long SWF replay's time.
+	first   WaitingGang
+	firstOK bool
+}
+
+// roomEntry is a capable peer's raw room time, in headInputs.order.
+type roomEntry struct {
+	at   int64
+	slot int32 // its peer's index in ids and ats
+}
+
+// countBefore is how many entries of order come before (at, id): an
+// earlier time, or the same one and a smaller ID (none when id is "").
+func (hi *headInputs) countBefore(at int64, id NodeID) int {
+	lo, up := 0, len(hi.order)
+	for lo < up {
+		mid := int(uint(lo+up) >> 1)
+		if e := hi.order[mid]; e.at < at || e.at == at && hi.ids[e.slot] < id {
+			lo = mid + 1
+		} else {
+			up = mid
+		}
+	}
+	return lo
+}
+
+// addRoom gives peer id a slot, with room time at, and returns it.
+func (hi *headInputs) addRoom(id NodeID, at int64) int32 {
+	slot := int32(len(hi.ids))
+	hi.ids = append(hi.ids, id)
+	hi.ats = append(hi.ats, at)
+	if e := (roomEntry{at, slot}); hi.rebuilding {
+		hi.order = append(hi.order, e)
+	} else {
+		hi.order = slices.Insert(hi.order, hi.countBefore(at, id), e)
+	}
+	return slot
+}
+
+// moveRoom keeps order sorted when slot's room time changes from one to
+// another, with one copy of the entries between its old place and its
+// new one (they hold no pointers: a plain memory move).
+func (hi *headInputs) moveRoom(slot int32, from, to int64) {
+	id := hi.ids[slot]
+	i, j := hi.countBefore(from, id), hi.countBefore(to, id)
+	if j > i {
+		j-- // its old place, before the new one, is vacated
+		copy(hi.order[i:j], hi.order[i+1:j+1])
+	} else {
+		copy(hi.order[j+1:i+1], hi.order[j:i])
+	}
+	hi.order[j] = roomEntry{to, slot}
+}
+
+// removeRoom takes slot's entry, of room time at, out of order.
+func (hi *headInputs) removeRoom(slot int32, at int64) {
+	i := hi.countBefore(at, hi.ids[slot])
+	hi.order = append(hi.order[:i], hi.order[i+1:]...)
+}
+
+// before is how many peers come before this node (self's room time
+// selfAt, already raised to now; its ID selfID) for a head's room: a
+// raised room time earlier than selfAt, or the same one and a smaller ID.
+// Counting stops at limit.
+func (hi *headInputs) before(selfAt, now int64, selfID NodeID, limit int) int {
+	if selfAt > now {
+		// Raising to now changes no time's order against selfAt, nor
+		// makes one equal to it.
+		return hi.countBefore(selfAt, selfID)
+	}
+	// selfAt is now: the peers before it have room now (a raw time up
+	// to now) and a smaller ID.
+	n := 0
+	for _, e := range hi.order[:hi.countBefore(now+1, "")] {
+		if hi.ids[e.slot] < selfID {
+			if n++; n == limit {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // headSlot is a peer's place in headInputs for candidate generation gen:
@@ -49,10 +140,18 @@ func (m *Market) headInputsFor(w WaitingGang) *headInputs {
 			p.hin = headSlot{}
 		}
 	}
-	hi.ids, hi.ats = hi.ids[:0], hi.ats[:0]
+	hi.ids, hi.ats, hi.order = hi.ids[:0], hi.ats[:0], hi.order[:0]
+	hi.rebuilding = true
 	for _, p := range m.view {
 		m.noteHeadInput(p)
 	}
+	slices.SortFunc(hi.order, func(a, b roomEntry) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return strings.Compare(string(hi.ids[a.slot]), string(hi.ids[b.slot]))
+	})
+	hi.rebuilding = false
 	return hi
 }
 
@@ -60,16 +159,53 @@ func (m *Market) headInputsFor(w WaitingGang) *headInputs {
 // after its advert.
 func (m *Market) peerAdvertised(p *Peer) {
 	hi := &m.hin
+	old, had := hi.waiting[p.ID]
 	switch {
 	case p.Waiting.Gang != "":
 		if hi.waiting == nil {
 			hi.waiting = map[NodeID]WaitingGang{}
 		}
 		hi.waiting[p.ID] = p.Waiting
-	case hi.waiting != nil:
+		hi.keepFirst(old, had, p.Waiting)
+	case had:
 		delete(hi.waiting, p.ID)
+		hi.keepFirst(old, had, WaitingGang{})
 	}
 	m.noteHeadInput(p)
+}
+
+// keepFirst keeps first current when a peer's candidate old (had: it
+// named one) becomes w (the zero value: none), or marks it unknown when
+// only a pass over waiting can tell.
+func (hi *headInputs) keepFirst(old WaitingGang, had bool, w WaitingGang) {
+	if !hi.firstOK {
+		return
+	}
+	if had && old.Gang == hi.first.Gang {
+		if w.Gang != old.Gang || w.Priority != old.Priority || !w.Since.Equal(old.Since) {
+			hi.firstOK = false // the first moved or left
+			return
+		}
+		hi.first = w // same place in the order; its other fields may have changed
+		return
+	}
+	if w.Gang != "" && (hi.first.Gang == "" || waitingBefore(w, hi.first)) {
+		hi.first = w
+	}
+}
+
+// firstWaiting is the first of the peers' candidates in the reservation
+// order, the zero value when there is none.
+func (hi *headInputs) firstWaiting() WaitingGang {
+	if !hi.firstOK {
+		hi.first, hi.firstOK = WaitingGang{}, true
+		for _, w := range hi.waiting {
+			if hi.first.Gang == "" || waitingBefore(w, hi.first) {
+				hi.first = w
+			}
+		}
+	}
+	return hi.first
 }
 
 // noteHeadInput updates peer p's room time for the candidate kept.
@@ -81,13 +217,15 @@ func (m *Market) noteHeadInput(p *Peer) {
 	if p.hin.gen != hi.gen {
 		p.hin = headSlot{gen: hi.gen, idx: -1}
 		if roughFit(p.Capacity, hi.w.Request) && couldHold(p.Site, p.Labels, p.Limits, p.Capacity, hi.w.Request) == "" {
-			p.hin.idx = int32(len(hi.ids))
-			hi.ids = append(hi.ids, p.ID)
-			hi.ats = append(hi.ats, 0)
+			p.hin.idx = hi.addRoom(p.ID, peerRoomFor(p, hi.w))
 		}
+		return
 	}
-	if p.hin.idx >= 0 {
-		hi.ats[p.hin.idx] = peerRoomFor(p, hi.w)
+	if i := p.hin.idx; i >= 0 {
+		if at := peerRoomFor(p, hi.w); at != hi.ats[i] {
+			hi.moveRoom(i, hi.ats[i], at)
+			hi.ats[i] = at
+		}
 	}
 }
 
@@ -95,12 +233,17 @@ func (m *Market) noteHeadInput(p *Peer) {
 // it leaves the view.
 func (m *Market) peerDropped(p *Peer) {
 	hi := &m.hin
-	delete(hi.waiting, p.ID)
+	if old, had := hi.waiting[p.ID]; had {
+		delete(hi.waiting, p.ID)
+		hi.keepFirst(old, had, WaitingGang{})
+	}
 	if hi.gen == 0 || p.hin.gen != hi.gen || p.hin.idx < 0 {
 		return
 	}
 	i, last := p.hin.idx, int32(len(hi.ids)-1)
+	hi.removeRoom(i, hi.ats[i])
 	if i != last {
+		hi.order[hi.countBefore(hi.ats[last], hi.ids[last])].slot = i
 		hi.ids[i], hi.ats[i] = hi.ids[last], hi.ats[last]
 		if q := m.view[hi.ids[i]]; q != nil {
 			q.hin.idx = i

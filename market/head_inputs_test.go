@@ -59,10 +59,17 @@ func shadowFromView(m *Market, w WaitingGang) *head {
 
 // Random adverts, departures and returns of peers, under two head
 // candidates that take turns: after every event the head computed from
-// the kept inputs is the one a pass over the view gives.
+// the kept inputs is the one a pass over the view gives. This node's ID sorts after every peer's, then among them: ties of
+// room times are broken by ID.
 func TestHeadInputsFollowTheView(t *testing.T) {
+	for _, self := range []NodeID{"n050", "n020"} {
+		t.Run(string(self), func(t *testing.T) { headInputsFollowTheView(t, self) })
+	}
+}
+
+func headInputsFollowTheView(t *testing.T, self NodeID) {
 	rng := rand.New(rand.NewSource(7))
-	m, err := New(Config{Self: "n050", Capacity: cpuNode(4), HeadWidth: 0.1})
+	m, err := New(Config{Self: self, Capacity: cpuNode(4), HeadWidth: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +84,11 @@ func TestHeadInputsFollowTheView(t *testing.T) {
 		p.Free.CPU = int64(rng.Intn(5)) * 1000
 		switch rng.Intn(4) {
 		case 0:
-			p.HeadRoom = HeadRoom{Gang: gangs[rng.Intn(2)].Gang, At: now.Add(time.Duration(rng.Intn(120)-20) * time.Second)}
+			g := gangs[rng.Intn(2)]
+			p.HeadRoom = HeadRoom{Gang: g.Gang, At: now.Add(time.Duration(rng.Intn(120)-20) * time.Second)}
+			if rng.Intn(3) == 0 { // the same room time as this node's: ties go by ID
+				p.HeadRoom.At = m.c.roomForHead(g)
+			}
 		case 1:
 			p.HeadRoom = HeadRoom{Gang: gangs[rng.Intn(2)].Gang, Never: rng.Intn(4) == 0}
 		case 2:
@@ -88,9 +99,16 @@ func TestHeadInputsFollowTheView(t *testing.T) {
 		}
 		return p
 	}
-	checked := 0
+	load := rand.New(rand.NewSource(3))
+	checked, later := 0, 0
 	for step := 0; step < 3000; step++ {
 		stirView(m, rng, &now, 3000, 40, peer)
+		if step%25 == 0 {
+			loadSelf(t, m, load, now)
+		}
+		if r := m.c.roomForHead(gangs[0]); r.After(now) {
+			later++
+		}
 		w := gangs[(step/50)%2] // the candidate changes now and then
 		got, want := m.shadowOf(w), shadowFromView(m, w)
 		if (got == nil) != (want == nil) || got != nil && (got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
@@ -100,10 +118,34 @@ func TestHeadInputsFollowTheView(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < 500 {
-		t.Fatalf("only %d of the steps had a known shadow to compare", checked)
+	if checked < 500 || later < 500 {
+		t.Fatalf("only %d of the steps had a known shadow to compare, %d this node's room later than now", checked, later)
 	}
-	t.Logf("%d of 3000 steps compared a known shadow", checked)
+	t.Logf("%d of 3000 steps compared a known shadow; in %d this node had room only later", checked, later)
+}
+
+// loadSelf replaces the task that keeps this node busy (or idle) with a
+// new one that takes the whole node until a random time, past or to come,
+// so that its own room time for a head falls before, among and after its
+// peers'.
+func loadSelf(t *testing.T, m *Market, rng *rand.Rand, now time.Time) {
+	c := &m.c
+	key := TaskKey{Job: "self-load", Task: "t"}
+	if k := c.running[key]; k != nil {
+		c.free.Give(k.spec.Request, k.alloc)
+		delete(c.running, key)
+	}
+	if rng.Intn(3) == 0 {
+		return
+	}
+	req := resource.Request{CPU: 4000}
+	al, why := resource.Fit(c.free, req)
+	if why != "" {
+		t.Fatal(why)
+	}
+	c.free.Take(req, al)
+	c.running[key] = &contract{spec: spec1(key.Job, req), alloc: al, running: true,
+		started: now.Add(-time.Duration(rng.Intn(60)) * time.Second), runtime: time.Duration(1+rng.Intn(120)) * time.Second}
 }
 
 // headBySorting is findHead as it was, sorting every candidate first: the
@@ -187,5 +229,129 @@ func stirView(m *Market, rng *rand.Rand, now *time.Time, maxGapMs, n int, peer f
 		m.PeerGone(*now, NodeID(fmt.Sprintf("n%03d", i)))
 	} else {
 		m.Advert(*now, peer(i))
+	}
+}
+
+// TestFirstWaitingFollowsAdverts checks the kept first candidate against
+// the peers' candidates as the test recorded them, while peers change the
+// gang they name, stop naming one and leave the view. Each gang is named
+// by one peer at a time, as in a real view, so a stale first is not
+// hidden by another peer naming the same gang.
+func TestFirstWaitingFollowsAdverts(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	m, err := New(Config{Self: "n999", Capacity: cpuNode(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	named := map[NodeID]WaitingGang{}
+	changes := 0
+	for step := range 5000 {
+		now = now.Add(time.Duration(rng.Intn(500)) * time.Millisecond)
+		i := rng.Intn(40)
+		id := NodeID(fmt.Sprintf("n%03d", i))
+		p := Peer{ID: id, Capacity: cpuNode(4)}
+		p.Free = p.Capacity
+		switch r := rng.Intn(10); {
+		case r == 0:
+			m.PeerGone(now, id)
+			delete(named, id)
+		case r < 4:
+			m.Advert(now, p)
+			delete(named, id)
+		default:
+			w, ok := named[id]
+			if !ok || rng.Intn(3) == 0 { // a new gang; else the same one again
+				w = WaitingGang{Gang: fmt.Sprintf("j%d-%d/t", i, step), Size: 2, Request: resource.Request{CPU: 1000},
+					Priority: rng.Intn(3), Since: t0.Add(time.Duration(rng.Intn(100)) * time.Second)}
+				changes++
+			}
+			p.Waiting = w
+			m.Advert(now, p)
+			named[id] = w
+		}
+		var want WaitingGang
+		for _, w := range named {
+			if want.Gang == "" || waitingBefore(w, want) {
+				want = w
+			}
+		}
+		got := m.hin.firstWaiting()
+		if got.Gang != want.Gang || got.Priority != want.Priority || !got.Since.Equal(want.Since) {
+			t.Fatalf("step %d: first candidate %s (priority %d, since %v), want %s (priority %d, since %v)",
+				step, got.Gang, got.Priority, got.Since, want.Gang, want.Priority, want.Since)
+		}
+	}
+	if changes < 1000 {
+		t.Fatalf("only %d gang changes: the test does not stir the candidates", changes)
+	}
+}
+
+// nthSmallest returns the n-th smallest (from 0) of xs, reordering xs
+// (quickselect).
+func nthSmallest(xs []int64, n int) int64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		p := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < p {
+				i++
+			}
+			for xs[j] > p {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return xs[n]
+		}
+	}
+	return xs[n]
+}
+
+// TestRoomsBefore: the peers that come before this node for a head's
+// room, by room time raised to now and then by ID.
+func TestRoomsBefore(t *testing.T) {
+	var hi headInputs
+	slots := map[NodeID]int32{}
+	for _, e := range []struct {
+		at int64
+		id NodeID
+	}{{50, "n5"}, {10, "n1"}, {100, "n2"}, {100, "n8"}, {math.MaxInt64, "n3"}, {30, "n9"}, {7, "n4"}} {
+		slots[e.id] = hi.addRoom(e.id, e.at)
+	}
+	hi.moveRoom(slots["n4"], 7, 100) // from first to among the ties
+	hi.ats[slots["n4"]] = 100
+	for _, tc := range []struct {
+		name        string
+		self, now   int64
+		id          NodeID
+		limit, want int
+	}{
+		{"later than all but never", 200, 40, "n0", 99, 6},
+		{"tie at 100: smaller IDs first", 100, 40, "n3", 99, 4},                 // 10, 30, 50, n2; not n4, n8
+		{"tie at 100, smallest ID", 100, 40, "n0", 99, 3},                       // 10, 30, 50
+		{"room now: those with room now and a smaller ID", 40, 40, "n6", 99, 1}, // n1 (10); n9 (30) has a larger ID
+		{"room now, largest ID", 60, 60, "z", 99, 3},                            // n1, n9, n5
+		{"counting stops at the limit", 60, 60, "z", 2, 2},
+		{"never, tie with never", math.MaxInt64, 40, "n4", 99, 7},
+	} {
+		if got := hi.before(tc.self, tc.now, tc.id, tc.limit); got != tc.want {
+			t.Errorf("%s: before = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	hi.removeRoom(slots["n2"], 100)
+	if got := hi.before(100, 40, "n3", 99); got != 3 {
+		t.Errorf("after removing n2: before = %d, want 3", got)
 	}
 }
