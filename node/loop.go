@@ -108,13 +108,12 @@ func (n *Node) loop() {
 			return
 		case fn := <-n.events:
 			fn()
-			// Group commit: run whatever else is already queued (up
-			// to turnEvents) before carrying out the effects, so that
-			// a burst costs one write of each job record it touched
-			// and one store commit, not one per event. Effects keep
-			// their order; they are only carried out later in the
-			// same turn, and an idle node still applies each event at
-			// once.
+			// Group commit: run whatever else is already queued (up to
+			// turnEvents) before carrying out the effects, so that a burst
+			// costs one write of each job record it touched and one store
+			// commit, not one per event. Effects keep their order; they are
+			// only carried out later in the same turn, and an idle node
+			// still applies each event at once.
 			n.drainEvents(turnEvents - 1)
 		case now := <-t.C:
 			n.mkt.Tick(now)
@@ -300,9 +299,8 @@ type eventBatch struct {
 }
 
 // writeEvents appends event lines: on the event writer when it runs (the
-// loop does not wait for the store commit, so that it is free for the
-// next message, e.g. the bids of an auction it just opened), else at
-// once.
+// loop does not wait for the store commit, so that it is free for the next
+// message, e.g. the bids of an auction it just opened), else at once.
 func (n *Node) writeEvents(evs []store.LogAppend) {
 	if n.evCh != nil {
 		n.evCh <- eventBatch{logs: evs}
@@ -313,9 +311,8 @@ func (n *Node) writeEvents(evs []store.LogAppend) {
 	}
 }
 
-// eventWriter appends the loop's event lines in the order the loop
-// produced them, as many turns per commit as are queued, until the loop
-// closes evCh.
+// eventWriter appends the loop's event lines in the order the loop produced
+// them, as many turns per commit as are queued, until the loop closes evCh.
 func (n *Node) eventWriter(ch <-chan eventBatch) {
 	defer n.wg.Done()
 	var logs []store.LogAppend

@@ -119,9 +119,9 @@ type memberRecord struct {
 }
 
 // New validates cfg, starts a node and returns it running; it runs until
-// Close or Kill, whatever becomes of ctx. Errors caused
-// by configuration or environment (bad flags or files, addresses in use, a
-// locked data dir) are *ConfigError.
+// Close or Kill, whatever becomes of ctx. Errors caused by configuration
+// or environment (bad flags or files, addresses in use, a locked data
+// dir) are *ConfigError.
 func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	cfg = cfg.withDefaults()
 	listen, err := parseListen(cfg.Listen)
@@ -253,9 +253,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.joinRevocations(); err != nil {
 		return nil, err
 	}
-	// The gossip service before the market: the market transport tells
-	// it of peers heard from directly. It publishes and delivers nothing
-	// until Start.
+	// Before the market, whose transport tells it of peers heard from.
 	metrics := gossip.NewMetrics(n.reg)
 	gcfg := gossip.Config{
 		Network:    cfg.Network,

@@ -13,9 +13,8 @@ import (
 // sweep on their own clocks, so that nothing waits for a manager that is
 // gone.
 
-// sweepEvery is how often a node looks for expired replicas and
-// executions: an eighth of the retention, between a second and ten
-// minutes.
+// sweepEvery is how often a node looks for expired replicas and executions:
+// an eighth of the retention, between a second and ten minutes.
 func sweepEvery(retention time.Duration) time.Duration {
 	return min(max(retention/8, time.Second), 10*time.Minute)
 }

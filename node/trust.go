@@ -32,8 +32,7 @@ type trust struct {
 }
 
 // loadTrust reads --trust and --cert and the stored revocations, and
-// refuses an open node's listen address beyond loopback unless
-// --insecure.
+// refuses an open node's listen address beyond loopback unless --insecure.
 func (n *Node) loadTrust() error {
 	cfg := n.cfg
 	if cfg.Trust == "" {
