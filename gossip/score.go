@@ -26,7 +26,9 @@ import (
 //     delivered a copy while it was being validated, so validators reject
 //     only what no honest relay can have passed on: adverts beyond their
 //     author's allowance are ignored instead (Service counts them against
-//     the author, and Config.Flooded cuts it off).
+//     the author, and Config.Flooded cuts it off), and so are adverts of
+//     an author revoked here (auth.ErrUntimely) that a relay may have
+//     accepted before the revocation reached it.
 //
 // Nothing rewards a peer (P1-P3 off): in a small cluster of trusted
 // members every peer is in the mesh anyway, and rewards would only

@@ -12,6 +12,8 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/market/auth"
 )
 
 var log = logging.Logger("gossip")
@@ -68,7 +70,9 @@ type Config struct {
 	// network with an authority.
 	Cert []byte
 	// Admit, when set, checks the certificate chain an advert carries for
-	// its author; an advert it refuses is rejected.
+	// its author; an advert it refuses is rejected, or only dropped when
+	// the error is auth.ErrUntimely (revoked, expired: the relay that
+	// passed it on may not know yet).
 	Admit func(peer.ID, []byte) error
 	// Flooded is told, off the validator, of an author that delivered
 	// floodCut adverts of its own beyond its allowance: the node cuts it
@@ -204,6 +208,9 @@ func (s *Service) validate(ctx context.Context, via peer.ID, msg *pubsub.Message
 		if err := s.cfg.Admit(from, a.Cert); err != nil {
 			s.cfg.Metrics.Dropped.WithLabelValues("unadmitted").Inc()
 			log.Debugw("dropping advert of an unadmitted node", "from", from, "err", err)
+			if errors.Is(err, auth.ErrUntimely) {
+				return pubsub.ValidationIgnore // a relay may not have the revocation yet
+			}
 			return pubsub.ValidationReject
 		}
 	}

@@ -2,6 +2,8 @@ package gossip
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/auth"
 )
 
 func mockHosts(t *testing.T, n int) []host.Host {
@@ -159,6 +162,49 @@ func TestValidateHoldsRelay(t *testing.T) {
 	// them into an ignore.
 	if r := s.validate(ctx, hs[0].ID(), msgFrom(hs[0].ID())); r != pubsub.ValidationAccept {
 		t.Fatalf("own advert: %v, want accept", r)
+	}
+}
+
+// TestValidateUnadmitted: an advert whose author's certificate does not
+// verify is rejected (no honest relay passes it on: it checks the same
+// chain), but one refused only as untimely (revoked, expired) is just
+// dropped, since the relay may not have had the revocation yet and would
+// otherwise be graylisted for a few of them.
+func TestValidateUnadmitted(t *testing.T) {
+	hs := mockHosts(t, 2)
+	ps, err := pubsub.NewGossipSub(context.Background(), hs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal error
+	s, err := New(hs[0], ps, Config{Network: "test", Local: func() Advert { return Advert{} },
+		Admit: func(peer.ID, []byte) error { return refusal }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	author := hs[1].ID()
+	seq := uint64(0)
+	msg := func() *pubsub.Message {
+		seq++
+		b, err := (&Advert{Peer: author, Boot: 1, Seq: seq, Interval: time.Second}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pubsub.Message{Message: &pb.Message{From: []byte(author), Data: b}}
+	}
+	for _, tc := range []struct {
+		refusal error
+		want    pubsub.ValidationResult
+	}{
+		{nil, pubsub.ValidationAccept},
+		{errors.New("c1: signature does not verify"), pubsub.ValidationReject},
+		{fmt.Errorf("c1: %w", auth.ErrUntimely), pubsub.ValidationIgnore},
+	} {
+		refusal = tc.refusal
+		if r := s.validate(context.Background(), author, msg()); r != tc.want {
+			t.Errorf("admission refusal %v: %v, want %v", tc.refusal, r, tc.want)
+		}
 	}
 }
 

@@ -114,9 +114,30 @@ func (m *Market) Revoked(now time.Time, r auth.Revocation) {
 		return
 	}
 	if added {
-		m.trust.jobs, m.trust.order = nil, nil // checked again at their next use
+		m.recheckTickets()
 		m.event("", fmt.Sprintf("revocation of %s taken", r.Target))
 	}
+}
+
+// recheckTickets drops the checked tickets that no longer verify. The
+// others stay: a manager never sends itself a job's ticket, nor a
+// contractor one it sent before, so a ticket dropped for no reason would
+// be refused where it is needed next.
+func (m *Market) recheckTickets() {
+	tc := &m.trust
+	kept := tc.order[:0]
+	for _, job := range tc.order {
+		info := tc.jobs[job]
+		if info == nil {
+			continue
+		}
+		if _, err := m.book.VerifyTicket(&info.ticket, m.now); err != nil {
+			delete(tc.jobs, job)
+			continue
+		}
+		kept = append(kept, job)
+	}
+	tc.order = kept
 }
 
 // checkTicket decodes and verifies a ticket and reads the spec it signs
@@ -178,7 +199,6 @@ func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
 		return nil, errNeedTicket
 	}
 	if !m.now.Before(info.user.NotAfter) {
-		delete(m.trust.jobs, job)
 		return nil, fmt.Errorf("the credential of %s that signed job %s expired", info.user.Name, job)
 	}
 	return info, nil

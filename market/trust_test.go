@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 )
@@ -405,4 +406,101 @@ func TestTicketChecksAheadDecideNothing(t *testing.T) {
 	if _, err := m.SubmitTicket(c.now, revoked); err == nil || !strings.Contains(err.Error(), "revoked") {
 		t.Fatalf("revoked user's ticket prepared ahead: %v", err)
 	}
+}
+
+// TestRevocationKeepsOtherTickets: a revocation drops from a node's
+// checked tickets only the jobs it withdraws. A job of another user runs
+// on: its manager's own contractor takes its next task (the manager
+// never sends itself the ticket), and a contractor that bid with the
+// ticket before the revocation takes the award that comes after it
+// without the ticket; the revoked user's job runs nowhere after it.
+func TestRevocationKeepsOtherTickets(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	bob := a.user(t, "bob", auth.NoQuota)
+	revoke := func(c *cluster, who string) {
+		c.t.Helper()
+		rev, err := auth.NewRevocation(who, c.now, a.key, nil)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, m := range c.nodes {
+			m.Revoked(c.now, rev)
+		}
+		c.drain()
+	}
+	// Each node its own book, as nodes have: a revocation is new to each.
+	newC := func(t *testing.T, caps ...resource.Vector) *cluster {
+		c := newClusterWith(t, func(_ int, cfg *Config) { cfg.Trust = auth.NewBook(a.key.Public().(ed25519.PublicKey)) }, caps...)
+		c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, time.Minute }
+		return c
+	}
+	const long = `{"name": "j", "tasks": [{"name": "t", "command": ["sleep", "60"], "resources": {"cpu": "4"}}]}`
+	noTicketTrouble := func(c *cluster) {
+		c.t.Helper()
+		if log := c.eventLog(); c.refused[RefuseTicket] != 0 || strings.Contains(log, "ticket") {
+			c.t.Fatalf("%d refusals for the ticket after an unrelated revocation; events:\n%s", c.refused[RefuseTicket], log)
+		}
+	}
+
+	t.Run("on its manager", func(t *testing.T) {
+		c := newC(t, cpuNode(4))
+		two := `{"name": "j", "tasks": [{"name": "a", "command": ["true"], "resources": {"cpu": "4"}},
+			{"name": "b", "after": ["a"], "command": ["true"], "resources": {"cpu": "4"}}]}`
+		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, two, c.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		revoke(c, "user:bob")
+		c.until(5*time.Minute, "the job to succeed", func() bool { return c.job(0, id).State == JobSucceeded })
+		noTicketTrouble(c)
+	})
+
+	t.Run("on a contractor that bid before", func(t *testing.T) {
+		c := newC(t, cpuNode(0), cpuNode(4), cpuNode(4))
+		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, long, c.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.until(5*time.Second, "the task to run", func() bool { return c.job(0, id).Tasks[0].State == TaskRunning })
+		first := c.job(0, id).Tasks[0].Node
+		bid := false
+		c.drop = func(d delivery) bool {
+			if _, ok := d.msg.(Bid); ok && d.to == "n0" {
+				bid = true
+			}
+			return false
+		}
+		c.cut[first] = true
+		c.nodes[0].PeerGone(c.now, first)
+		c.until(5*time.Second, "a bid to place the task again", func() bool { return bid })
+		revoke(c, "user:bob")
+		c.until(10*time.Second, "the task to run again", func() bool {
+			tr := c.job(0, id).Tasks[0]
+			return tr.State == TaskRunning && tr.Node != first
+		})
+		noTicketTrouble(c)
+	})
+
+	t.Run("the revoked user's job", func(t *testing.T) {
+		c := newC(t, cpuNode(0), cpuNode(4), cpuNode(4))
+		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, bob, long, c.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.until(5*time.Second, "the task to run", func() bool { return c.job(0, id).Tasks[0].State == TaskRunning })
+		revoke(c, "user:bob")
+		first := c.job(0, id).Tasks[0].Node
+		c.cut[first] = true
+		c.nodes[0].PeerGone(c.now, first)
+		for end := c.now.Add(20 * time.Second); c.now.Before(end); {
+			c.step()
+			if tr := c.job(0, id).Tasks[0]; tr.State == TaskRunning {
+				t.Fatalf("the revoked user's task runs again on %s", tr.Node)
+			}
+		}
+		if c.refused[RefuseTicket] == 0 {
+			t.Fatalf("no contractor refused the revoked user's task; events:\n%s", c.eventLog())
+		}
+	})
 }

@@ -119,6 +119,11 @@ func TestVerifyNode(t *testing.T) {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("error %v, want it to mention %q", err, tc.want)
 			}
+			// Only what depends on the checker's clock is untimely; the
+			// rest no honest node accepts.
+			if untimely := tc.want == "expired" || tc.want == "not valid before"; errors.Is(err, ErrUntimely) != untimely {
+				t.Fatalf("%v: untimely %v, want %v", err, errors.Is(err, ErrUntimely), untimely)
+			}
 		})
 	}
 }
@@ -150,7 +155,7 @@ func TestRevocations(t *testing.T) {
 	if added, err := revoke("peerA", w.root, nil, now); added || err != nil {
 		t.Fatalf("the same revocation again: %v %v", added, err)
 	}
-	if _, err := w.book.VerifyNode(a, "peerA", now); err == nil || !strings.Contains(err.Error(), "revoked") {
+	if _, err := w.book.VerifyNode(a, "peerA", now); err == nil || !strings.Contains(err.Error(), "revoked") || !errors.Is(err, ErrUntimely) {
 		t.Fatalf("revoked node: %v", err)
 	}
 	// A certificate issued after the revocation admits the node again.
@@ -179,7 +184,7 @@ func TestRevocations(t *testing.T) {
 	if _, err := revoke("user:alice", w.delegate.Key, w.delegate.Chain, now); err == nil || !strings.Contains(err.Error(), "only nodes") {
 		t.Fatalf("delegate revoking a user: %v", err)
 	}
-	if _, err := revoke("peerA", w.key(t), nil, now); err == nil || !strings.Contains(err.Error(), "not signed by this network's authority") {
+	if _, err := revoke("peerA", w.key(t), nil, now); err == nil || !strings.Contains(err.Error(), "not signed by this network's authority") || errors.Is(err, ErrUntimely) {
 		t.Fatalf("stranger's revocation: %v", err)
 	}
 	// Revoking a user stops their credential; revoking the delegate
@@ -216,11 +221,11 @@ func TestRevocations(t *testing.T) {
 		t.Fatal(err) // dated at its own "now": fine
 	}
 	r, _ := NewRevocation("peerX", now.Add(time.Hour), w.root, nil)
-	if _, err := w.book.Revoke(r, now); err == nil || !strings.Contains(err.Error(), "future") {
+	if _, err := w.book.Revoke(r, now); err == nil || !strings.Contains(err.Error(), "future") || !errors.Is(err, ErrUntimely) {
 		t.Fatalf("future revocation: %v", err)
 	}
 	r.Target = "peerW" // tampered
-	if _, err := w.book.Revoke(r, now.Add(time.Hour)); err == nil || !strings.Contains(err.Error(), "signature") {
+	if _, err := w.book.Revoke(r, now.Add(time.Hour)); err == nil || !strings.Contains(err.Error(), "signature") || errors.Is(err, ErrUntimely) {
 		t.Fatalf("tampered revocation: %v", err)
 	}
 }

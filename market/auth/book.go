@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -76,7 +77,7 @@ func (b *Book) Revoke(r Revocation, now time.Time) (bool, error) {
 		return false, fmt.Errorf("revocation of %s: signature does not verify", clip(r.Target))
 	}
 	if r.Time.After(now.Add(Skew)) {
-		return false, fmt.Errorf("revocation of %s: dated %v, in the future", clip(r.Target), r.Time)
+		return false, fmt.Errorf("revocation of %s: %w", clip(r.Target), untimely(fmt.Sprintf("dated %v, in the future", r.Time)))
 	}
 	scope := ""
 	if !samePub(r.Issuer, b.authority) {
@@ -101,7 +102,7 @@ func (b *Book) Revoke(r Revocation, now time.Time) (bool, error) {
 		}
 	}
 	if len(b.all) >= MaxRevocations {
-		return false, fmt.Errorf("revocation of %s: this node holds %d revocations already", clip(r.Target), MaxRevocations)
+		return false, fmt.Errorf("revocation of %s: %w", clip(r.Target), untimely(fmt.Sprintf("this node holds %d revocations already", MaxRevocations)))
 	}
 	b.revoked[r.Target] = append(b.revoked[r.Target], revoked{at: r.Time, scope: scope})
 	b.all = append(b.all, r)
@@ -122,6 +123,20 @@ func (b *Book) isRevoked(c *Cert) bool {
 	}
 	return false
 }
+
+// ErrUntimely is matched (errors.Is) by the refusals that depend on when
+// and where a check runs: a certificate revoked, expired or not yet
+// valid, a revocation dated ahead of this node's clock or beyond the
+// revocations it has room for. Another honest node may accept the same
+// bytes a moment earlier (it has not taken the revocation yet, its clock
+// differs within Skew), so a peer that relayed them is not to blame.
+var ErrUntimely = errors.New("not in force here now")
+
+// untimely is a refusal that matches ErrUntimely.
+type untimely string
+
+func (e untimely) Error() string        { return string(e) }
+func (e untimely) Is(target error) bool { return target == ErrUntimely }
 
 // VerifyChain checks a chain at now: every signature, every validity
 // period, every revocation, each issuer the next certificate's delegate
@@ -176,11 +191,11 @@ func (b *Book) verifyChain(ch Chain, now time.Time) error {
 		case !c.verifySig():
 			return fmt.Errorf("%s: signature does not verify", c.ID())
 		case now.Add(Skew).Before(c.NotBefore):
-			return fmt.Errorf("%s: not valid before %s", c.ID(), c.NotBefore.Format(time.RFC3339))
+			return fmt.Errorf("%s: %w", c.ID(), untimely("not valid before "+c.NotBefore.Format(time.RFC3339)))
 		case now.After(c.NotAfter):
-			return fmt.Errorf("%s: expired at %s", c.ID(), c.NotAfter.Format(time.RFC3339))
+			return fmt.Errorf("%s: %w", c.ID(), untimely("expired at "+c.NotAfter.Format(time.RFC3339)))
 		case b.isRevoked(c):
-			return fmt.Errorf("%s: revoked", c.ID())
+			return fmt.Errorf("%s: %w", c.ID(), untimely("revoked"))
 		}
 		if !last {
 			d := &ch[i+1]

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -224,5 +226,42 @@ func TestHelloDecodeRefusesBadInput(t *testing.T) {
 	}
 	if h, err := decodeHello(good); err != nil || len(h.chain) != 1 {
 		t.Fatalf("good hello: %v", err)
+	}
+}
+
+// TestValidateRevocation: a revocation that does not verify is rejected
+// (its relay's score falls: no honest node relays it); one refused only
+// for when it is checked (dated ahead of this node's clock beyond the
+// skew) is dropped without blame; a good one is taken and relayed.
+func TestValidateRevocation(t *testing.T) {
+	au := newAuthority(t)
+	m := newMember(t, au)
+	msg := func(r auth.Revocation) *pubsub.Message {
+		return &pubsub.Message{Message: &pb.Message{From: []byte(m.h.ID()), Data: r.Encode()}}
+	}
+	revocation := func(target string, at time.Time) auth.Revocation {
+		r, err := auth.NewRevocation(target, at, au.key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	tampered := revocation("peerT", time.Now())
+	tampered.Target = "peerU"
+	for _, tc := range []struct {
+		name string
+		r    auth.Revocation
+		want pubsub.ValidationResult
+	}{
+		{"good", revocation("peerG", time.Now()), pubsub.ValidationAccept},
+		{"tampered", tampered, pubsub.ValidationReject},
+		{"dated an hour ahead", revocation("peerF", time.Now().Add(time.Hour)), pubsub.ValidationIgnore},
+	} {
+		if got := m.a.validateRevocation(context.Background(), m.h.ID(), msg(tc.r)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if n := len(m.a.Revocations()); n != 1 {
+		t.Fatalf("%d revocations taken, want the good one", n)
 	}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -47,7 +48,8 @@ func (a *Admission) JoinRevocations(ctx context.Context, ps *pubsub.PubSub, netw
 }
 
 // validateRevocation takes a revocation as it arrives; a message that
-// does not verify is rejected (its sender's score falls).
+// does not verify is rejected (its sender's score falls), one refused
+// only for when it is checked (auth.ErrUntimely) just dropped.
 func (a *Admission) validateRevocation(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	r, err := auth.DecodeRevocation(msg.Data)
 	if err == nil {
@@ -56,6 +58,9 @@ func (a *Admission) validateRevocation(_ context.Context, _ peer.ID, msg *pubsub
 	if err != nil {
 		a.opts.Refused(ReasonRevocation)
 		log.Debugw("revocation dropped", "from", msg.GetFrom(), "err", err)
+		if errors.Is(err, auth.ErrUntimely) {
+			return pubsub.ValidationIgnore // another clock, or a full book: not the relay's fault
+		}
 		return pubsub.ValidationReject
 	}
 	return pubsub.ValidationAccept

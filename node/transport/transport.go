@@ -221,24 +221,33 @@ func (t *Transport) handle(s network.Stream) {
 	}
 }
 
+// validateCFP takes a broadcast call for bids: one that is not a CFP of
+// its publisher's is rejected (no honest relay passes it on); one whose
+// author is not admitted here is only dropped, not held against the
+// relay, which may have admitted the author before a revocation reached
+// it, or before this node met the author.
+func (t *Transport) validateCFP(m *pubsub.Message) pubsub.ValidationResult {
+	msg, err := wire.Decode(m.Data)
+	if err != nil {
+		return pubsub.ValidationReject
+	}
+	cfp, ok := msg.(market.CFP)
+	if !ok || cfp.Sender() != market.NodeID(m.GetFrom().String()) {
+		return pubsub.ValidationReject
+	}
+	if t.opts.Admitted != nil && !t.opts.Admitted(m.GetFrom()) {
+		return pubsub.ValidationIgnore
+	}
+	m.ValidatorData = cfp
+	return pubsub.ValidationAccept
+}
+
 // joinJobs subscribes to broadcast CFPs: a message that is not a CFP of
 // its publisher's is rejected by the topic's validator.
 func (t *Transport) joinJobs(ps *pubsub.PubSub) error {
 	name := JobsTopic(t.opts.Network)
 	err := ps.RegisterTopicValidator(name, func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		msg, err := wire.Decode(m.Data)
-		if err != nil {
-			return pubsub.ValidationReject
-		}
-		cfp, ok := msg.(market.CFP)
-		if !ok || cfp.Sender() != market.NodeID(m.GetFrom().String()) {
-			return pubsub.ValidationReject
-		}
-		if t.opts.Admitted != nil && !t.opts.Admitted(m.GetFrom()) {
-			return pubsub.ValidationReject
-		}
-		m.ValidatorData = cfp
-		return pubsub.ValidationAccept
+		return t.validateCFP(m)
 	})
 	if err != nil {
 		return err
