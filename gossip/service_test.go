@@ -165,6 +165,20 @@ func TestValidateHoldsRelay(t *testing.T) {
 	}
 }
 
+// advertsOf returns a maker of author's adverts as pubsub delivers them,
+// each newer than the last.
+func advertsOf(t *testing.T, author peer.ID) func() *pubsub.Message {
+	seq := uint64(0)
+	return func() *pubsub.Message {
+		seq++
+		b, err := (&Advert{Peer: author, Boot: 1, Seq: seq, Interval: time.Second}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pubsub.Message{Message: &pb.Message{From: []byte(author), Data: b}}
+	}
+}
+
 // TestValidateUnadmitted: an advert whose author's certificate does not
 // verify is rejected (no honest relay passes it on: it checks the same
 // chain), but one refused only as untimely (revoked, expired) is just
@@ -184,15 +198,7 @@ func TestValidateUnadmitted(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	author := hs[1].ID()
-	seq := uint64(0)
-	msg := func() *pubsub.Message {
-		seq++
-		b, err := (&Advert{Peer: author, Boot: 1, Seq: seq, Interval: time.Second}).Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &pubsub.Message{Message: &pb.Message{From: []byte(author), Data: b}}
-	}
+	msg := advertsOf(t, author)
 	for _, tc := range []struct {
 		refusal error
 		want    pubsub.ValidationResult
@@ -226,15 +232,7 @@ func TestFloodCut(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	author, relay := hs[1].ID(), hs[2].ID()
-	seq := uint64(0)
-	msg := func() *pubsub.Message {
-		seq++
-		b, err := (&Advert{Peer: author, Boot: 1, Seq: seq, Interval: time.Second}).Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &pubsub.Message{Message: &pb.Message{From: []byte(author), Data: b}}
-	}
+	msg := advertsOf(t, author)
 	for range floodBurst {
 		if r := s.validate(context.Background(), author, msg()); r != pubsub.ValidationAccept {
 			t.Fatalf("within the allowance: %v", r)

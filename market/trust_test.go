@@ -436,6 +436,17 @@ func TestRevocationKeepsOtherTickets(t *testing.T) {
 		return c
 	}
 	const long = `{"name": "j", "tasks": [{"name": "t", "command": ["sleep", "60"], "resources": {"cpu": "4"}}]}`
+	// running has cred's long job run on a contractor of a manager
+	// without CPU.
+	running := func(t *testing.T, cred auth.Credential) (*cluster, string) {
+		c := newC(t, cpuNode(0), cpuNode(4), cpuNode(4))
+		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, cred, long, c.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.until(5*time.Second, "the task to run", func() bool { return c.job(0, id).Tasks[0].State == TaskRunning })
+		return c, id
+	}
 	noTicketTrouble := func(c *cluster) {
 		c.t.Helper()
 		if log := c.eventLog(); c.refused[RefuseTicket] != 0 || strings.Contains(log, "ticket") {
@@ -457,12 +468,7 @@ func TestRevocationKeepsOtherTickets(t *testing.T) {
 	})
 
 	t.Run("on a contractor that bid before", func(t *testing.T) {
-		c := newC(t, cpuNode(0), cpuNode(4), cpuNode(4))
-		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, long, c.now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.until(5*time.Second, "the task to run", func() bool { return c.job(0, id).Tasks[0].State == TaskRunning })
+		c, id := running(t, alice)
 		first := c.job(0, id).Tasks[0].Node
 		bid := false
 		c.drop = func(d delivery) bool {
@@ -483,12 +489,7 @@ func TestRevocationKeepsOtherTickets(t *testing.T) {
 	})
 
 	t.Run("the revoked user's job", func(t *testing.T) {
-		c := newC(t, cpuNode(0), cpuNode(4), cpuNode(4))
-		id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, bob, long, c.now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.until(5*time.Second, "the task to run", func() bool { return c.job(0, id).Tasks[0].State == TaskRunning })
+		c, id := running(t, bob)
 		revoke(c, "user:bob")
 		first := c.job(0, id).Tasks[0].Node
 		c.cut[first] = true
