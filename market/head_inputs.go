@@ -45,13 +45,22 @@ type roomEntry struct {
 	slot int32 // its peer's index in ids and ats
 }
 
+// compareRoom orders entry e against a room time at of peer id, as
+// order is sorted: by time, then by ID.
+func (hi *headInputs) compareRoom(e roomEntry, at int64, id NodeID) int {
+	if c := cmp.Compare(e.at, at); c != 0 {
+		return c
+	}
+	return strings.Compare(string(hi.ids[e.slot]), string(id))
+}
+
 // countBefore is how many entries of order come before (at, id): an
 // earlier time, or the same one and a smaller ID (none when id is "").
 func (hi *headInputs) countBefore(at int64, id NodeID) int {
 	lo, up := 0, len(hi.order)
 	for lo < up {
 		mid := int(uint(lo+up) >> 1)
-		if e := hi.order[mid]; e.at < at || e.at == at && hi.ids[e.slot] < id {
+		if hi.compareRoom(hi.order[mid], at, id) < 0 {
 			lo = mid + 1
 		} else {
 			up = mid
@@ -145,12 +154,7 @@ func (m *Market) headInputsFor(w WaitingGang) *headInputs {
 	for _, p := range m.view {
 		m.noteHeadInput(p)
 	}
-	slices.SortFunc(hi.order, func(a, b roomEntry) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
-		}
-		return strings.Compare(string(hi.ids[a.slot]), string(hi.ids[b.slot]))
-	})
+	slices.SortFunc(hi.order, func(a, b roomEntry) int { return hi.compareRoom(a, b.at, hi.ids[b.slot]) })
 	hi.rebuilding = false
 	return hi
 }
