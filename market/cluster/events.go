@@ -122,10 +122,14 @@ func (c *Cluster) drain(i int) {
 func (c *Cluster) carryOut(i int, effs []market.Effect) {
 	c.wake(i)
 	nd := c.nodes[i]
+	// What a node advertises can change without an effect — a
+	// reservation taken, a head moved by a peer's advert, a gang's wait
+	// crossing GangReserveAfter at a tick — and a real node publishes its
+	// advert every interval whatever happened: the next round looks.
+	c.touch(i)
 	if len(effs) == 0 {
 		return
 	}
-	c.touch(i)
 	c.cfg.Observer.Effects(i, effs)
 	for _, eff := range effs {
 		switch x := eff.(type) {
