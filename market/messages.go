@@ -226,11 +226,15 @@ type Reserve struct {
 }
 
 // StealRequest is an idle node asking a loaded one for queued tasks that
-// fit in Room, at most Max of them.
+// fit in Room, at most Max of them. A thief that keeps room for the head
+// (head.go) sets EndsBy, its shadow time: only tasks whose runtime's
+// upper bound ends by then may come, as EASY backfills its head's room
+// from its whole queue. The zero EndsBy: any.
 type StealRequest struct {
-	Thief NodeID           `json:"thief"`
-	Room  resource.Request `json:"room"`
-	Max   int              `json:"max"`
+	Thief  NodeID           `json:"thief"`
+	Room   resource.Request `json:"room"`
+	Max    int              `json:"max"`
+	EndsBy time.Time        `json:"ends_by,omitzero"`
 }
 
 // Transfer tells a manager that the executor From gave up a queued

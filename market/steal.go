@@ -18,7 +18,10 @@ import (
 // now: the replica waits here, and there it starts at once. The manager
 // closes the victim's attempt, raises the epoch and awards the replica
 // directly to the thief (a decline falls back to a normal auction).
-// Results of the old epoch are rejected like any stale report.
+// Results of the old epoch are rejected like any stale report. A node
+// that keeps its free room for the head counts it as idle until the
+// head's shadow time, and asks only for work that ends by then
+// (StealRequest.EndsBy): backfill from every peer's queue.
 
 // StealableQueue is the queue length from which an advertised peer is a
 // steal victim: any task that waits is worth asking for.
@@ -41,8 +44,7 @@ func (m *Market) maybeSteal() {
 	if m.loaded == 0 {
 		return // no peer has a queue worth stealing from
 	}
-	m.refreshHead()
-	room := m.c.availFor("")
+	room, endsBy := m.stealRoom()
 	if room.CPU < 1000 {
 		return
 	}
@@ -62,7 +64,23 @@ func (m *Market) maybeSteal() {
 	m.lastSteal, m.stealMark, m.stolen = m.now, c.accepted, m.now
 	// Ask for two waves' worth: the second is queued here while the first
 	// runs, so the thief is not idle again before its next request.
-	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1)})
+	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1), EndsBy: endsBy})
+}
+
+// stealRoom is the room this node would ask peers to fill, and the time
+// the work must end by (zero: any time). A node that keeps its free room
+// for the head may fill it until the shadow time with work that ends by
+// then, from any peer's queue, as EASY backfills its head's room from
+// its whole queue; without this that room idled while single-processor
+// jobs waited elsewhere (docs/scheduling.md, "Backfill by stealing").
+func (m *Market) stealRoom() (resource.Vector, time.Time) {
+	c := &m.c
+	m.refreshHead()
+	room := c.availFor("")
+	if room.CPU < 1000 && c.headRes() != nil && c.head.shadow.After(m.now) {
+		return c.free.Clone(), c.head.shadow
+	}
+	return room, time.Time{}
 }
 
 // onStealRequest gives up to half the queue (and at most Max) to a thief.
@@ -78,9 +96,10 @@ func (m *Market) onStealRequest(r StealRequest) {
 	}
 	n := min(max(len(c.queue)/2, 1), max(r.Max, 1))
 	want := r.Room
-	if len(c.queue) == 1 {
-		// A lone replica moves only to start at once: the thief asks for
-		// two waves' worth, the first is what it has free.
+	if len(c.queue) == 1 || !r.EndsBy.IsZero() {
+		// A lone replica moves only to start at once, and so does
+		// backfill (queued there it would outlast the shadow): the thief
+		// asks for two waves' worth, the first is what it has free.
 		want = resource.Request{CPU: want.CPU / 2, Memory: want.Memory / 2, GPU: resource.GPURequest{Count: want.GPU.Count / 2}}
 	}
 	room := resource.Vector{CPU: want.CPU, Memory: want.Memory}
@@ -97,6 +116,9 @@ func (m *Market) onStealRequest(r StealRequest) {
 		if g := k.spec.Request.GPU; k.preempt || g.Model != "" || g.Memory > 0 || len(k.spec.Request.Devices) > 0 ||
 			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || (g.Share > 0 && g.Count > 1) {
 			continue
+		}
+		if !r.EndsBy.IsZero() && m.now.Add(upperRuntime(k.runtime, k.spec.Estimate)).After(r.EndsBy) {
+			continue // it would outlast the head's shadow there
 		}
 		al, why := resource.Fit(room, k.spec.Request)
 		if why != "" || !m.mayMove(k, thief) {

@@ -2,9 +2,11 @@ package market
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -51,5 +53,82 @@ func TestStealingShortensMakespan(t *testing.T) {
 	t.Logf("makespan without stealing %v, with %v (%.0f%% shorter)", off, on, 100*(1-on.Seconds()/off.Seconds()))
 	if on.Seconds() > 0.7*off.Seconds() {
 		t.Fatalf("stealing makespan %v is not 30%% shorter than %v", on, off)
+	}
+}
+
+// TestBackfillSteal: a node that keeps room for the head (it makes the
+// head's shadow) and has nothing queued asks the longest queue of its
+// view for work that ends by the shadow time, as EASY backfills the
+// head's room from its whole queue; before, such a node never asked (it
+// had no room beside the head's) and idled while work waited elsewhere.
+// The victim gives only tasks whose upper bound (estimate, or prediction
+// when longer) ends by then, even where later ones sit at the back of
+// its queue, from which stealing otherwise takes; and only what fits the
+// thief's room now, since work queued there would outlast the shadow.
+func TestBackfillSteal(t *testing.T) {
+	thief, err := New(Config{Self: "t", Capacity: cpuNode(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gang := WaitingGang{Gang: "g/main", Size: 3, Request: resource.Request{CPU: 2000}, Priority: 5, Since: t0.Add(-time.Hour)}
+	shadow := t0.Add(time.Hour)
+	thief.Advert(t0, Peer{ID: "mgr", Capacity: cpuNode(2), Waiting: gang, HeadRoom: HeadRoom{Gang: gang.Gang, At: t0.Add(30 * time.Minute)}})
+	thief.Advert(t0, Peer{ID: "p", Capacity: cpuNode(2), HeadRoom: HeadRoom{Gang: gang.Gang, At: shadow}})
+	thief.Advert(t0, Peer{ID: "v", Capacity: cpuNode(2), Queue: 8, HeadRoom: HeadRoom{Gang: gang.Gang, Never: true}})
+	if next := thief.NextTick(); next.IsZero() || next.After(t0) {
+		t.Fatalf("NextTick %v: the steal the node is about to make is not due", next)
+	}
+	thief.Tick(t0)
+	var req *StealRequest
+	for _, e := range thief.Ready() {
+		if s, ok := e.(Send); ok {
+			if r, ok := s.Msg.(StealRequest); ok && s.To == "v" {
+				req = &r
+			}
+		}
+	}
+	if req == nil {
+		t.Fatalf("a node keeping room for the head until %v asked no one for work", shadow)
+	}
+	if !req.EndsBy.Equal(shadow) {
+		t.Fatalf("steal request ends by %v, want the shadow time %v", req.EndsBy, shadow)
+	}
+
+	victim, err := New(Config{Self: "v", Capacity: cpuNode(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim.now = t0
+	victim.c.free.CPU = 0
+	for _, q := range []struct {
+		job      string
+		run, est time.Duration
+	}{
+		{"short", 10 * time.Minute, 20 * time.Minute},
+		{"short2", 10 * time.Minute, 20 * time.Minute},
+		{"short-est-long", 10 * time.Minute, 2 * time.Hour}, // its estimate outlasts the shadow
+		{"fits", 50 * time.Minute, 0},
+		{"fits2", 40 * time.Minute, 0},
+		{"long", 3 * time.Hour, 3 * time.Hour},
+		{"long2", 3 * time.Hour, 0},
+		{"long3", 3 * time.Hour, 0},
+	} {
+		s := spec1(q.job, resource.Request{CPU: 1000})
+		s.Estimate = q.est
+		victim.c.enqueue(&contract{spec: s, manager: "mgr", runtime: q.run})
+	}
+	victim.Advert(t0, Peer{ID: "t", Capacity: cpuNode(2)})
+	victim.onStealRequest(*req)
+	var got []string
+	for _, e := range victim.Ready() {
+		if s, ok := e.(Send); ok {
+			if x, ok := s.Msg.(Transfer); ok {
+				got = append(got, x.Key.Job)
+			}
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"fits", "fits2"}; !slices.Equal(got, want) {
+		t.Errorf("victim gave %v, want %v (from the back, those that end by the shadow, as many as the thief has free cores)", got, want)
 	}
 }

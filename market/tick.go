@@ -148,7 +148,7 @@ func (m *Market) nextSteal() (time.Time, bool) {
 	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
 		return time.Time{}, false
 	}
-	if m.loaded == 0 || c.availFor("").CPU < 1000 {
+	if room, _ := m.stealRoom(); m.loaded == 0 || room.CPU < 1000 {
 		return time.Time{}, false
 	}
 	gap := m.stealGap

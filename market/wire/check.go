@@ -176,6 +176,7 @@ func checkMsg(m market.Msg) error {
 			checkNodeID("steal_request.thief", x.Thief),
 			checkRequest("steal_request.room", x.Room),
 			checkRange("steal_request.max", x.Max, 1, MaxStealTasks),
+			checkTime("steal_request.ends_by_unix_nano", x.EndsBy),
 		)
 	case market.Transfer:
 		return firstErr(

@@ -70,7 +70,7 @@ func Encode(m market.Msg) ([]byte, error) {
 			Priority: int32(x.Priority), UntilUnixNano: timeToPB(x.Until), SinceUnixNano: timeToPB(x.Since),
 		}}
 	case market.StealRequest:
-		env.Body = &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{Thief: string(x.Thief), Room: requestToPB(x.Room), Max: int32(x.Max)}}
+		env.Body = &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{Thief: string(x.Thief), Room: requestToPB(x.Room), Max: int32(x.Max), EndsByUnixNano: timeToPB(x.EndsBy)}}
 	case market.Transfer:
 		env.Body = &pb.Envelope_Transfer{Transfer: &pb.Transfer{Key: keyToPB(x.Key), Epoch: x.Epoch, From: string(x.From), To: string(x.To)}}
 	case market.ManagerQuery:
@@ -303,7 +303,7 @@ func msgFromPB(env *pb.Envelope) (market.Msg, error) {
 		if err != nil {
 			return nil, err
 		}
-		return market.StealRequest{Thief: market.NodeID(x.Thief), Room: r, Max: int(x.Max)}, nil
+		return market.StealRequest{Thief: market.NodeID(x.Thief), Room: r, Max: int(x.Max), EndsBy: timeFromPB(x.EndsByUnixNano)}, nil
 	case *pb.Envelope_Transfer:
 		x, p := body.Transfer, "transfer"
 		if x == nil {

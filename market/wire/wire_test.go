@@ -111,7 +111,7 @@ func fullReserve() market.Reserve {
 }
 
 func fullSteal() market.StealRequest {
-	return market.StealRequest{Thief: bidder, Room: fullOffer().Request, Max: 3}
+	return market.StealRequest{Thief: bidder, Room: fullOffer().Request, Max: 3, EndsBy: t0.Add(time.Hour)}
 }
 
 func fullTransfer() market.Transfer {
@@ -499,6 +499,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"reserve negative priority", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = -1 }), "reserve.priority: -1 out of range 0..10"},
 		{"reserve priority over 10", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().Priority = 11 }), "reserve.priority: 11 out of range 0..10"},
 		{"reserve negative until", raw(t, reserve, func(e *pb.Envelope) { e.GetReserve().UntilUnixNano = -5 }), "reserve.until_unix_nano: "},
+		{"steal request negative ends_by", raw(t, fullSteal(), func(e *pb.Envelope) { e.GetStealRequest().EndsByUnixNano = -5 }), "steal_request.ends_by_unix_nano: "},
 
 		// StealRequest.
 		{"steal request empty", envelope(t, &pb.Envelope{Version: Version, Body: &pb.Envelope_StealRequest{StealRequest: &pb.StealRequest{}}}), "steal_request.thief: required"},
@@ -642,6 +643,7 @@ func TestEncodeRejects(t *testing.T) {
 		{"reserve priority", market.Reserve{Auction: aid, Manager: manager, Priority: MaxPriority + 1}, "wire: reserve.priority: 11 out of range"},
 		{"reserve until after 2262", market.Reserve{Auction: aid, Manager: manager, Until: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.until_unix_nano"},
 		{"reserve since after 2262", market.Reserve{Auction: aid, Manager: manager, Since: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: reserve.since_unix_nano"},
+		{"steal request ends by after 2262", market.StealRequest{Thief: bidder, Max: 1, EndsBy: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}, "wire: steal_request.ends_by_unix_nano"},
 		{"steal request no max", market.StealRequest{Thief: bidder}, "wire: steal_request.max: 0 out of range 1..1024"},
 		{"steal request max over int32", market.StealRequest{Thief: bidder, Max: math.MaxInt32 + 1}, "wire: steal_request.max"},
 		{"steal request no thief", market.StealRequest{Max: 1}, "wire: steal_request.thief: required"},

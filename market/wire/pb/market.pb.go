@@ -2284,12 +2284,13 @@ func (x *Reserve) GetSinceUnixNano() int64 {
 // StealRequest is an idle node asking a loaded peer for queued (not yet
 // started) tasks that fit in the room it has free (work stealing).
 type StealRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Thief         string                 `protobuf:"bytes,1,opt,name=thief,proto3" json:"thief,omitempty"` // node ID of the idle, asking node; required, as Cfp.manager
-	Room          *Request               `protobuf:"bytes,2,opt,name=room,proto3" json:"room,omitempty"`   // resources the thief has free; each task handed over must fit; absent means an all-zero request
-	Max           int32                  `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`    // most tasks wanted, 1..1024
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Thief          string                 `protobuf:"bytes,1,opt,name=thief,proto3" json:"thief,omitempty"`                                              // node ID of the idle, asking node; required, as Cfp.manager
+	Room           *Request               `protobuf:"bytes,2,opt,name=room,proto3" json:"room,omitempty"`                                                // resources the thief has free; each task handed over must fit; absent means an all-zero request
+	Max            int32                  `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`                                                 // most tasks wanted, 1..1024
+	EndsByUnixNano int64                  `protobuf:"varint,4,opt,name=ends_by_unix_nano,json=endsByUnixNano,proto3" json:"ends_by_unix_nano,omitempty"` // only tasks whose runtime's upper bound (max of the user's estimate and the executor's prediction) ends by then, counted from the victim's now; 0: any (a thief that keeps room for the head sends its shadow time)
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StealRequest) Reset() {
@@ -2339,6 +2340,13 @@ func (x *StealRequest) GetRoom() *Request {
 func (x *StealRequest) GetMax() int32 {
 	if x != nil {
 		return x.Max
+	}
+	return 0
+}
+
+func (x *StealRequest) GetEndsByUnixNano() int64 {
+	if x != nil {
+		return x.EndsByUnixNano
 	}
 	return 0
 }
@@ -3012,11 +3020,12 @@ const file_market_proto_rawDesc = "" +
 	"\arequest\x18\x03 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1a\n" +
 	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12&\n" +
 	"\x0funtil_unix_nano\x18\x05 \x01(\x03R\runtilUnixNano\x12&\n" +
-	"\x0fsince_unix_nano\x18\x06 \x01(\x03R\rsinceUnixNano\"]\n" +
+	"\x0fsince_unix_nano\x18\x06 \x01(\x03R\rsinceUnixNano\"\x88\x01\n" +
 	"\fStealRequest\x12\x14\n" +
 	"\x05thief\x18\x01 \x01(\tR\x05thief\x12%\n" +
 	"\x04room\x18\x02 \x01(\v2\x11.agora.v1.RequestR\x04room\x12\x10\n" +
-	"\x03max\x18\x03 \x01(\x05R\x03max\"i\n" +
+	"\x03max\x18\x03 \x01(\x05R\x03max\x12)\n" +
+	"\x11ends_by_unix_nano\x18\x04 \x01(\x03R\x0eendsByUnixNano\"i\n" +
 	"\bTransfer\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
