@@ -63,7 +63,8 @@ func (m *Market) maybeSteal() {
 	}
 	m.lastSteal, m.stealMark, m.stolen = m.now, c.accepted, m.now
 	// Ask for two waves' worth: the second is queued here while the first
-	// runs, so the thief is not idle again before its next request.
+	// runs, so the thief is not idle again before its next request (not
+	// for backfill: the victim then gives only the first).
 	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1), EndsBy: endsBy})
 }
 
