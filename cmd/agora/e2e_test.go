@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,19 +67,23 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startNode starts `agora node` with the given extra flags and waits until
 // its API answers.
 func startNode(t testing.TB, data string, args ...string) *proc {
+	t.Helper()
+	p, err := launchNode(t, data, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// errAddrInUse is launchNode's answer when the node's --listen address
+// was taken: a port seen free a moment earlier can be, by another test.
+var errAddrInUse = errors.New("listen address in use")
+
+// launchNode is startNode returning its failure instead of ending the test.
+func launchNode(t testing.TB, data string, args ...string) (*proc, error) {
 	t.Helper()
 	// --allow-unenforced-limits: the tests pass where cgroups are not
 	// writable (where they are, it changes nothing); a test may give
@@ -102,14 +106,17 @@ func startNode(t testing.TB, data string, args ...string) *proc {
 		b, err := os.ReadFile(filepath.Join(data, "api.addr"))
 		if err == nil && len(b) > 0 {
 			p.api = strings.TrimSpace(string(b))
-			break
+			return p, nil
+		}
+		if strings.Contains(buf.String(), "address already in use") {
+			p.kill()
+			return nil, errAddrInUse
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node did not write api.addr in 15s; output:\n%s", buf.String())
+			return nil, fmt.Errorf("node did not write api.addr in 15s; output:\n%s", buf.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return p
 }
 
 func hasFlag(args []string, f string) bool {
@@ -238,10 +245,9 @@ func TestThreeNodesChain(t *testing.T) {
 	resC := writeFile(t, "c.yaml", "cpu: 8\nmemory: 16GiB\ngpus: []\n")
 	a := startNode(t, t.TempDir(), "--resources", resA, "--site", "a")
 	b := startNode(t, t.TempDir(), "--resources", resB, "--site", "b", "--bootstrap", tcpAddr(t, a.id()))
-	cPort := freePort(t)
-	cListen := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", cPort)
 	cData := t.TempDir()
-	c := startNode(t, cData, "--resources", resC, "--site", "c", "--listen", cListen, "--bootstrap", tcpAddr(t, b.id()))
+	c := startNode(t, cData, "--resources", resC, "--site", "c", "--bootstrap", tcpAddr(t, b.id()))
+	cListen := strings.Split(tcpAddr(t, c.id()), "/p2p/")[0] // restarted on its own address
 	nodes := []*proc{a, b, c}
 	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
 	cpus := []float64{4, 16, 8}
@@ -295,7 +301,16 @@ func TestThreeNodesChain(t *testing.T) {
 	t.Logf("killed node dropped after %v", time.Since(killed))
 
 	// Restart with the same data dir: same peer ID, back in the views.
-	c2 := startNode(t, cData, "--resources", resC, "--site", "c", "--listen", cListen, "--bootstrap", tcpAddr(t, b.id()))
+	c2, err := launchNode(t, cData, "--resources", resC, "--site", "c", "--listen", cListen, "--bootstrap", tcpAddr(t, b.id()))
+	if errors.Is(err, errAddrInUse) {
+		// another test took the port while C was down; the peer ID, not
+		// the port, is what a restart must keep
+		t.Logf("%s taken while the node was down; restarting on another port", cListen)
+		c2, err = launchNode(t, cData, "--resources", resC, "--site", "c", "--bootstrap", tcpAddr(t, b.id()))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := c2.id().PeerID; got != ids[2] {
 		t.Fatalf("restarted node has peer ID %s, want %s", got, ids[2])
 	}
