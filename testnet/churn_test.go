@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/api"
 )
 
 // TestChurn: during a 200-task workload on 6 nodes, two edge nodes leave
@@ -76,9 +77,18 @@ func TestChurn(t *testing.T) {
 	for j, id := range ids {
 		rec, ok := net.Node(j % 4).JobRecord(id)
 		if !ok {
-			s, err := net.Node(j % 4).Status(id)
+			// The node that keeps it may be rejoining right after the
+			// churn, not yet in the view of the node asked: ask again.
+			var s api.JobStatus
+			var err error
+			for asked := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+				if s, err = net.Node(j % 4).Status(id); err == nil || time.Since(asked) > 20*time.Second {
+					break
+				}
+			}
 			if err != nil {
-				t.Fatalf("job %s: its manager has no record and no answer: %v", id, err)
+				logEvents(t, net, id)
+				t.Fatalf("job %s: its manager has no record and, for 20 s, no answer: %v", id, err)
 			}
 			rec, ok = managerRecord(net, s.Manager, id)
 			if !ok {
