@@ -19,8 +19,10 @@ import (
 // have room for a replica of that head by the upper bounds of its
 // running tasks' runtimes (their estimates, as EASY uses; HeadRoom).
 // From these each node computes, alike, the head's shadow time — the
-// size-th earliest of those room times — and the nodes that make it, the
-// size nodes with the earliest room. A node among them keeps room for a
+// size-th earliest of those room times — and the nodes that make it: of
+// the nodes with room by then, the size whose room comes last (EASY's
+// reservation "preferring nodes that will be released"; the earlier ones
+// are its extra processors). A node among them keeps room for a
 // replica of the head: it starts a task that would take it only if the
 // task's upper bound ends by the shadow time. Every other node works as
 // if there were no head. As in EASY, the shadow moves at every event (a
@@ -196,7 +198,8 @@ func (m *Market) findHead() *head {
 // Room times are raised to now (a past one means room now), which keeps
 // their order: the shadow is the size-th smallest of the raw times, this
 // node's own among them, raised to now. This node makes the shadow when
-// fewer than size nodes come before it, by raised time and then by ID.
+// its room comes by the shadow time and fewer than size of the nodes
+// with room by then come after it, by raised time and then by ID (keeps).
 func (m *Market) shadowOf(w WaitingGang) *head {
 	hi := m.headInputsFor(w)
 	now := m.now.UnixNano()
@@ -230,7 +233,34 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 		return &head{WaitingGang: w} // room times unknown: nobody keeps room
 	}
 	shadow = max(shadow, now)
-	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && hi.before(self, now, m.cfg.Self, w.Size) < w.Size}
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && self <= shadow+int64(shadowSlack) && hi.keeps(self, shadow, now, m.cfg.Self, w.Size)}
+}
+
+// shadowSlack is how much later than the shadow time a node's room may
+// come and still count as by it (keeps): the replicas of a gang that
+// ends at the shadow started a round trip apart, and their bounds end as
+// far apart, but they free together as far as the head is concerned.
+const shadowSlack = time.Second
+
+// keeps reports whether this node, whose raised room time self is by the
+// shadow time, is one of the size nodes that keep room for the head: of
+// the nodes with room by the shadow time (give or take shadowSlack), the
+// size that come last (by room time, then ID). The others are EASY's extra processors — more than
+// size nodes have room by the shadow when several free at its instant,
+// as a wide job's nodes do when it ends — and they come first, most often
+// idle now: they backfill whatever they like, a job longer than the
+// shadow included, while the nodes that free just before it keep the
+// head's room. Keeping the earliest instead left those idle nodes empty
+// until the shadow time while long jobs waited (issue 24: EASY reserves
+// "preferring nodes that will be released").
+func (hi *headInputs) keeps(self, shadow, now int64, selfID NodeID, size int) bool {
+	by := hi.countBefore(shadow+int64(shadowSlack)+1, "") // peers with room by the shadow time
+	extra := by + 1 - size                                // nodes by the shadow, this one included, beyond the head's
+	if extra <= 0 {
+		return true
+	}
+	// This node keeps room when at least extra peers come before it.
+	return hi.before(self, now, selfID, extra) >= extra
 }
 
 // nanos is t in Unix nanoseconds: 0 for the zero time (room now),

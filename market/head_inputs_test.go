@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -17,12 +18,12 @@ import (
 func shadowFromView(m *Market, w WaitingGang) *head {
 	now := m.now.UnixNano()
 	var ats []int64
+	var ids []NodeID // of the peers, in ats after this node's own
 	self := int64(-1)
 	if couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
 		self = max(nanos(m.c.roomForHead(w)), now)
 		ats = append(ats, self)
 	}
-	below := 0
 	for _, p := range m.view {
 		if couldHold(p.Site, p.Labels, p.Limits, p.Capacity, w.Request) != "" {
 			continue
@@ -42,19 +43,26 @@ func shadowFromView(m *Market, w WaitingGang) *head {
 				at = now
 			}
 		}
-		if self >= 0 && (at < self || at == self && p.ID < m.cfg.Self) {
-			below++
-		}
 		ats = append(ats, at)
+		ids = append(ids, p.ID)
 	}
 	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) {
 		return nil
 	}
-	shadow := nthSmallest(ats, w.Size-1)
+	shadow := nthSmallest(slices.Clone(ats), w.Size-1) // it reorders its input
 	if shadow == math.MaxInt64 {
 		return &head{WaitingGang: w}
 	}
-	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && below < w.Size}
+	// This node keeps room when it has room by the shadow time and fewer
+	// than size of the peers that do come after it.
+	after := 0
+	for i, id := range ids {
+		at := ats[len(ats)-len(ids)+i]
+		if at <= shadow+int64(shadowSlack) && (at > self || at == self && id > m.cfg.Self) {
+			after++
+		}
+	}
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && self <= shadow+int64(shadowSlack) && after < w.Size}
 }
 
 // Random adverts, departures and returns of peers, under two head
