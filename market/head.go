@@ -245,14 +245,14 @@ const shadowSlack = time.Second
 // keeps reports whether this node, whose raised room time self is by the
 // shadow time, is one of the size nodes that keep room for the head: of
 // the nodes with room by the shadow time (give or take shadowSlack), the
-// size that come last (by room time, then ID). The others are EASY's extra processors — more than
-// size nodes have room by the shadow when several free at its instant,
-// as a wide job's nodes do when it ends — and they come first, most often
-// idle now: they backfill whatever they like, a job longer than the
-// shadow included, while the nodes that free just before it keep the
-// head's room. Keeping the earliest instead left those idle nodes empty
-// until the shadow time while long jobs waited (issue 24: EASY reserves
-// "preferring nodes that will be released").
+// size that come last (by room time, then ID). The others are EASY's
+// extra processors — more than size nodes have room by the shadow when
+// several free at its instant, as a wide job's nodes do when it ends —
+// and they come first, most often idle now: they run whatever they like,
+// a job longer than the shadow included, while the nodes that free just
+// before it keep the head's room. Keeping the earliest instead left those
+// idle nodes empty until the shadow time while long jobs waited (EASY
+// reserves "preferring nodes that will be released").
 func (hi *headInputs) keeps(self, shadow, now int64, selfID NodeID, size int) bool {
 	by := hi.countBefore(shadow+int64(shadowSlack)+1, "") // peers with room by the shadow time
 	extra := by + 1 - size                                // nodes by the shadow, this one included, beyond the head's
