@@ -233,7 +233,7 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 		return &head{WaitingGang: w} // room times unknown: nobody keeps room
 	}
 	shadow = max(shadow, now)
-	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && self <= shadow+int64(shadowSlack) && hi.keeps(self, shadow, now, m.cfg.Self, w.Size)}
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && hi.keeps(self, shadow, now, m.cfg.Self, w.Size)}
 }
 
 // shadowSlack is how much later than the shadow time a node's room may
@@ -242,8 +242,8 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 // far apart, but they free together as far as the head is concerned.
 const shadowSlack = time.Second
 
-// keeps reports whether this node, whose raised room time self is by the
-// shadow time, is one of the size nodes that keep room for the head: of
+// keeps reports whether this node, of raised room time self, is one of
+// the size nodes that keep room for the head: of
 // the nodes with room by the shadow time (give or take shadowSlack), the
 // size that come last (by room time, then ID). The others are EASY's
 // extra processors — more than size nodes have room by the shadow when
@@ -254,6 +254,9 @@ const shadowSlack = time.Second
 // idle nodes empty until the shadow time while long jobs waited (EASY
 // reserves "preferring nodes that will be released").
 func (hi *headInputs) keeps(self, shadow, now int64, selfID NodeID, size int) bool {
+	if self > shadow+int64(shadowSlack) {
+		return false // its room comes after the shadow time
+	}
 	by := hi.countBefore(shadow+int64(shadowSlack)+1, "") // peers with room by the shadow time
 	extra := by + 1 - size                                // nodes by the shadow, this one included, beyond the head's
 	if extra <= 0 {

@@ -128,7 +128,7 @@ func TestHeadExtraNodesBackfillLongTasks(t *testing.T) {
 			wideAt = s.at
 		}
 	}
-	t.Logf("long task started %v after submission (zero: not yet), wide gang %v after the first gang", longAt.Sub(t1), wideAt.Sub(t0))
+	t.Logf("long task started %v after its submission (negative: not yet), wide gang %v after its own", longAt.Sub(t1), wideAt.Sub(t0))
 	if longAt.IsZero() || longAt.Sub(t1) > 5*time.Second {
 		t.Fatalf("the long task did not start on the extra node: started %v", !longAt.IsZero())
 	}
