@@ -90,12 +90,12 @@ func (m *Market) Waiting() WaitingGang {
 	return first
 }
 
-// DefaultHeadAfter is Config.HeadAfter's default: three days, past the
-// waits the synthetic mix's gangs see at offered loads up to 1.0 (a
-// shorter bound made heads of its 2–8-GPU gangs and raised everyone
-// else's waits) and far short of the 105 days SDSC's 33–64-processor
-// jobs waited without it (docs/scheduling.md).
-const DefaultHeadAfter = 72 * time.Hour
+// DefaultHeadAfter is Config.HeadAfter's default: two days. Shorter
+// bounds made heads of ordinary gangs (the synthetic mix's 2–8-GPU
+// gangs at 24 h) and raised everyone else's waits; three days left
+// SDSC's 33–64-processor jobs, never wide on 128 nodes, waiting 1.7×
+// EASY's and the whole log's mean wait over EASY's (docs/scheduling.md).
+const DefaultHeadAfter = 48 * time.Hour
 
 // starving reports whether a gang ready since since has waited long
 // enough to be a head candidate whatever its width (Config.HeadAfter).
