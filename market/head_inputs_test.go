@@ -17,8 +17,12 @@ import (
 // reference the kept inputs must always agree with.
 func shadowFromView(m *Market, w WaitingGang) *head {
 	now := m.now.UnixNano()
-	var ats []int64
-	var ids []NodeID // of the peers, in ats after this node's own
+	var ats []int64 // every room time, this node's own included
+	type peerRoom struct {
+		at int64
+		id NodeID
+	}
+	var peers []peerRoom
 	self := int64(-1)
 	if couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
 		self = max(nanos(m.c.roomForHead(w)), now)
@@ -44,7 +48,7 @@ func shadowFromView(m *Market, w WaitingGang) *head {
 			}
 		}
 		ats = append(ats, at)
-		ids = append(ids, p.ID)
+		peers = append(peers, peerRoom{at, p.ID})
 	}
 	if len(ats) < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(len(ats)) {
 		return nil
@@ -56,9 +60,8 @@ func shadowFromView(m *Market, w WaitingGang) *head {
 	// This node keeps room when it has room by the shadow time and fewer
 	// than size of the peers that do come after it.
 	after := 0
-	for i, id := range ids {
-		at := ats[len(ats)-len(ids)+i]
-		if at <= shadow+int64(shadowSlack) && (at > self || at == self && id > m.cfg.Self) {
+	for _, p := range peers {
+		if p.at <= shadow+int64(shadowSlack) && (p.at > self || p.at == self && p.id > m.cfg.Self) {
 			after++
 		}
 	}
