@@ -4,13 +4,20 @@ BIN       := bin/agora
 DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
 TESTFLAGS ?= -race -timeout 30m
+# What `agora version` prints (node/buildinfo), stamped by the linker.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
+BUILDTIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS   := -X github.com/agora-sched/agora/node/buildinfo.Version=$(VERSION) \
+             -X github.com/agora-sched/agora/node/buildinfo.Commit=$(COMMIT) \
+             -X github.com/agora-sched/agora/node/buildinfo.BuildTime=$(BUILDTIME)
 
 .PHONY: all build run test testdeps vet fmt bench bench-data bench-swf-full bench-all proto clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/agora
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agora
 
 # Start one node with embedded defaults: data in .agora-data, libp2p on
 # 127.0.0.1:4001 (TCP and QUIC), API on 127.0.0.1:7700.

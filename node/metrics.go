@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/buildinfo"
 )
 
 // marketMetrics are the node's scheduling series (the gossip plane has
@@ -82,6 +83,11 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 			}
 			return 0
 		})
+	bi := buildinfo.Get()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "agora_build_info", Help: "Always 1; the labels say which build of agora this node runs.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "build_time": bi.BuildTime, "go_version": bi.GoVersion}})
+	build.Set(1)
+	reg.MustRegister(build)
 	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired, m.refused,
 		queued, freeCPU, degraded, &jobsCollector{desc: jobs, n: n})
 	return m

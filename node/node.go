@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -50,22 +51,23 @@ const apiAddrFile = "api.addr"
 
 // Node is one running Agora node.
 type Node struct {
-	cfg      Config
-	store    *store.Store
-	host     host.Host
-	ph       host.Host                           // what every protocol but admission runs on
-	trust    *trust                              // nil without --trust
-	relayAdm atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
-	dht      *dht.IpfsDHT
-	ps       *pubsub.PubSub
-	gossip   *gossip.Service
-	gater    *admission.Gater
-	reg      *prometheus.Registry
-	met      *marketMetrics
-	info     devices.Info
-	capacity resource.Vector
-	members  *store.Bucket[memberRecord]
-	mdns     interface{ Close() error }
+	cfg          Config
+	runnerCloser io.Closer // the task runner this node made, given back at teardown
+	store        *store.Store
+	host         host.Host
+	ph           host.Host                           // what every protocol but admission runs on
+	trust        *trust                              // nil without --trust
+	relayAdm     atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
+	dht          *dht.IpfsDHT
+	ps           *pubsub.PubSub
+	gossip       *gossip.Service
+	gater        *admission.Gater
+	reg          *prometheus.Registry
+	met          *marketMetrics
+	info         devices.Info
+	capacity     resource.Vector
+	members      *store.Bucket[memberRecord]
+	mdns         interface{ Close() error }
 
 	api    *api.Server
 	apiLn  net.Listener
@@ -162,11 +164,15 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
 	}
+	given := cfg.Runner
 	if cfg.Runner, err = executor.RunnerFor(cfg.Runner, cfg.Sandbox, cfg.DataDir); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
 
 	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
+	if c, ok := cfg.Runner.(io.Closer); ok && given == nil {
+		n.runnerCloser = c // the runner this node made holds its claim on task IDs
+	}
 	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
@@ -542,6 +548,9 @@ func (n *Node) teardown(graceful bool) {
 	}
 	if n.ex != nil {
 		n.ex.Close()
+	}
+	if n.runnerCloser != nil {
+		_ = n.runnerCloser.Close()
 	}
 	if n.tr != nil {
 		n.tr.Close()

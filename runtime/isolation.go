@@ -37,11 +37,6 @@ type IDRange struct{ First, Count uint32 }
 // Identity is a user and group ID.
 type Identity struct{ UID, GID uint32 }
 
-// DefaultTaskIDs is the range a root node gives its tasks IDs from: far
-// above the IDs of a system's accounts, below 2^31 for file systems that
-// take signed IDs.
-var DefaultTaskIDs = IDRange{First: 2_000_000_000, Count: 65536}
-
 // idPool hands out the IDs of IDRange, one per running task.
 type idPool struct {
 	mu    sync.Mutex

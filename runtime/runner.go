@@ -49,6 +49,9 @@ type Options struct {
 	// TaskInit; "": this one.
 	Namespaces bool
 	InitPath   string
+	// IDClaim, when set, is the host-wide claim on Isolation.IDs
+	// (ClaimTaskIDs); the Runner gives it back at Close.
+	IDClaim *IDClaim
 }
 
 // Runner starts task processes and tracks them until they end. It is safe
@@ -110,6 +113,11 @@ func (r *Runner) spawn(cmd *exec.Cmd, cg *taskCgroup) error {
 	}
 	return err
 }
+
+// Close gives back what the Runner holds for the host (its claim on task
+// IDs). Tasks still running are left alone: a block whose IDs have live
+// processes is not taken by another node.
+func (r *Runner) Close() error { return r.opts.IDClaim.Close() }
 
 // CgroupProblem is why this Runner makes no task cgroups, nil when it
 // does or when Options.DisableCgroups.

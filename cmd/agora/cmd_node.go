@@ -18,6 +18,7 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/runtime"
 )
 
 // parseWeights reads "U,M,E" into market weights.
@@ -79,6 +80,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Site, "site", "", "site name advertised to peers")
 	fs.Var(&labels, "label", "k=v label advertised to peers (repeatable)")
 	fs.StringVar(&cfg.Sandbox.TaskUser, "task-user", "auto", "who tasks run as: auto (a root node: a user ID of its own per task, else the node's user), a user name or ID (every task as that user), or node (the node's own user)")
+	fs.StringVar(&cfg.Sandbox.IDClaimDir, "task-ids-dir", runtime.DefaultIDClaimDir, "the host-wide directory where the root nodes of this host claim blocks of task user IDs (one per node, held while it runs; docs/operations.md)")
 	fs.StringVar(&cfg.Sandbox.CgroupParent, "cgroup-parent", "", "the cgroup v2 directory task cgroups are made in (default: the node's own cgroup)")
 	fs.IntVar(&cfg.Sandbox.PidsMax, "task-pids", 4096, "the most processes one task may have, where the pids cgroup controller is available (0: no bound)")
 	jobDataLimit := fs.String("job-data-limit", "", "the most bytes of outputs one job this node manages may keep, all its tasks together (e.g. 1TiB; default: no bound)")

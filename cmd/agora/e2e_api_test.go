@@ -17,7 +17,7 @@ import (
 func TestLocalAPIGuard(t *testing.T) {
 	data := t.TempDir()
 	p := startNode(t, data)
-	marker := filepath.Join(t.TempDir(), "ran")
+	marker := filepath.Join(sharedDir(t), "ran") // a task that ran, under an ID of its own, could write it
 	job := `{"name": "web", "tasks": [{"name": "t", "command": ["touch", "` + marker + `"]}]}`
 	token, err := os.ReadFile(filepath.Join(data, "api.token"))
 	if err != nil {

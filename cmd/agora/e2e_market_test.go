@@ -229,8 +229,8 @@ tasks:
 func TestE2EFlakyRetries(t *testing.T) {
 	c := startE2EChain(t, e2eResA, e2eResC)
 	c.dumpLogs(t)
-	counter := filepath.Join(t.TempDir(), "attempts")
-	script := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s; echo attempt $n; [ $n -ge 3 ] || exit 3`, e2eShellQuote(counter))
+	counter := filepath.Join(sharedDir(t), "attempts") // each attempt may run under another user ID
+	script := fmt.Sprintf(`umask 0; n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s; echo attempt $n; [ $n -ge 3 ] || exit 3`, e2eShellQuote(counter))
 	spec := writeFile(t, "flaky.json", e2eJSON(t, map[string]any{
 		"name": "flaky",
 		"tasks": []any{map[string]any{

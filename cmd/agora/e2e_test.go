@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +33,13 @@ func TestMain(m *testing.M) {
 	// The nodes publish their API tokens here, and the commands find them
 	// here: not in the home directory of whoever runs the tests.
 	os.Setenv("AGORA_TOKEN_DIR", filepath.Join(dir, "tokens"))
-	out, err := exec.Command("go", "build", "-o", agoraBin, ".").CombinedOutput()
+	// Built as `make build` builds it (its version stamp included),
+	// or plainly where make is missing.
+	build := exec.Command("make", "-s", "-C", "../..", "build", "BIN="+agoraBin)
+	if _, err := exec.LookPath("make"); err != nil {
+		build = exec.Command("go", "build", "-o", agoraBin, ".")
+	}
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build agora: %v\n%s", err, out)
 		os.Exit(1)
@@ -88,6 +97,7 @@ func launchNode(t testing.TB, data string, args ...string) (*proc, error) {
 	// --allow-unenforced-limits: the tests pass where cgroups are not
 	// writable (where they are, it changes nothing); a test may give
 	// --allow-unenforced-limits=false after it.
+	traversable(t, data)
 	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms", "--allow-unenforced-limits"}, args...)
 	if !hasFlag(args, "--listen") {
 		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
@@ -116,6 +126,26 @@ func launchNode(t testing.TB, data string, args ...string) (*proc, error) {
 			return nil, fmt.Errorf("node did not write api.addr in 15s; output:\n%s", buf.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// traversable lets other users pass through the directories above data
+// that the test made (t.TempDir makes them 0700), as an operator's
+// /var/lib does: a root node's tasks run under user IDs of their own and
+// must reach their directories under data.
+func traversable(t testing.TB, data string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir())
+	for d := filepath.Dir(filepath.Clean(data)); strings.HasPrefix(d, tmp+"/"); d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return // made by the node
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -383,7 +413,7 @@ func TestSIGTERMGraceful(t *testing.T) {
 // kills the running tasks at once and exits with status 1.
 func TestSecondInterruptKillsTasks(t *testing.T) {
 	p := startNode(t, t.TempDir())
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	pidFile := filepath.Join(sharedDir(t), "pid") // the task runs under a user ID of its own
 	script := fmt.Sprintf(`trap '' TERM; echo $$ > %s.tmp; mv %[1]s.tmp %[1]s; while :; do sleep 0.1; done`, pidFile)
 	spec := writeFile(t, "stubborn.json", fmt.Sprintf(`{"name": "stubborn", "tasks": [{"name": "t", "command": ["sh", "-c", %q]}]}`, script))
 	if out, errs, code := agora(t, "submit", "--api", p.api, spec); code != 0 {
@@ -483,5 +513,36 @@ func TestOpenNodeStaysOnLoopback(t *testing.T) {
 	_, errs, code = agora(t, "node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--listen", "/ip4/127.0.0.1/tcp/0", "--trust", filepath.Join(ca, "authority.pub"), "--cert", cert)
 	if code != 2 || !strings.Contains(errs, "another peer") {
 		t.Fatalf("a certificate of another peer: exit %d, %q", code, errs)
+	}
+}
+
+// TestVersion (issue 41, done-when 6): the binary names the commit it
+// was built from, in `agora version`, `agora id --json` and /metrics.
+func TestVersion(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout (%v): no commit to compare with", err)
+	}
+	commit := strings.TrimSpace(string(head))
+	out, errs, code := agora(t, "version")
+	if code != 0 || !strings.Contains(out, "commit "+commit) || !strings.Contains(out, "go1.") {
+		t.Fatalf("agora version: exit %d, %q %q; want the commit %s", code, out, errs, commit)
+	}
+	p := startNode(t, t.TempDir())
+	out, _, _ = agora(t, "id", "--json", "--api", p.api)
+	var id struct {
+		Build struct{ Commit, Version string }
+	}
+	if err := json.Unmarshal([]byte(out), &id); err != nil || id.Build.Commit != commit {
+		t.Fatalf("agora id --json names build %+v, want commit %s: %v\n%s", id.Build, commit, err, out)
+	}
+	resp, err := http.Get("http://" + p.api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^agora_build_info\{.*commit="` + commit + `".*\} 1$`).Match(b) {
+		t.Fatalf("/metrics has no agora_build_info naming commit %s", commit)
 	}
 }

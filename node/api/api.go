@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
+	"github.com/agora-sched/agora/node/buildinfo"
 )
 
 // Backend is what the API needs of its node.
@@ -198,7 +199,7 @@ func (s *Server) handleID(w http.ResponseWriter, _ *http.Request) {
 	if addrs == nil {
 		addrs = []string{}
 	}
-	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs})
+	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs, Build: buildinfo.Get()})
 }
 
 func (s *Server) handlePeers(w http.ResponseWriter, _ *http.Request) {

@@ -11,12 +11,14 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/buildinfo"
 )
 
 // IDResponse is the body of GET /v1/id.
 type IDResponse struct {
-	PeerID string   `json:"peer_id"`
-	Addrs  []string `json:"addrs"`
+	PeerID string         `json:"peer_id"`
+	Addrs  []string       `json:"addrs"`
+	Build  buildinfo.Info `json:"build"`
 }
 
 // PeerResponse is one element of GET /v1/peers.

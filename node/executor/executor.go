@@ -2,7 +2,9 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,6 +236,30 @@ func (x *Executor) taskDir(k market.TaskKey) string {
 	return filepath.Join(x.opts.DataDir, "tasks", k.Job, fmt.Sprintf("%s.%d", k.Task, k.Replica))
 }
 
+// makeTaskDir creates a task replica's directory and those above it
+// under the data directory (tasks/, tasks/<job>/) traversable but not
+// listable by others (0711), also when they exist already: a task that
+// runs under a user ID of its own must reach its work and checkpoint
+// directories beneath, which the runtime then makes its own and private.
+func (x *Executor) makeTaskDir(dir string) error {
+	root := x.opts.DataDir
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("task directory %s is not under the data directory %s", dir, root)
+	}
+	d := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		d = filepath.Join(d, part)
+		if err := os.Mkdir(d, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create task directory: %w", err)
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return fmt.Errorf("task directory: %w", err)
+		}
+	}
+	return nil
+}
+
 // exitFile is where an attempt's exit status is written by the shell that
 // runs it (runtime.Spec.ExitFile): in its work directory, which the
 // task's user may write.
@@ -265,6 +291,9 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 			"AGORA_PEERS":       strings.Join(hosts, ","),
 			"AGORA_MASTER_ADDR": hosts[0],
 		}
+	}
+	if err := x.makeTaskDir(dir); err != nil {
+		log.Warnw("task directory", "task", k, "err", err) // the start then fails, saying why
 	}
 	var ck *ckRun
 	if st.Task.CheckpointInterval > 0 {

@@ -15,10 +15,14 @@ import (
 // Sandbox settings of a node (agora node --task-user, --task-env).
 type Sandbox struct {
 	// TaskUser is who tasks run as: "" or "auto" (a root node: an ID of
-	// its own per task, runtime.DefaultTaskIDs; another node: its own
-	// user), a user name or numeric ID (every task as that user), or
-	// "node" (the node's own user, root included).
+	// its own per task, from the block of runtime.HostTaskIDs it claims
+	// in IDClaimDir; another node: its own user), a user name or numeric
+	// ID (every task as that user), or "node" (the node's own user, root
+	// included).
 	TaskUser string
+	// IDClaimDir is the host-wide directory where the root nodes of a
+	// host claim their blocks of task IDs; "": runtime.DefaultIDClaimDir.
+	IDClaimDir string
 	// PassEnv names the node's environment variables tasks also get;
 	// otherwise a task sees its spec's variables, Agora's, and PATH.
 	PassEnv []string
@@ -122,7 +126,7 @@ func (s Sandbox) RunnerOptions(dataDir string) (runtime.Options, string, error) 
 		if !root {
 			return opts, "tasks run as the node's user (not root: it cannot switch users)", nil
 		}
-		opts.Isolation.IDs = runtime.DefaultTaskIDs
+		opts.Isolation.IDs = runtime.IDRange{First: runtime.HostTaskIDs.First, Count: runtime.TaskIDBlock} // probed below, then claimed
 	default:
 		id, err := lookupUser(u)
 		if err != nil {
@@ -146,7 +150,17 @@ func (s Sandbox) RunnerOptions(dataDir string) (runtime.Options, string, error) 
 		return opts, "", fmt.Errorf("--task-user %s: %v (give --task-user node to run tasks as the node's user)", s.TaskUser, err)
 	}
 	if opts.Isolation.IDs.Count > 0 {
-		return opts, fmt.Sprintf("each task runs as a user of its own (IDs %d+)", opts.Isolation.IDs.First), nil
+		dir := s.IDClaimDir
+		if dir == "" {
+			dir = runtime.DefaultIDClaimDir
+		}
+		claim, err := runtime.ClaimTaskIDs(dir, dataDir)
+		if err != nil {
+			return opts, "", fmt.Errorf("--task-user auto: %v (set --task-ids-dir, or give --task-user node to run tasks as the node's user)", err)
+		}
+		opts.Isolation.IDs, opts.IDClaim = claim.Range, claim
+		return opts, fmt.Sprintf("each task runs as a user of its own (IDs %d-%d, block %d claimed in %s)",
+			claim.Range.First, claim.Range.First+claim.Range.Count-1, claim.Block, dir), nil
 	}
 	return opts, fmt.Sprintf("tasks run as user %d, group %d, all as the same user", opts.Isolation.User.UID, opts.Isolation.User.GID), nil
 }
