@@ -14,6 +14,8 @@ var taskFields = []string{
 	"outputs", "inputs",
 }
 
+var checkpointFields = []string{"interval"}
+
 // task decodes one element of the task list, defaults applied.
 func (d *decoder) task(n *yaml.Node, path string) Task {
 	t := Task{
@@ -135,7 +137,7 @@ func (d *decoder) after(n *yaml.Node, path string) []string {
 // checkpoint decodes {interval: duration}.
 func (d *decoder) checkpoint(n *yaml.Node, path string) (interval time.Duration) {
 	seen := false
-	d.mapping(n, path, []string{"interval"}, func(_ string, v *yaml.Node, p string) {
+	d.mapping(n, path, checkpointFields, func(_ string, v *yaml.Node, p string) {
 		seen = true
 		interval, _ = d.duration(v, p)
 	})
