@@ -385,7 +385,14 @@ func (n *Node) commit(recs []store.Entry[market.JobRecord]) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	return n.jobs.PutAll(recs)
+	if err := n.jobs.PutAll(recs); err != nil {
+		return err
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.Key
+	}
+	return n.ledger.Add(ids...) // after the records: a crash between leaves the ledger short, never ahead
 }
 
 // storeFailing records whether the store refuses the committer's writes

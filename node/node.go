@@ -52,7 +52,10 @@ const apiAddrFile = "api.addr"
 // Node is one running Agora node.
 type Node struct {
 	cfg          Config
-	runnerCloser io.Closer // the task runner this node made, given back at teardown
+	runnerCloser io.Closer     // the task runner this node made, given back at teardown
+	ledger       *store.Ledger // the IDs of the jobs stored (ledger.go)
+	ledgerFresh  bool          // the ledger file was made at this start
+	walCopies    []string      // the write-ahead logs as they were at start (ledger.go)
 	store        *store.Store
 	host         host.Host
 	ph           host.Host                           // what every protocol but admission runs on
@@ -183,11 +186,21 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}()
 
+	if n.walCopies, err = preserveWAL(cfg.DataDir); err != nil {
+		return nil, configErr("data dir %s: copy the write-ahead logs before opening them: %v", cfg.DataDir, err)
+	}
 	if n.store, err = store.Open(filepath.Join(cfg.DataDir, "db")); err != nil {
 		if errors.Is(err, store.ErrLocked) {
+			dropWALCopies(cfg.DataDir) // another node's live logs
 			return nil, &ConfigError{Err: &dataDirInUse{dir: cfg.DataDir, err: err}}
 		}
+		if looksDamaged(err) {
+			return nil, n.damaged(err)
+		}
 		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
+	}
+	if n.ledger, n.ledgerFresh, err = store.OpenLedger(filepath.Join(cfg.DataDir, ledgerFile), false); err != nil {
+		return nil, n.damaged(err)
 	}
 	n.members = store.NewBucket[memberRecord](n.store, "members")
 	// A job record grows with the job's replicas and their attempts: 740
@@ -406,8 +419,12 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("node: load jobs: %w", err)
+		return n.damaged(fmt.Errorf("load jobs: %w", err))
 	}
+	if err := n.checkLedger(jobs); err != nil {
+		return err
+	}
+	dropWALCopies(n.cfg.DataDir)
 	n.data = data.New(n.ph, n.store, data.Options{Refused: n.countRefused, MaxBytes: n.cfg.DataLimit, Peers: func(k string, r int) []peer.ID { return n.closestPeers(k, r, nil) }, Replicas: m.Config().DataReplicas})
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
@@ -569,6 +586,9 @@ func (n *Node) teardown(graceful bool) {
 	if n.host != nil {
 		_ = n.host.Close()
 		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
+	}
+	if n.ledger != nil {
+		_ = n.ledger.Close()
 	}
 	if n.store != nil {
 		if graceful {

@@ -22,6 +22,12 @@ func sweepEvery(retention time.Duration) time.Duration {
 // forgetJob deletes what this node keeps of a job it managed: the stored
 // record and, unless keepEvents, the event log (market.ForgetJob).
 func (n *Node) forgetJob(id string, keepEvents bool) {
+	// Off the ledger before the record goes: a crash between leaves the
+	// ledger short of the store, never naming a job it lost.
+	if err := n.ledger.Remove(id); err != nil {
+		log.Warnw("forget job: ledger", "job", id, "err", err)
+		return
+	}
 	if err := n.jobs.Delete(id); err != nil {
 		log.Warnw("forget job record", "job", id, "err", err)
 	}

@@ -72,6 +72,7 @@ func badgerOptions(dir string, c config) badger.Options {
 		WithNumLevelZeroTables(numL0Tables).
 		WithNumLevelZeroTablesStall(numL0TablesStall).
 		WithDetectConflicts(true).
+		WithVerifyValueChecksum(true). // a damaged value log fails the read instead of returning other bytes
 		WithNumVersionsToKeep(1)
 	return opts
 }
