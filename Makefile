@@ -12,7 +12,7 @@ LDFLAGS   := -X github.com/agora-sched/agora/node/buildinfo.Version=$(VERSION) \
              -X github.com/agora-sched/agora/node/buildinfo.Commit=$(COMMIT) \
              -X github.com/agora-sched/agora/node/buildinfo.BuildTime=$(BUILDTIME)
 
-.PHONY: all build run test testdeps vet fmt bench bench-data bench-swf-full bench-all proto clean
+.PHONY: all build run test testdeps vet fmt soak bench bench-data bench-swf-full bench-all proto clean
 
 all: build
 
@@ -49,6 +49,14 @@ test: vet testdeps
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# The long fault campaign: the markets under 10,000 seeds of random
+# crashes, partitions and message loss, with the invariants checked after
+# every event (market/cluster TestFaultCampaign; make test runs 200).
+# A failing seed prints the one command that replays it.
+SOAKSEEDS ?= 10000
+soak:
+	$(GO) test -run TestFaultCampaign -timeout 4h -count 1 ./market/cluster/ -campaign.seeds $(SOAKSEEDS) -campaign.all
 
 # The benchmark report: the real-network benchmarks on loopback and the
 # real binary's submit-to-start path (cmd/agora), then the

@@ -11,15 +11,16 @@ import (
 // auction is the manager's state for one task replica being placed.
 type auction struct {
 	round
-	id        AuctionID
-	offer     TaskOffer
-	broadcast bool
-	closed    bool
-	ranked    []Bid     // remaining bids in award order, after close
-	awardee   *Bid      // award sent, answer awaited
-	awardBy   time.Time // award answer deadline
-	nextAt    time.Time // when a new round may open (back-off)
-	direct    bool      // a stolen replica, awarded to the thief without a bid
+	id         AuctionID
+	offer      TaskOffer
+	broadcast  bool
+	closed     bool
+	ranked     []Bid     // remaining bids in award order, after close
+	awardee    *Bid      // award sent, answer awaited
+	awardBy    time.Time // award answer deadline
+	unanswered bool      // the awardee said nothing by AwardTimeout (awardUnanswered)
+	nextAt     time.Time // when a new round may open (back-off)
+	direct     bool      // a stolen replica, awarded to the thief without a bid
 }
 
 // placeReady opens an auction for every pending replica without one whose
@@ -370,7 +371,7 @@ func (m *Market) awardNext(a *auction) {
 	}
 	b := a.ranked[0]
 	a.ranked = a.ranked[1:]
-	a.awardee, a.awardBy = &b, m.now.Add(m.cfg.AwardTimeout)
+	a.awardee, a.awardBy, a.unanswered = &b, m.now.Add(m.cfg.AwardTimeout), false
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
 		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1,
@@ -413,6 +414,28 @@ func (m *Market) newRound(a *auction) {
 	}
 	a.id.Round++
 	m.sendCFPs(a, t)
+}
+
+// awardUnanswered handles an award with no answer by its deadline. The
+// award or its answer may be lost or late, and an awardee that accepted
+// runs the replica at once: awarding the next bid now could start the
+// attempt twice (the fault campaign found it: market/cluster
+// TestFaultCampaign). So the manager first waits until a running
+// awardee's lease renewals would have reached it — LeaseTimeout after
+// the award — taking any word of it as its answer (onTaskStatus), and
+// only then places the replica again, in a new auction with the next
+// epoch, which makes a start of this one that surfaces later stale.
+func (m *Market) awardUnanswered(a *auction) {
+	k, who := a.id.Key, a.awardee.Bidder
+	if !a.unanswered {
+		a.unanswered = true
+		a.awardBy = a.awardBy.Add(max(m.cfg.LeaseTimeout-m.cfg.AwardTimeout, 0))
+		m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s yet; waiting for word of it until %s", k, who, a.awardBy.Format("15:04:05.000")))
+		return
+	}
+	m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s; placing again with a new epoch", k, who))
+	m.send(who, CancelTask{Key: k, Epoch: a.id.Epoch, Reason: "award withdrawn: no answer"})
+	delete(m.auctions, k) // placeReady opens the next auction, with the next epoch
 }
 
 func (m *Market) onAwardReply(r AwardReply) {

@@ -14,6 +14,18 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	if t == nil {
 		return // not this node's job (any more): no ack, the report may find its manager yet
 	}
+	if a := m.auctions[s.Key]; t.State == TaskPending && a != nil && a.awardee != nil && a.awardee.Bidder == s.Node &&
+		a.id.Epoch == s.Epoch && (s.State == TaskRunning || s.State == TaskAwarded) {
+		// The awardee's report came before its answer to the award (lost,
+		// or overtaken): it accepted, and runs the replica. Judged stale,
+		// its run would be stopped and the replica placed again: started
+		// twice.
+		m.onAwardReply(AwardReply{Auction: a.id, Bidder: s.Node, Accept: true, Start: s.Time})
+		j, t = m.find(s.Key)
+		if t == nil {
+			return
+		}
+	}
 	if s.AckWanted {
 		// Whatever becomes of the report — applied, a repeat, stale — a
 		// repeat would be judged the same way. The ack leaves after this

@@ -1,7 +1,6 @@
 package market
 
 import (
-	"fmt"
 	"sort"
 	"time"
 )
@@ -184,9 +183,7 @@ func (m *Market) Tick(now time.Time) {
 		case !a.closed && !m.now.Before(a.closeAt):
 			m.windowEnd(a)
 		case a.awardee != nil && !m.now.Before(a.awardBy):
-			m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s", k, a.awardee.Bidder))
-			a.awardee = nil
-			m.awardNext(a)
+			m.awardUnanswered(a)
 		case a.closed && a.awardee == nil && !a.nextAt.IsZero() && !m.now.Before(a.nextAt):
 			m.newRound(a)
 		}

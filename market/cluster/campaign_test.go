@@ -1,0 +1,504 @@
+package cluster_test
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/cluster"
+	"github.com/agora-sched/agora/market/spec"
+)
+
+// The fault campaign (issue 41), in the spirit of FoundationDB's seeded
+// simulation and TigerBeetle's simulator: each seed builds a cluster of
+// 3–7 nodes with the markets' default configuration, submits jobs at
+// random times to random nodes, and plays a random schedule of faults,
+// then heals everything and runs until every job has ended. Odd seeds
+// play crashes of any length (0.5 s to 2 min) with restarts, one node
+// down at a time, and message loss and reordering ("crash" seeds); even
+// seeds add partitions that heal and outages that overlap ("split"
+// seeds). The invariants are checked after every event the cluster
+// handles (its Observer) and at the end.
+//
+// Every seed:
+//   - no two processes of one replica run at once on the same node;
+//   - no accepted job is lost: at the end a live node manages it;
+//   - every job reaches a final state.
+//
+// Crash seeds, besides:
+//   - an attempt (a replica's epoch) starts at most once;
+//   - a replica succeeds at most once;
+//   - one manager per job at the end.
+//
+// Split seeds break these three by design today — during a cut, or
+// while a job's manager and the node that took it over are both down,
+// each side may run a job (docs/resilience.md, "Two managers after a
+// cut") — and worse than the design says: epochs from the two sides
+// collide, and two finished records can both survive the heal. The
+// campaign counts those findings in split seeds and logs them (the
+// issue note and docs/resilience.md list them) instead of failing on
+// them; -campaign.strict fails on them too.
+//
+// go test ./market/cluster -run TestFaultCampaign runs the sweep of
+// make test (200 seeds); make soak runs 10,000; a failing seed replays
+// alone with -campaign.seed N, and -campaign.v prints its schedule and
+// each broken replica's history.
+
+var (
+	campaignSeeds  = flag.Int("campaign.seeds", 200, "how many seeds the fault campaign runs")
+	campaignFirst  = flag.Int64("campaign.first", 1, "the first seed of the campaign")
+	campaignSeed   = flag.Int64("campaign.seed", 0, "run this one seed of the fault campaign (0: the sweep)")
+	campaignV      = flag.Bool("campaign.v", false, "print each seed's schedule and findings")
+	campaignAll    = flag.Bool("campaign.all", false, "go on past 5 failing seeds")
+	campaignStrict = flag.Bool("campaign.strict", false, "fail split seeds on the findings they are known to have")
+)
+
+func TestFaultCampaign(t *testing.T) {
+	first, n := *campaignFirst, int64(*campaignSeeds)
+	if *campaignSeed != 0 {
+		first, n = *campaignSeed, 1
+	}
+	if testing.Short() && n > 20 {
+		n = 20
+	}
+	failed := 0
+	findings := map[string]int{}
+	for seed := first; seed < first+n; seed++ {
+		w := newWorld(seed)
+		problems := w.run()
+		for _, f := range w.findings {
+			findings[f]++
+		}
+		if *campaignV || len(problems) > 0 {
+			t.Logf("seed %d: %s", seed, w.summary())
+		}
+		if len(problems) > 0 {
+			failed++
+			t.Errorf("seed %d broke %d invariants (replay: go test ./market/cluster -run TestFaultCampaign -campaign.seed %d -campaign.v):\n  %s\nschedule:\n  %s",
+				seed, len(problems), seed, strings.Join(firstN(problems, 8), "\n  "), strings.Join(w.schedule, "\n  "))
+			if failed >= 5 && !*campaignAll {
+				t.Fatalf("stopping after %d failing seeds", failed)
+			}
+		}
+	}
+	t.Logf("%d seeds, %d failed", n, failed)
+	for _, f := range slices.Sorted(maps.Keys(findings)) {
+		t.Logf("known finding in %d split seeds: %s", findings[f], f)
+	}
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… and %d more", len(s)-n))
+	}
+	return s
+}
+
+// world is one seed's cluster, workload, fault schedule and findings.
+type world struct {
+	seed     int64
+	rng      *rand.Rand
+	q        *cluster.Queue
+	net      *campaignNet
+	cl       *cluster.Cluster
+	n        int
+	start    time.Time
+	jobs     map[string]int      // accepted job → the node it was submitted to
+	started  map[string]bool     // "key@epoch" attempts started
+	running  map[string]int      // "node/key" processes running
+	success  map[string][]string // replica → "node@epoch" of its successful runs
+	pending  []action            // steps the actions scheduled
+	trace    map[string][]string // replica → what happened to it, for the findings
+	split    bool                // a split seed: partitions and overlapping outages
+	findings []string            // kinds of the known split findings this seed showed
+	schedule []string
+	problems []string
+	runtime  map[string]time.Duration
+	exits    map[string][]int
+}
+
+// campaignNet delivers after a random latency (so messages reorder),
+// loses a fraction, and drops everything across a partition.
+type campaignNet struct {
+	rng  *rand.Rand
+	loss float64
+	side []int // partition side of each node; all 0: none
+}
+
+func (n *campaignNet) Send(from, to int, _ market.Msg) (time.Duration, bool) {
+	if n.side[from] != n.side[to] || n.rng.Float64() < n.loss {
+		return 0, false
+	}
+	return time.Millisecond + time.Duration(n.rng.Int63n(int64(20*time.Millisecond))), true
+}
+
+func (n *campaignNet) Link(from, to int) (time.Duration, bool) {
+	if n.side[from] != n.side[to] {
+		return 0, false
+	}
+	return 5 * time.Millisecond, true
+}
+
+func (n *campaignNet) split() bool {
+	for _, s := range n.side {
+		if s != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func newWorld(seed int64) *world {
+	rng := rand.New(rand.NewSource(seed))
+	w := &world{seed: seed, rng: rng, jobs: map[string]int{}, started: map[string]bool{}, running: map[string]int{},
+		success: map[string][]string{}, trace: map[string][]string{}, runtime: map[string]time.Duration{}, exits: map[string][]int{},
+		start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	w.split = seed%2 == 0
+	w.n = 3 + rng.Intn(5)
+	var mcs []market.Config
+	for i := range w.n {
+		mcs = append(mcs, market.Config{Self: market.NodeID(fmt.Sprintf("n%d", i)), Seed: seed*100 + int64(i),
+			Capacity: resource.Vector{CPU: int64(2+rng.Intn(7)) * 1000, Memory: 64 << 30, Disk: 1 << 40}})
+	}
+	w.q = cluster.NewQueue()
+	w.net = &campaignNet{rng: rand.New(rand.NewSource(seed ^ 0x5eed)), side: make([]int, w.n)}
+	w.net.loss = []float64{0, 0, 0.01, 0.05}[rng.Intn(4)]
+	cl, err := cluster.New(cluster.Config{Markets: mcs, Start: w.start, Runtime: w.runtimeOf, Clock: w.q, Network: w.net,
+		Observer: w, Faults: true, TickEvery: 10 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	w.cl = cl
+	return w
+}
+
+// action is one scheduled step of the world.
+type action struct {
+	at   time.Duration
+	what string
+	do   func()
+}
+
+// plan draws the workload and the faults.
+func (w *world) plan() []action {
+	rng := w.rng
+	var acts []action
+	jobs := 6 + rng.Intn(12)
+	for j := range jobs {
+		at := time.Duration(rng.Int63n(int64(90 * time.Second)))
+		node := rng.Intn(w.n)
+		id := fmt.Sprintf("j%d", j)
+		js := w.job(id)
+		acts = append(acts, action{at, fmt.Sprintf("submit %s to n%d", id, node), func() {
+			if w.cl.State(node) != cluster.Up {
+				return // nobody to take it: not accepted
+			}
+			if err := w.cl.Submit(node, id, js); err == nil {
+				w.jobs[id] = node
+			}
+		}})
+	}
+	interval := 2 * time.Second // the markets' default advert interval
+	detect := 3 * interval      // a real node drops a peer after three missed adverts
+	faults := 1 + rng.Intn(5)
+	outages := []time.Duration{500 * time.Millisecond, 2 * time.Second, 7 * time.Second, 30 * time.Second, 120 * time.Second}
+	var free time.Duration // crash seeds: when the last node down is back and settled
+	for range faults {
+		at := time.Duration(rng.Int63n(int64(150 * time.Second)))
+		kind := rng.Intn(3)
+		if !w.split {
+			kind = 0
+			at += free
+		}
+		switch kind {
+		case 0, 1: // a crash and a restart
+			i := rng.Intn(w.n)
+			down := outages[rng.Intn(len(outages))] + time.Duration(rng.Int63n(int64(time.Second)))
+			free = at + down + 30*time.Second
+			acts = append(acts,
+				action{at, fmt.Sprintf("crash n%d for %v", i, down.Round(time.Millisecond)), func() { w.cl.Crash(i) }},
+				action{at + min(detect, down), fmt.Sprintf("peers notice n%d gone", i), func() {
+					if w.cl.State(i) == cluster.Down {
+						w.cl.Gone(i)
+					}
+				}},
+				action{at + down, fmt.Sprintf("restart n%d", i), func() {
+					if w.cl.State(i) == cluster.Down {
+						_ = w.cl.Restart(i)
+					}
+				}})
+		case 2: // a partition that heals
+			side := make([]int, w.n)
+			for i := range side {
+				side[i] = rng.Intn(2)
+			}
+			cut := outages[rng.Intn(len(outages))]
+			acts = append(acts,
+				action{at, fmt.Sprintf("partition %v for %v", side, cut), func() { w.partition(side, detect) }},
+				action{at + cut, "heal", func() { w.heal() }})
+		}
+	}
+	slices.SortStableFunc(acts, func(a, b action) int { return int(a.at - b.at) })
+	return acts
+}
+
+// job draws a job: a chain or fan of 1–3 tasks with replicas.
+func (w *world) job(id string) spec.Job {
+	rng := w.rng
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\ntasks:\n", id)
+	tasks := 1 + rng.Intn(3)
+	for k := range tasks {
+		name := fmt.Sprintf("t%d", k)
+		fmt.Fprintf(&b, "  - name: %s\n    command: [work]\n    replicas: %d\n    resources: {cpu: %d}\n", name, 1+rng.Intn(3), 1+rng.Intn(2))
+		if k > 0 && rng.Intn(2) == 0 {
+			fmt.Fprintf(&b, "    after: [t%d]\n", rng.Intn(k))
+		}
+		key := id + "/" + name
+		w.runtime[key] = time.Duration(1+rng.Intn(30)) * time.Second
+		if rng.Intn(5) == 0 {
+			w.exits[key] = []int{1} // fails its first attempt
+		}
+	}
+	js, err := spec.Parse([]byte(b.String()), w.start)
+	if err != nil {
+		panic(err)
+	}
+	return *js
+}
+
+func (w *world) runtimeOf(_ int, t market.TaskSpec) (time.Duration, int) {
+	key := t.Key.Job + "/" + t.Key.Task
+	exit := 0
+	if e := w.exits[key]; t.Attempt <= len(e) {
+		exit = e[t.Attempt-1]
+	}
+	return w.runtime[key], exit
+}
+
+// partition cuts the nodes into the two sides; after detect each side
+// drops the other from its views, as real nodes would after missed
+// adverts.
+func (w *world) partition(side []int, detect time.Duration) {
+	copy(w.net.side, side)
+	w.pending = append(w.pending, action{w.q.Now() + detect, "views drop the other side", func() {
+		for i := range w.n {
+			for j := range w.n {
+				if w.net.side[i] != w.net.side[j] && w.alive(i) && w.alive(j) {
+					id := w.cl.Node(j).ID
+					w.cl.Do(i, func(m *market.Market, now time.Time) { m.PeerGone(now, id) })
+				}
+			}
+		}
+	}})
+}
+
+func (w *world) heal() {
+	if !w.net.split() {
+		return
+	}
+	for i := range w.net.side {
+		w.net.side[i] = 0
+	}
+	for i := range w.n {
+		for j := range w.n {
+			if i != j && w.alive(i) && w.alive(j) {
+				w.cl.Hear(i, j)
+			}
+		}
+	}
+}
+
+func (w *world) alive(i int) bool {
+	s := w.cl.State(i)
+	return s == cluster.Up || s == cluster.Leaving
+}
+
+func (w *world) broke(format string, args ...any) {
+	w.problems = append(w.problems, fmt.Sprintf("%v: ", w.q.Now().Round(time.Millisecond))+fmt.Sprintf(format, args...))
+}
+
+// run plays the world and returns the invariants it broke.
+func (w *world) run() []string {
+	acts := w.plan()
+	for _, a := range acts {
+		w.schedule = append(w.schedule, fmt.Sprintf("%v %s", a.at.Round(time.Millisecond), a.what))
+	}
+	w.cl.Start()
+	step := 100 * time.Millisecond
+	for len(acts) > 0 || len(w.pending) > 0 {
+		next := w.q.Now() + step
+		w.q.RunUntil(w.cl, next)
+		due := func(list *[]action) {
+			for len(*list) > 0 && (*list)[0].at <= w.q.Now() {
+				a := (*list)[0]
+				*list = (*list)[1:]
+				a.do()
+			}
+		}
+		slices.SortStableFunc(w.pending, func(a, b action) int { return int(a.at - b.at) })
+		due(&acts)
+		due(&w.pending)
+	}
+	// Everything heals and comes back; then the jobs must end.
+	w.heal()
+	for i := range w.n {
+		if w.cl.State(i) == cluster.Down {
+			_ = w.cl.Restart(i)
+		}
+	}
+	end := w.q.Now() + time.Hour
+	for w.q.Now() < end && !w.allEnded() {
+		w.q.RunUntil(w.cl, w.q.Now()+time.Second)
+	}
+	// A little longer, for split resolution and copies to settle.
+	w.q.RunUntil(w.cl, w.q.Now()+time.Minute)
+	w.final()
+	return w.problems
+}
+
+// managers lists the live nodes that manage job id, and its record's
+// state at each.
+func (w *world) managers(id string) map[int]market.JobRecord {
+	out := map[int]market.JobRecord{}
+	for i := range w.n {
+		if !w.alive(i) {
+			continue
+		}
+		if rec, ok := w.cl.Node(i).Market.Job(id); ok {
+			out[i] = rec
+		}
+	}
+	return out
+}
+
+func (w *world) allEnded() bool {
+	for id := range w.jobs {
+		ms := w.managers(id)
+		if len(ms) == 0 {
+			return false
+		}
+		for _, rec := range ms {
+			if !rec.State.Terminal() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// known notes a finding split seeds are known to have, failing on it
+// only with -campaign.strict or in a crash seed.
+func (w *world) known(kind, format string, args ...any) {
+	if w.split && !*campaignStrict {
+		if !slices.Contains(w.findings, kind) {
+			w.findings = append(w.findings, kind)
+		}
+		return
+	}
+	w.broke(format, args...)
+}
+
+// final checks what must hold once the network has healed.
+func (w *world) final() {
+	for _, id := range slices.Sorted(maps.Keys(w.jobs)) {
+		ms := w.managers(id)
+		switch {
+		case len(ms) == 0:
+			w.broke("job %s (accepted by n%d) is lost: no live node manages it", id, w.jobs[id])
+		case len(ms) > 1:
+			var who []string
+			for i, rec := range ms {
+				who = append(who, fmt.Sprintf("n%d(%s)", i, rec.State))
+			}
+			slices.Sort(who)
+			w.known("two managers after the heal", "job %s has %d managers after the heal: %s", id, len(ms), strings.Join(who, " "))
+		}
+		for _, rec := range ms {
+			if !rec.State.Terminal() {
+				w.broke("job %s never ended: %s (%s)", id, rec.State, rec.Reason)
+			}
+		}
+	}
+}
+
+func (w *world) history(k market.TaskKey) string {
+	h := w.trace[k.String()]
+	if len(h) == 0 {
+		return ""
+	}
+	return "\n      " + strings.Join(h, "\n      ")
+}
+
+func (w *world) summary() string {
+	kind := "crash"
+	if w.split {
+		kind = "split"
+	}
+	return fmt.Sprintf("%s seed, %d nodes, %d jobs, loss %.2f, %d steps scheduled, %d attempts started", kind, w.n, len(w.jobs), w.net.loss, len(w.schedule), len(w.started))
+}
+
+// Observer: the checks after every event.
+
+func (w *world) Effects(node int, effs []market.Effect) {
+	if !*campaignV {
+		return
+	}
+	for _, e := range effs {
+		var k market.TaskKey
+		var what string
+		switch x := e.(type) {
+		case market.StartTask:
+			k, what = x.Task.Key, fmt.Sprintf("StartTask epoch %d attempt %d", x.Task.Epoch, x.Task.Attempt)
+		case market.StopTask:
+			k, what = x.Key, fmt.Sprintf("StopTask epoch %d: %s", x.Epoch, x.Reason)
+		case market.Send:
+			switch m := x.Msg.(type) {
+			case market.Award:
+				k, what = m.Task.Key, fmt.Sprintf("send Award epoch %d to %s", m.Task.Epoch, x.To)
+			case market.TaskStatus:
+				k, what = m.Key, fmt.Sprintf("send TaskStatus %s epoch %d to %s", m.State, m.Epoch, x.To)
+			default:
+				continue
+			}
+		default:
+			continue
+		}
+		w.trace[k.String()] = append(w.trace[k.String()], fmt.Sprintf("%v n%d %s", w.q.Now().Round(time.Millisecond), node, what))
+	}
+}
+func (w *world) Saved(int, market.JobRecord) {}
+func (w *world) Left(int)                    {}
+
+func (w *world) Started(node int, t market.TaskSpec) {
+	at := fmt.Sprintf("%s@%d", t.Key, t.Epoch)
+	if w.started[at] {
+		w.known("an attempt started twice (epochs of two managers collide)", "attempt %s started a second time, on n%d%s", at, node, w.history(t.Key))
+	}
+	w.started[at] = true
+	proc := fmt.Sprintf("n%d/%s", node, t.Key)
+	if w.running[proc] > 0 {
+		w.broke("replica %s started on n%d while a run of it goes on there", t.Key, node)
+	}
+	w.running[proc]++
+}
+
+func (w *world) Ended(node int, key market.TaskKey, r *cluster.Run, exit int, lost bool) {
+	proc := fmt.Sprintf("n%d/%s", node, key)
+	w.running[proc]--
+	if exit != 0 || lost || r.Stopping {
+		return
+	}
+	k := key.String()
+	w.success[k] = append(w.success[k], fmt.Sprintf("n%d@%d", node, r.Epoch))
+	if len(w.success[k]) > 1 {
+		w.known("a replica succeeded twice (run on both sides)", "replica %s succeeded %d times: %v%s", k, len(w.success[k]), w.success[k], w.history(key))
+	}
+}
