@@ -28,7 +28,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
 	data := filepath.Join(mnt, "data")
-	p := startNode(t, data, "--task-user", "node")
+	p := startNode(t, data)
 	spec := writeFile(t, "job.json", `{"name": "small", "tasks": [{"name": "t", "command": ["true"]}]}`)
 	submit := func() (string, string, int) { return agora(t, "submit", "--api", p.api, "--wait", "--json", spec) }
 	out, errOut, code := submit()
@@ -77,7 +77,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = p.cmd.Wait()
-	p = startNode(t, data, "--task-user", "node")
+	p = startNode(t, data)
 	for _, id := range []string{first, second} {
 		if out, _, code := agora(t, "status", "--api", p.api, "--json", id); code != 0 || !strings.Contains(out, "succeeded") {
 			t.Fatalf("job %s after a restart: %d %s", id, code, out)
