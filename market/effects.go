@@ -22,6 +22,10 @@ type Broadcast struct{ Msg Msg }
 type StartTask struct {
 	Task  TaskSpec
 	Alloc resource.Allocation
+	// Manager is the node the task reports to: what the caller keeps
+	// with a running attempt, to hand back through Resume after a
+	// restart.
+	Manager NodeID
 }
 
 // StopTask stops a running task replica (SIGTERM, Grace, SIGKILL). The

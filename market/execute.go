@@ -35,7 +35,7 @@ func (m *Market) schedule() {
 			c.free.Take(k.spec.Request, al)
 			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now
 			c.running[k.spec.Key] = k
-			m.emit(StartTask{Task: k.spec, Alloc: al})
+			m.emit(StartTask{Task: k.spec, Alloc: al, Manager: k.manager})
 			m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
 			continue
 		}

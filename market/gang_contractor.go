@@ -244,7 +244,7 @@ func (m *Market) onCommit(from NodeID, cm Commit) {
 	k.spec.Rank, k.spec.Peers = cm.Rank, cm.Peers
 	k.started, k.running, k.beat = m.now, true, m.now
 	c.running[cm.Key] = k
-	m.emit(StartTask{Task: k.spec, Alloc: k.alloc})
+	m.emit(StartTask{Task: k.spec, Alloc: k.alloc, Manager: k.manager})
 	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
 }
 

@@ -77,6 +77,21 @@ func (m *Market) restore(jobs []JobRecord) {
 				continue
 			}
 			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
+				if k := m.c.running[t.Key]; k != nil && k.spec.Epoch == t.Epoch && !j.isGang(t.Key.Task) {
+					// Its process outlived the node's crash and was
+					// re-attached (Resume): it runs on, and reports.
+					t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+					continue
+				}
+				if r := m.c.resultOf[resultID{t.Key, t.Epoch, t.Attempts}]; r != nil && !j.isGang(t.Key.Task) {
+					// Re-attached, it ended while the job was held back
+					// (Reclaim): its report waits for the job.
+					if t.State == TaskAwarded {
+						ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskRunning, Time: r.st.Time})
+					}
+					ended = append(ended, r.st)
+					continue
+				}
 				if j.isGang(t.Key.Task) {
 					// A gang runs whole or not at all: its other replicas
 					// are stopped and the gang is placed again.

@@ -2,6 +2,8 @@ package market
 
 import (
 	"fmt"
+
+	"github.com/agora-sched/agora/devices/resource"
 	"maps"
 	"slices"
 	"sort"
@@ -74,6 +76,44 @@ const reclaimSettleMax = 10
 
 // reclaimAsks is how many times a silent peer is asked about a held job.
 const reclaimAsks = 3
+
+// Resumed is an attempt of this node's that outlived the node's crash:
+// its process still ran at the restart, and the caller re-attached to it
+// instead of killing it, so that it does not start a second time.
+type Resumed struct {
+	Task    TaskSpec
+	Alloc   resource.Allocation
+	Manager NodeID
+	Started time.Time
+}
+
+// Resume gives a restarted market the attempts its caller re-attached
+// to: each runs on as a contract of this node's, holding its resources
+// and renewing its lease with its manager, and its exit is reported
+// through TaskExited as any other's. It is called before Reclaim, so that
+// the jobs this node manages find their attempts running here. Gang
+// replicas are not resumed (a gang runs whole: its manager places it
+// again); nor is an attempt whose resources no longer fit the capacity.
+func (m *Market) Resume(now time.Time, runs []Resumed) {
+	m.enter(now)
+	defer m.leave()
+	c := &m.c
+	for _, r := range runs {
+		k := r.Task.Key
+		req := r.Task.Request
+		if _, dup := c.running[k]; dup || len(r.Task.Peers) > 0 || req.CPU > c.free.CPU || req.Memory > c.free.Memory || req.Disk > c.free.Disk {
+			continue
+		}
+		c.seq++
+		ct := &contract{spec: r.Task, manager: r.Manager, accepted: r.Started, seq: c.seq, alloc: r.Alloc,
+			started: r.Started, running: true, beat: m.now}
+		ct.runtime = c.predictRuntime(r.Task.TaskOffer, m.now)
+		c.free.Take(r.Task.Request, r.Alloc)
+		c.running[k] = ct
+		m.event(k.Job, fmt.Sprintf("%s: epoch %d re-attached after this node restarted; it runs on", k, r.Task.Epoch))
+		m.send(r.Manager, TaskStatus{Key: k, Epoch: r.Task.Epoch, Attempt: r.Task.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+	}
+}
 
 // Reclaim loads a restarted node's job records: finished jobs at once,
 // unfinished ones once the node has asked its peers about them (see

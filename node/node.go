@@ -448,6 +448,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	for _, ai := range n.rememberedPeers() {
 		known = append(known, market.NodeID(ai.ID.String()))
 	}
+	m.Resume(time.Now(), n.ex.Resumed()) // before Reclaim: the jobs managed here find them running
 	m.Reclaim(time.Now(), jobs, known, n.ex.ExitedWhileDown()...)
 	if err := n.loadCopies(); err != nil {
 		return fmt.Errorf("node: read job-record copies: %w", err)

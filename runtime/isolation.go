@@ -57,6 +57,17 @@ func (p *idPool) take() (uint32, error) {
 	return 0, fmt.Errorf("all %d task user IDs from %d are in use", p.r.Count, p.r.First)
 }
 
+// mark takes id if it is the pool's and free (an adopted task's).
+func (p *idPool) mark(id uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id < p.r.First || id-p.r.First >= p.r.Count || p.inUse[id] {
+		return false
+	}
+	p.inUse[id] = true
+	return true
+}
+
 func (p *idPool) give(id uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -29,6 +29,7 @@ type task struct {
 	cmd      *exec.Cmd // nil until started, and forever if starting failed
 	uid      uint32    // the task's own user ID (Isolation.IDs), when owned
 	owned    bool      // uid is the task's own, from the Runner's pool
+	adopted  bool      // an orphan of the node's previous run (Adopt): no cmd, not a child
 	pid      int
 	started  time.Time
 	exited   bool // the main process has exited; the group must not be signalled
@@ -217,7 +218,7 @@ func (t *task) supervise(r *Runner) Result {
 func (t *task) terminate(why stopState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cmd == nil || t.exited || t.termSent {
+	if (t.cmd == nil && !t.adopted) || t.exited || t.termSent {
 		return
 	}
 	t.termSent = true
@@ -240,7 +241,7 @@ func (t *task) terminate(why stopState) {
 func (t *task) kill() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cmd == nil || t.exited {
+	if (t.cmd == nil && !t.adopted) || t.exited {
 		return
 	}
 	if !t.stop.timedOut && !t.stop.cancelled {
@@ -253,7 +254,7 @@ func (t *task) kill() {
 // cgroup). The caller holds t.mu and has checked that the main process has
 // not been reaped.
 func (t *task) signalLocked(sig syscall.Signal) {
-	if t.cmd == nil || t.exited {
+	if (t.cmd == nil && !t.adopted) || t.exited {
 		return
 	}
 	if err := signalGroup(t.pid, sig); err != nil {

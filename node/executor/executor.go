@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
@@ -95,6 +96,9 @@ type Executor struct {
 	// downExits are the previous run's attempts that finished while the
 	// node was down (reapOrphans).
 	downExits []market.TaskExit
+	// resumed are the previous run's attempts whose processes were still
+	// running at this start, re-attached instead of killed (reapOrphans).
+	resumed []market.Resumed
 
 	// mu orders task starts against stops and teardown; it guards the
 	// fields below and the stopping flag's changes.
@@ -197,6 +201,12 @@ type Execution struct {
 	// byte naming its stream (tagStdout, tagStderr); logs kept before
 	// the node told the streams apart have none.
 	Tagged bool `json:"tagged,omitempty"`
+	// Task, Alloc and Manager are the attempt as the market started it:
+	// what a restarted node hands back to its market (market.Resume)
+	// when the attempt's process outlived the crash (orphans.go).
+	Task    *market.TaskSpec    `json:"task,omitempty"`
+	Alloc   resource.Allocation `json:"alloc,omitzero"`
+	Manager market.NodeID       `json:"manager,omitempty"`
 }
 
 // Stream tags of a tagged log chunk.
@@ -303,7 +313,8 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	}
 	stream := logStream(k, st.Task.Attempt)
 	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
-		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs, Tagged: true}
+		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs, Tagged: true,
+		Task: &st.Task, Alloc: st.Alloc, Manager: st.Manager}
 	if err := x.execs.Put(stream, ex); err != nil {
 		log.Warnw("save execution", "err", err)
 	}
@@ -319,13 +330,34 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		}
 	})
 	epoch := st.Task.Epoch
-	done := func(r runtime.Result) {
+	done := x.ended(st, spec.WorkDir, ck, stream, ex)
+	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
+		if x.opts.Data == nil {
+			go done(runtime.Result{ExitCode: -1, Reason: "start: this node cannot fetch inputs", Finished: time.Now()})
+			return
+		}
+		x.inputsThenStart(st.Task, runID(k, epoch), spec, sink, done, ck)
+		return
+	}
+	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !x.stopping.Load() {
+		x.resumeThenStart(ck, runID(k, epoch), spec, sink, done)
+		return
+	}
+	x.launch(runID(k, epoch), spec, sink, done, ck)
+}
+
+// ended is what happens when an attempt ends: its outputs kept, its
+// checkpoints finished, its execution record closed, its exit reported
+// to the market (retried until the market takes it).
+func (x *Executor) ended(st market.StartTask, workDir string, ck *ckRun, stream string, ex Execution) func(runtime.Result) {
+	k, epoch := st.Task.Key, st.Task.Epoch
+	return func(r runtime.Result) {
 		var outputs *market.DataRef
 		if r.ExitCode == 0 && !r.Cancelled && !r.TimedOut && len(st.Task.Outputs) > 0 && !x.killing.Load() {
 			// Kept and copied before the success is reported: the tasks
 			// after it find them even if this node goes at once.
 			var err error
-			if outputs, err = x.saveOutputs(st.Task, spec.WorkDir); err != nil {
+			if outputs, err = x.saveOutputs(st.Task, workDir); err != nil {
 				r.ExitCode, r.Reason = -1, "keeping outputs: "+err.Error()
 			}
 		}
@@ -355,19 +387,6 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
-		if x.opts.Data == nil {
-			go done(runtime.Result{ExitCode: -1, Reason: "start: this node cannot fetch inputs", Finished: time.Now()})
-			return
-		}
-		x.inputsThenStart(st.Task, runID(k, epoch), spec, sink, done, ck)
-		return
-	}
-	if ck != nil && (st.Task.Attempt > 1 || epoch > 1) && !x.stopping.Load() {
-		x.resumeThenStart(ck, runID(k, epoch), spec, sink, done)
-		return
-	}
-	x.launch(runID(k, epoch), spec, sink, done, ck)
 }
 
 // Executions lists the attempts of a job's tasks this node ran or runs,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -18,12 +19,29 @@ import (
 // while the node was down, for the market (market.Reclaim).
 func (x *Executor) ExitedWhileDown() []market.TaskExit { return x.downExits }
 
-// reapOrphans kills task processes left behind by a previous run of this
-// node that died without stopping them (kill -9, crash): for every
-// attempt the store says started and never finished, any process whose
-// environment names that attempt (job, task, replica, epoch) is killed
-// with its process group, and the attempt is closed. Linux only; it does
-// nothing where /proc is missing.
+// Resumed lists the attempts of the previous run whose processes were
+// still running at this start and were re-attached, for the market
+// (market.Resume).
+func (x *Executor) Resumed() []market.Resumed { return x.resumed }
+
+// Adopter is a TaskRunner that can take over a process a previous run of
+// the node started (runtime.Runner can).
+type Adopter interface {
+	Adopt(id string, o runtime.Orphan, done func(runtime.Result)) error
+}
+
+// reapOrphans deals with the attempts a previous run of this node left
+// unfinished when it died without stopping them (kill -9, crash): for
+// every attempt the store says started and never finished, the
+// processes whose environment names that attempt (job, task, replica,
+// epoch) are found. One still running is re-attached when it can be (its
+// record holds the attempt as the market started it, it is no gang
+// replica, and the runner adopts processes): it runs on, and its exit is
+// reported as any other's, so a restart never starts it a second time.
+// Otherwise its processes are killed with their process groups, and the
+// attempt is closed — reported as finished while the node was down when
+// its wrapper left an exit status. Linux only; it does nothing where
+// /proc is missing.
 func (x *Executor) reapOrphans() {
 	// The unfinished attempts only, read with Scan: a node may keep more
 	// executions than List returns (store.MaxListEntries).
@@ -38,16 +56,17 @@ func (x *Executor) reapOrphans() {
 		log.Warnw("read executions to reap orphans", "err", err)
 		return
 	}
-	want := map[string]string{} // env signature → stream
-	for _, e := range exs {
+	want := map[string]int{} // env signature → index in exs
+	for i, e := range exs {
 		k := e.Value.Key
 		sig := strings.Join([]string{"AGORA_JOB_ID=" + k.Job, "AGORA_TASK=" + k.Task,
 			"AGORA_REPLICA=" + strconv.Itoa(k.Replica), "AGORA_EPOCH=" + strconv.FormatUint(e.Value.Epoch, 10)}, "\x00")
-		want[sig] = e.Key
+		want[sig] = i
 	}
 	if len(want) == 0 {
 		return
 	}
+	found := map[int][]int{} // index in exs → its live processes
 	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range procs {
 		env, err := os.ReadFile(p)
@@ -58,24 +77,39 @@ func (x *Executor) reapOrphans() {
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			vars[string(kv)] = true
 		}
-		for sig := range want {
+		for sig, i := range want {
 			match := true
 			for _, kv := range strings.Split(sig, "\x00") {
 				match = match && vars[kv]
 			}
-			if !match {
-				continue
-			}
 			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-			if err != nil || pid <= 1 || pid == os.Getpid() {
-				continue
+			if match && err == nil && pid > 1 && pid != os.Getpid() {
+				found[i] = append(found[i], pid)
 			}
+		}
+	}
+	adopted := map[int]bool{}
+	for i, pids := range found {
+		if x.adopt(exs[i], pids) {
+			adopted[i] = true
+			continue
+		}
+		for _, pid := range pids {
 			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			}
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			log.Warnw("killed a task process left by the previous run", "pid", pid, "execution", want[sig])
+			log.Warnw("killed a task process left by the previous run", "pid", pid, "execution", exs[i].Key)
 		}
+	}
+	if len(adopted) > 0 {
+		kept := exs[:0]
+		for i, e := range exs {
+			if !adopted[i] {
+				kept = append(kept, e)
+			}
+		}
+		exs = kept
 	}
 	// An attempt that finished while the node was down left its exit
 	// status (runtime.Spec.ExitFile): it is reported, not run again. This
@@ -107,4 +141,34 @@ func (x *Executor) reapOrphans() {
 	if err := x.execs.PutAll(exs); err != nil {
 		log.Warnw("close the attempts of the previous run", "err", err)
 	}
+}
+
+// adopt re-attaches an attempt of the previous run whose processes pids
+// still run, when it can (see reapOrphans); it reports whether it did.
+func (x *Executor) adopt(e store.Entry[Execution], pids []int) bool {
+	ex := e.Value
+	ad, ok := x.runner.(Adopter)
+	if !ok || ex.Task == nil || len(ex.Task.Peers) > 0 || ex.Task.Epoch != ex.Epoch {
+		return false
+	}
+	leader := 0
+	for _, pid := range pids {
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
+			leader = pid
+		}
+	}
+	if leader == 0 {
+		return false
+	}
+	k := ex.Key
+	dir := x.taskDir(k)
+	st := market.StartTask{Task: *ex.Task, Alloc: ex.Alloc, Manager: ex.Manager}
+	done := x.ended(st, filepath.Join(dir, "work"), nil, e.Key, ex)
+	o := runtime.Orphan{PID: leader, Started: ex.Started, ExitFile: exitFile(dir, ex.Epoch), Timeout: ex.Task.Timeout, Grace: x.opts.PreemptGrace}
+	if err := ad.Adopt(runID(k, ex.Epoch), o, done); err != nil {
+		log.Warnw("re-attach a task left running by the previous run", "execution", e.Key, "err", err)
+		return false
+	}
+	x.resumed = append(x.resumed, market.Resumed{Task: *ex.Task, Alloc: ex.Alloc, Manager: ex.Manager, Started: ex.Started})
+	return true
 }
