@@ -52,7 +52,7 @@ fmt:
 
 # The long fault campaign: the markets under 10,000 seeds of random
 # crashes, partitions and message loss, with the invariants checked after
-# every event (market/cluster TestFaultCampaign; make test runs 200).
+# every event (market/cluster TestFaultCampaign; make test runs 1,000).
 # A failing seed prints the one command that replays it.
 SOAKSEEDS ?= 10000
 soak:

@@ -112,12 +112,14 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 		c.runs[k.spec.Type] = r
 	}
 	// The manager may be unreachable right now (restarting, partitioned):
-	// repeat the final report, 1 s, 2 s, 4 s … apart, until the manager
-	// acknowledges it or maxResultRepeats went out.
+	// repeat the final report until the manager acknowledges it — every
+	// LeaseEvery for a lease after the end (the repeats renew the lease,
+	// as the running reports did), then 1 s, 2 s, 4 s … apart,
+	// maxResultRepeats times.
 	st.AckWanted = true
 	m.send(k.manager, st)
 	m.addResult(&pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
-		expires: m.now.Add(m.cfg.LeaseEvery * (1<<maxResultRepeats - 1))})
+		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
 	m.schedule()
 }
 
@@ -167,9 +169,18 @@ func (m *Market) repeatResults() {
 				continue
 			}
 			m.send(r.to, r.st)
-			r.sent++
-			r.gap *= 2
-			r.next = m.now.Add(r.gap)
+			if m.now.Sub(r.st.Time) < m.cfg.LeaseTimeout {
+				// Still within a lease of the end: the manager hears from
+				// this replica as often as while it ran. Backing off at
+				// once, three lost reports let the lease lapse before the
+				// fourth, and the replica ran again elsewhere (the fault
+				// campaign's seed 593).
+				r.next = m.now.Add(m.cfg.LeaseEvery)
+			} else {
+				r.sent++
+				r.gap *= 2
+				r.next = m.now.Add(r.gap)
+			}
 		}
 		if r.sent < maxResultRepeats {
 			keep = append(keep, r)

@@ -6,11 +6,14 @@ import (
 )
 
 // TestResultAcked: an executor repeats a task's final report until its
-// manager acknowledges it — once, when the ack arrives, and the full
-// maxResultRepeats times when every ack is lost — and keeps an
+// manager acknowledges it — once, when the ack arrives, and when every
+// ack is lost every second for a lease after the end (4 repeats with the
+// defaults, LeaseEvery 1 s and LeaseTimeout 5 s) and then the full
+// maxResultRepeats times — and keeps an
 // acknowledged report until its repeats would have ended, so that a node
 // adopting the job still gets it.
 func TestResultAcked(t *testing.T) {
+	const leaseRepeats = 4 // at 1, 2, 3 and 4 s after the end: within LeaseTimeout
 	for _, tc := range []struct {
 		name      string
 		loseAcks  bool
@@ -19,7 +22,7 @@ func TestResultAcked(t *testing.T) {
 		wantAcks  int
 	}{
 		{"acked", false, false, 1, 1},
-		{"acks lost", true, false, 1 + maxResultRepeats, 1 + maxResultRepeats},
+		{"acks lost", true, false, 1 + leaseRepeats + maxResultRepeats, 1 + leaseRepeats + maxResultRepeats},
 		{"acked, then adopted", false, true, 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
