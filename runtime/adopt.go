@@ -53,20 +53,12 @@ func (r *Runner) Adopt(id string, o Orphan, done func(Result)) error {
 	if uid, ok := procUID(o.PID); ok && r.ids != nil && r.ids.mark(uid) {
 		t.uid, t.owned = uid, true
 	}
-	r.mu.Lock()
-	if _, ok := r.tasks[id]; ok {
-		r.mu.Unlock()
+	if err := r.track(t); err != nil {
 		if t.owned {
 			r.ids.give(t.uid)
 		}
-		return fmt.Errorf("runtime: task %q is already running", id)
+		return err
 	}
-	r.tasks[id] = t
-	if r.active == 0 {
-		r.idle = make(chan struct{})
-	}
-	r.active++
-	r.mu.Unlock()
 	if o.Timeout > 0 {
 		left := time.Until(o.Started.Add(o.Timeout))
 		t.timeout = time.AfterFunc(max(left, 0), func() { t.terminate(stopState{timedOut: true}) })
@@ -88,14 +80,7 @@ func (t *task) superviseAdopted(r *Runner, start uint64) Result {
 	}
 	finished := time.Now()
 	t.mu.Lock()
-	t.exited = true
-	if t.timeout != nil {
-		t.timeout.Stop()
-	}
-	if t.killer != nil {
-		t.killer.Stop()
-	}
-	st := t.stop
+	st := t.exitedLocked()
 	t.mu.Unlock()
 	// What the attempt left in its group, and under its own ID.
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL)

@@ -192,17 +192,9 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 	t.spec.Env = maps.Clone(spec.Env)
 	t.spec.ExtraEnv = maps.Clone(spec.ExtraEnv)
 
-	r.mu.Lock()
-	if _, ok := r.tasks[id]; ok {
-		r.mu.Unlock()
-		return fmt.Errorf("runtime: task %q is already running", id)
+	if err := r.track(t); err != nil {
+		return err
 	}
-	r.tasks[id] = t
-	if r.active == 0 {
-		r.idle = make(chan struct{})
-	}
-	r.active++
-	r.mu.Unlock()
 
 	// Holding t.mu while starting makes a concurrent Stop or Kill wait until
 	// there is a process to signal.
@@ -218,6 +210,21 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 	go func() {
 		r.finish(t, t.supervise(r))
 	}()
+	return nil
+}
+
+// track registers t under its id, until finish.
+func (r *Runner) track(t *task) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.tasks[t.id]; ok {
+		return fmt.Errorf("runtime: task %q is already running", t.id)
+	}
+	r.tasks[t.id] = t
+	if r.active == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.active++
 	return nil
 }
 

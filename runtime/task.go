@@ -168,14 +168,7 @@ func (t *task) supervise(r *Runner) Result {
 	} else {
 		log.Warnw("waiting for task", "id", t.id, "err", waitErr)
 	}
-	t.exited = true
-	if t.timeout != nil {
-		t.timeout.Stop()
-	}
-	if t.killer != nil {
-		t.killer.Stop()
-	}
-	st := t.stop
+	st := t.exitedLocked()
 	t.mu.Unlock()
 
 	waitErr = t.cmd.Wait()
@@ -211,6 +204,20 @@ func (t *task) supervise(r *Runner) Result {
 	res.Finished = finished
 	res.Pid = t.pid
 	return res
+}
+
+// exitedLocked marks the main process exited (nothing is signalled from
+// now on), stops the timers and returns why the task was stopped, if it
+// was. The caller holds t.mu.
+func (t *task) exitedLocked() stopState {
+	t.exited = true
+	if t.timeout != nil {
+		t.timeout.Stop()
+	}
+	if t.killer != nil {
+		t.killer.Stop()
+	}
+	return t.stop
 }
 
 // terminate asks the task to stop: SIGTERM to its group now, SIGKILL after
