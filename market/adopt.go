@@ -24,6 +24,7 @@ func (m *Market) adopt(rec JobRecord) {
 	j := rec.Clone()
 	old := j.Manager
 	j.Manager = m.cfg.Self
+	j.EpochTag = epochTag(m.cfg.Self, j.ID, m.now)
 	m.jobs[j.ID] = &j
 	if m.adoptedAt == nil {
 		m.adoptedAt = map[string]time.Time{}
@@ -95,7 +96,7 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	live := s.State == TaskAwarded || s.State == TaskRunning
 	if s.Epoch > t.Epoch {
 		at, adopted := m.adoptedAt[j.ID]
-		return adopted && live && s.Epoch-t.Epoch <= maxEpochGap && m.now.Sub(at) <= m.catchUpWindow()
+		return adopted && live && epochSteps(t.Epoch, s.Epoch) <= maxEpochGap && m.now.Sub(at) <= m.catchUpWindow()
 	}
 	e, ok := m.inherited[t.Key]
 	return ok && t.State == TaskPending && s.Epoch == e && e == t.Epoch && live

@@ -66,7 +66,7 @@ func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
 
 func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
 	delete(m.inherited, t.Key)
-	t.Epoch++
+	t.Epoch = m.nextEpoch(j, t.Epoch)
 	m.touch(j.ID)
 	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t)}
 	m.auctions[t.Key] = a

@@ -155,7 +155,7 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 	for _, t := range recs {
 		epoch = max(epoch, t.Epoch)
 	}
-	epoch++
+	epoch = m.nextEpoch(j, epoch)
 	for _, t := range recs {
 		t.Epoch = epoch
 	}

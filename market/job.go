@@ -91,9 +91,12 @@ type TaskRecord struct {
 
 // JobRecord is the manager's durable record of a job.
 type JobRecord struct {
-	ID        string       `json:"id"`
-	Spec      spec.Job     `json:"spec"`
-	Manager   NodeID       `json:"manager"`
+	ID      string   `json:"id"`
+	Spec    spec.Job `json:"spec"`
+	Manager NodeID   `json:"manager"`
+	// EpochTag marks the epochs of the manager that took the job over
+	// last (epochs.go); zero while its first manager has it.
+	EpochTag  uint32       `json:"epoch_tag,omitempty"`
 	Submitted time.Time    `json:"submitted"`
 	State     JobState     `json:"state"`
 	Reason    string       `json:"reason,omitempty"`

@@ -147,7 +147,7 @@ func (m *Market) onTransfer(x Transfer) {
 		return
 	}
 	m.move(j, t, change{ev: evStolen, reason: "stolen by " + string(x.To)})
-	t.Epoch++
+	t.Epoch = m.nextEpoch(j, t.Epoch)
 	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), closed: true, direct: true,
 		round: round{invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}}
 	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)

@@ -422,7 +422,7 @@ func (w *world) final() {
 				who = append(who, fmt.Sprintf("n%d(%s)", i, rec.State))
 			}
 			slices.Sort(who)
-			w.known("two managers after the heal", "job %s has %d managers after the heal: %s", id, len(ms), strings.Join(who, " "))
+			w.known("two managers after the heal", "job %s has %d managers after the heal: %s%s", id, len(ms), strings.Join(who, " "), w.jobHistory(id))
 		}
 		for _, rec := range ms {
 			if !rec.State.Terminal() {
@@ -434,6 +434,14 @@ func (w *world) final() {
 
 func (w *world) history(k market.TaskKey) string {
 	h := w.trace[k.String()]
+	if len(h) == 0 {
+		return ""
+	}
+	return "\n      " + strings.Join(h, "\n      ")
+}
+
+func (w *world) jobHistory(id string) string {
+	h := w.trace[id]
 	if len(h) == 0 {
 		return ""
 	}
@@ -461,11 +469,14 @@ func (w *world) Effects(node int, effs []market.Effect) {
 		case market.StartTask:
 			k, what = x.Task.Key, fmt.Sprintf("StartTask epoch %d attempt %d", x.Task.Epoch, x.Task.Attempt)
 		case market.Event:
-			if strings.Contains(x.Text, "/") {
-				for key := range w.trace {
-					if strings.Contains(x.Text, key) {
-						w.trace[key] = append(w.trace[key], fmt.Sprintf("%v n%d event: %s", w.q.Now().Round(time.Millisecond), node, x.Text))
-					}
+			line := fmt.Sprintf("%v n%d event: %s", w.q.Now().Round(time.Millisecond), node, x.Text)
+			if !strings.Contains(x.Text, x.Job+"/") {
+				w.trace[x.Job] = append(w.trace[x.Job], line) // the job's own events
+				continue
+			}
+			for key := range w.trace {
+				if strings.Contains(x.Text, key) {
+					w.trace[key] = append(w.trace[key], line)
 				}
 			}
 			continue
@@ -477,6 +488,9 @@ func (w *world) Effects(node int, effs []market.Effect) {
 				k, what = m.Task.Key, fmt.Sprintf("send Award epoch %d to %s", m.Task.Epoch, x.To)
 			case market.TaskStatus:
 				k, what = m.Key, fmt.Sprintf("send TaskStatus %s epoch %d to %s", m.State, m.Epoch, x.To)
+			case market.ManagerClaim:
+				w.trace[m.Job] = append(w.trace[m.Job], fmt.Sprintf("%v n%d send ManagerClaim %+v to %s", w.q.Now().Round(time.Millisecond), node, m, x.To))
+				continue
 			default:
 				continue
 			}

@@ -331,6 +331,9 @@ func (c *Cluster) advertise(j int, force bool) {
 		if !c.alive(i) {
 			continue
 		}
+		if _, heard := c.cfg.Network.Link(j, i); !heard {
+			continue // cut off: the advert does not reach i (Hear, after the heal)
+		}
 		c.nodes[i].Market.Advert(now, p)
 		// A loaded peer may make an idle node steal; a moved head may
 		// start queued tasks or its gang.
