@@ -47,6 +47,9 @@ type copies struct {
 	// recheck is when a copy whose manager is out of the view but pushed
 	// it lately is considered again; zero: none.
 	recheck time.Time
+	// manager is, per job a copy of which this node holds, the manager
+	// that last pushed one.
+	manager map[string]NodeID
 }
 
 // lifeSign is how long a copy's push counts as a sign of its manager's
@@ -71,6 +74,19 @@ func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
 		m.claim(rec.Manager, j, false)
 		return
 	}
+	if prev, ok := m.copies.manager[rec.ID]; ok && prev != rec.Manager && prev != m.cfg.Self && m.Live(prev) && m.Live(rec.Manager) {
+		// Two live managers push copies of one job: a cut split them and
+		// they have not met (one took the job over from a copy of a
+		// record the other's rival gave up, say). Each is told of the
+		// other and claims the job from it (split.go); the claim is
+		// judged by its receiver, so the hint needs no trust.
+		m.send(rec.Manager, ManagerAnswer{Job: rec.ID, From: m.cfg.Self, Successor: prev})
+		m.send(prev, ManagerAnswer{Job: rec.ID, From: m.cfg.Self, Successor: rec.Manager})
+	}
+	if m.copies.manager == nil {
+		m.copies.manager = map[string]NodeID{}
+	}
+	m.copies.manager[rec.ID] = rec.Manager
 	m.storeCopy(rec, peers, false)
 }
 
@@ -91,6 +107,7 @@ func (m *Market) storeCopy(rec JobRecord, peers []NodeID, loaded bool) {
 	}
 	if !slices.Contains(peers, m.cfg.Self) {
 		delete(m.copies.open, rec.ID) // the manager moved its copies elsewhere
+		delete(m.copies.manager, rec.ID)
 		return
 	}
 	if rec.State.Terminal() {
@@ -152,6 +169,7 @@ func (m *Market) considerAdopt(job string) {
 		}
 		if p == m.cfg.Self {
 			delete(m.copies.open, job)
+			delete(m.copies.manager, job)
 			m.adopt(c.rec)
 			m.emit(DropReplica{Job: job})
 		}
@@ -190,6 +208,7 @@ func (m *Market) expireCopies() {
 		d := heap.Pop(&m.copies.done).(doneCopy)
 		if m.copies.open[d.job] == nil { // not unfinished again
 			m.emit(DropReplica{Job: d.job, Expired: true})
+			delete(m.copies.manager, d.job)
 		}
 	}
 }

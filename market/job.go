@@ -94,6 +94,9 @@ type JobRecord struct {
 	ID      string   `json:"id"`
 	Spec    spec.Job `json:"spec"`
 	Manager NodeID   `json:"manager"`
+	// Origin is the job's first manager, the node it was submitted to:
+	// it may always claim the job back after a cut (split.go).
+	Origin NodeID `json:"origin,omitempty"`
 	// EpochTag marks the epochs of the manager that took the job over
 	// last (epochs.go); zero while its first manager has it.
 	EpochTag  uint32       `json:"epoch_tag,omitempty"`
@@ -152,7 +155,7 @@ func (j *JobRecord) task(k TaskKey) *TaskRecord {
 // newJobRecord builds the record of a freshly submitted job: one task
 // record per replica, those without dependencies ready at once.
 func newJobRecord(id string, js spec.Job, manager NodeID, now time.Time) JobRecord {
-	j := JobRecord{ID: id, Spec: js, Manager: manager, Submitted: now, State: JobPending}
+	j := JobRecord{ID: id, Spec: js, Manager: manager, Origin: manager, Submitted: now, State: JobPending}
 	for _, t := range js.Tasks {
 		n := max(t.Replicas, 1)
 		for r := 0; r < n; r++ {

@@ -32,7 +32,7 @@ import (
 // the zone's offset):
 //
 //	magic 0xA7, version 1
-//	id, spec (JSON), manager, (version 5) epoch tag (uvarint, below 2^20), submitted, state, reason, finished
+//	id, spec (JSON), manager, (version 5) origin and epoch tag (uvarint, below 2^20), submitted, state, reason, finished
 //	node table: count, then each node ID
 //	tasks: count, then each task record: key's job (0: the record's id,
 //	  1: a string follows), task, replica, state, node (table index),
@@ -44,7 +44,7 @@ import (
 //	  indexes)
 const (
 	jobRecordMagic   = 0xA7
-	jobRecordVersion = 5 // 2 added owner and ticket, 3 stores the ticket without the spec, 4 outputs, 5 epoch tag; 1 to 4 still read
+	jobRecordVersion = 5 // 2 added owner and ticket, 3 stores the ticket without the spec, 4 outputs, 5 origin and epoch tag; 1 to 4 still read
 )
 
 // EncodeJobRecord encodes j in the binary job-record encoding.
@@ -82,6 +82,7 @@ func encodeJobRecord(j JobRecord, version byte) ([]byte, error) {
 	e.bytes(specJSON)
 	e.str(string(j.Manager))
 	if version >= 5 {
+		e.str(string(j.Origin))
 		e.uint(uint64(j.EpochTag))
 	}
 	e.time(j.Submitted)
@@ -175,6 +176,7 @@ func DecodeJobRecord(data []byte, j *JobRecord) error {
 	}
 	r.Manager = NodeID(d.str("manager"))
 	if v >= 5 {
+		r.Origin = NodeID(d.str("origin"))
 		tag := d.uint("epoch tag")
 		if d.err == nil && tag >= 1<<epochTagBits {
 			d.fail("epoch tag", fmt.Errorf("%d is not below 2^%d", tag, epochTagBits))

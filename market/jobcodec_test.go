@@ -173,7 +173,7 @@ func TestDecodeJobRecordVersion1(t *testing.T) {
 	if err := DecodeJobRecord(v1, &got); err != nil {
 		t.Fatalf("version 1 record: %v", err)
 	}
-	j.EpochTag = 0 // version 5 added it
+	j.Origin, j.EpochTag = "", 0 // version 5 added them
 	if want, have := viaJSON(t, j), viaJSON(t, got); !bytes.Equal(want, have) {
 		t.Fatalf("version 1 record read differently:\nwant %s\nhave %s", want, have)
 	}

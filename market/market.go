@@ -102,6 +102,13 @@ type Market struct {
 	// have been split between by a cut meet again through them (split.go).
 	takenFrom map[string]NodeID
 	gone      map[NodeID]struct{}
+	// yieldedTo is, per job this node gave up to another manager, that
+	// manager; outranked, per job this node kept against claimers, those
+	// claimers. A node that took the job over from a copy of a loser's
+	// record meets the winner through them (split.go).
+	yieldedTo map[string]NodeID
+	outranked map[string][]NodeID
+	disputes  map[claimKey]ClaimRank // disputeRank
 	claims    map[claimKey]*openClaim
 	// awardStart is the start each awarded replica's winning bid
 	// predicted (waiting.go).
@@ -151,6 +158,7 @@ func New(cfg Config) (*Market, error) {
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
 		takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
+		yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]ClaimRank{},
 	}, nil
 }
 

@@ -148,6 +148,14 @@ func (m *Market) onManagerAnswer(a ManagerAnswer) {
 		delete(m.claims, claimKey{a.Job, a.From}) // a claim went to a node that does not manage the job
 		if a.Successor != "" {
 			m.managerYielded(a)
+			if j := m.jobs[a.Job]; j != nil && a.Successor != m.cfg.Self && m.Live(a.Successor) {
+				// Another node manages the job too — the one a manager
+				// that gave it up yielded to, or a second manager whose
+				// copies a holder saw: this node must meet it (split.go).
+				// A claim is judged by its receiver, so the word needs
+				// no trust.
+				m.claim(a.Successor, j, false)
+			}
 		}
 	}
 	r := m.rehome[a.Job]

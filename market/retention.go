@@ -44,6 +44,8 @@ func (m *Market) forgetFinished() {
 		delete(m.dirty, r.id)
 		delete(m.firstRecord, r.id)
 		delete(m.takenFrom, r.id)
+		delete(m.outranked, r.id)
+		m.forgetDisputes(r.id)
 		m.stale++
 		m.forgetCopies(r.id)
 		m.emit(ForgetJob{Job: r.id})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -58,6 +59,11 @@ type ClaimRank struct {
 // rankOf is j's rank as this node manages it.
 func (m *Market) rankOf(j *JobRecord) ClaimRank {
 	r := ClaimRank{State: j.State, TakenFrom: m.takenFrom[j.ID]}
+	if r.TakenFrom == "" && j.Origin != m.cfg.Self {
+		// Taken over before a restart, which forgot from whom: from the
+		// job's first manager, or by way of it.
+		r.TakenFrom = j.Origin
+	}
 	for i := range j.Tasks {
 		switch j.Tasks[i].State {
 		case TaskSucceeded:
@@ -67,6 +73,36 @@ func (m *Market) rankOf(j *JobRecord) ClaimRank {
 		}
 	}
 	return r
+}
+
+// disputeRank is the rank this node claims job j with against peer p:
+// its record's rank when it first claimed the job from p or answered p's
+// claim, the same in every claim and reply to p after. Each side of a
+// dispute compares the rank it sent with the one it got, so both compare
+// the same two ranks and exactly one yields. Ranked afresh each time, a
+// replica's end between a node's claim and its answer to the other's made
+// each side compare different ranks, and both gave the job up (the fault
+// campaign: the job lost).
+func (m *Market) disputeRank(j *JobRecord, p NodeID) ClaimRank {
+	k := claimKey{j.ID, p}
+	if r, ok := m.disputes[k]; ok {
+		return r
+	}
+	if len(m.disputes) >= maxGone {
+		clear(m.disputes)
+	}
+	r := m.rankOf(j)
+	m.disputes[k] = r
+	return r
+}
+
+// forgetDisputes drops the ranks of job's disputes.
+func (m *Market) forgetDisputes(job string) {
+	for k := range m.disputes {
+		if k.job == job {
+			delete(m.disputes, k)
+		}
+	}
 }
 
 // stateOrder ranks job states for outranks: an outcome a task really had
@@ -88,21 +124,18 @@ func stateOrder(s JobState) int {
 }
 
 // outranks reports whether a's record of a job, managed by node an,
-// ranks above b's, managed by bn. When one took the job over from the
-// other, the original manager keeps it — the adopter's view may only
-// have lagged (a node back from a restart that had not yet heard from
-// it) — unless the original's record failed and the adopter's did not:
-// the take-over rescued the job. Otherwise by job state (stateOrder),
-// replicas succeeded, replicas running, and the smaller node ID. Both
-// managers decide alike: outranks(a, an, b, bn) == !outranks(b, bn, a,
+// ranks above b's, managed by bn: by job state (stateOrder), replicas
+// succeeded, replicas running — the record that got further, so that the
+// fewest replicas run again — then the job's first manager (TakenFrom
+// empty) over a node that took it over, then the smaller node ID. It is
+// a total order of the records, the same at every node: three managers
+// of one job rank alike pairwise (an order by who took the job from
+// whom was not transitive — the original over its adopter, the adopter's
+// adopter over it, and a further record over the original — and the
+// fault campaign found three managers each giving the job up to
+// another, the job lost). outranks(a, an, b, bn) == !outranks(b, bn, a,
 // an) whenever an != bn.
 func outranks(a ClaimRank, an NodeID, b ClaimRank, bn NodeID) bool {
-	switch {
-	case b.TakenFrom == an && a.TakenFrom != bn: // a is the original
-		return !(a.State == JobFailed && b.State != JobFailed)
-	case a.TakenFrom == bn && b.TakenFrom != an: // b is
-		return b.State == JobFailed && a.State != JobFailed
-	}
 	if x, y := stateOrder(a.State), stateOrder(b.State); x != y {
 		return x > y
 	}
@@ -111,6 +144,9 @@ func outranks(a ClaimRank, an NodeID, b ClaimRank, bn NodeID) bool {
 	}
 	if a.Running != b.Running {
 		return a.Running > b.Running
+	}
+	if ao, bo := a.TakenFrom == "", b.TakenFrom == ""; ao != bo {
+		return ao
 	}
 	return an < bn
 }
@@ -137,7 +173,7 @@ const RefuseClaim = "manager_claim"
 // or leaves the view: the first messages to a peer just back from a cut
 // are the likeliest lost.
 func (m *Market) claim(p NodeID, j *JobRecord, reply bool) {
-	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.rankOf(j), Reply: reply})
+	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.disputeRank(j, p), Reply: reply})
 	if reply {
 		return
 	}
@@ -195,7 +231,7 @@ func (m *Market) claimsDue() {
 		}
 		c.tries++
 		c.next = m.now.Add(m.cfg.QueryTimeout)
-		m.send(k.to, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.rankOf(j)})
+		m.send(k.to, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.disputeRank(j, k.to)})
 	}
 }
 
@@ -272,10 +308,14 @@ func (m *Market) amongClosest(key string, h [sha256.Size]byte, r int) bool {
 	return true
 }
 
-// mayManage reports whether node p could manage job too: this node took
+// mayManage reports whether node p could manage job too: it is the job's
+// first manager (its record's Origin), or this node took
 // it over from p, or p is among the peers closest to its ID (it may have
 // held a copy), or p is in the replica set its copies last went to.
 func (m *Market) mayManage(job string, p NodeID) bool {
+	if j := m.jobs[job]; j != nil && j.Origin == p {
+		return true // the job's first manager
+	}
 	if m.takenFrom[job] == p || m.amongClosest(job, sha256.Sum256([]byte(p)), m.reclaimAsk()) {
 		return true
 	}
@@ -295,24 +335,45 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 	}
 	if j == nil {
 		// Not managed here (or held back after a restart, which Reclaim
-		// settles): the claimer stops repeating its claim.
+		// settles): the claimer stops repeating its claim. If this node
+		// gave the job up, it names the manager it yielded to: the
+		// claimer may have taken the job over from a copy of this node's
+		// record, and must meet that manager (it is not told to drop the
+		// job: the winner judges).
 		if !c.Reply {
-			m.send(c.From, ManagerAnswer{Job: c.Job, From: m.cfg.Self})
+			m.send(c.From, ManagerAnswer{Job: c.Job, From: m.cfg.Self, Successor: m.yieldedTo[c.Job]})
 		}
 		return
 	}
-	if !m.mayManage(c.Job, c.From) {
+	// A reply to a claim this node sent is an answer it asked for: the
+	// peer it asked manages the job too (the campaign found a manager
+	// that had forgotten it took the job from the replier refusing the
+	// reply, while the replier kept the job on the strength of the claim:
+	// two managers for good).
+	_, asked := m.claims[claimKey{c.Job, c.From}]
+	if !(c.Reply && asked) && !m.mayManage(c.Job, c.From) && !slices.Contains(m.outranked[c.Job], c.Rank.TakenFrom) {
 		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
 		return
 	}
-	mine := m.rankOf(j)
+	mine := m.disputeRank(j, c.From)
 	delete(m.claims, claimKey{c.Job, c.From}) // answered
 	if !c.Reply {
 		m.claim(c.From, j, true)
 	}
 	if outranks(mine, m.cfg.Self, c.Rank, c.From) {
 		m.event(j.ID, fmt.Sprintf("%s manages this job too (a cut split its managers): its record (%s, %d succeeded, %d running) ranks below this one (%s, %d, %d); keeping it", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, mine.State, mine.Succeeded, mine.Running))
-		delete(m.takenFrom, j.ID)
+		if !slices.Contains(m.outranked[j.ID], c.From) {
+			if len(m.outranked) >= maxGone {
+				clear(m.outranked)
+			}
+			m.outranked[j.ID] = append(m.outranked[j.ID], c.From)
+		}
+		if m.takenFrom[j.ID] == c.From {
+			// Settled with the manager it was taken from. Another
+			// claimer's defeat says nothing about that one, which may
+			// still claim (and must be let).
+			delete(m.takenFrom, j.ID)
+		}
 		if m.replicating() {
 			m.noteSaved(j.Clone()) // copies again, over the other's
 		}
@@ -353,6 +414,11 @@ func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 			m.emit(Replicate{Records: []ReplicaCopy{{Record: j.Clone(), Drop: drop}}})
 		}
 	}
+	if len(m.yieldedTo) >= maxGone {
+		clear(m.yieldedTo)
+	}
+	m.yieldedTo[j.ID] = c.From
+	m.forgetDisputes(j.ID)
 	delete(m.jobs, j.ID)
 	delete(m.dirty, j.ID)
 	delete(m.firstRecord, j.ID)

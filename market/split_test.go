@@ -26,15 +26,32 @@ func TestOutranks(t *testing.T) {
 		{"more succeeded", r(JobRunning, 3, 0), r(JobRunning, 2, 5), true},
 		{"more running", r(JobRunning, 2, 1), r(JobRunning, 2, 2), false},
 		{"tie: smaller node ID", r(JobRunning, 2, 2), r(JobRunning, 2, 2), true},
-		{"unfinished: the original over its adopter", r(JobRunning, 0, 0), ClaimRank{State: JobRunning, Succeeded: 5, Running: 5, TakenFrom: "n1"}, true},
-		{"unfinished: the adopter loses to the original", ClaimRank{State: JobRunning, Succeeded: 9, Running: 1, TakenFrom: "n2"}, r(JobPending, 0, 0), false},
+		{"unfinished: the adopter that got further", r(JobRunning, 0, 0), ClaimRank{State: JobRunning, Succeeded: 5, Running: 5, TakenFrom: "n1"}, false},
+		{"unfinished: the adopter over a pending original", ClaimRank{State: JobRunning, Succeeded: 9, Running: 1, TakenFrom: "n2"}, r(JobPending, 0, 0), true},
 		{"the adopter rescued a job the original failed", ClaimRank{State: JobSucceeded, TakenFrom: "n2"}, r(JobFailed, 0, 0), true},
-		{"the original's success over the adopter's", r(JobSucceeded, 1, 0), ClaimRank{State: JobFailed, TakenFrom: "n1"}, true},
-		{"the original still running over a finished adopter", r(JobRunning, 0, 2), ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n1"}, true},
+		{"the original's success over the adopter's failure", r(JobSucceeded, 1, 0), ClaimRank{State: JobFailed, TakenFrom: "n1"}, true},
+		{"a finished adopter over the original still running", r(JobRunning, 0, 2), ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n1"}, false},
 		{"both failed: the original", ClaimRank{State: JobFailed, TakenFrom: "n2"}, r(JobFailed, 0, 0), false},
 		{"the same end: the original", r(JobSucceeded, 3, 0), ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n1"}, true},
 		{"the same end: the original even with a larger ID", ClaimRank{State: JobSucceeded, Succeeded: 3, TakenFrom: "n2"}, r(JobSucceeded, 3, 0), false},
-		{"taken from each other: back to the counts", ClaimRank{State: JobRunning, Succeeded: 1, TakenFrom: "n2"}, ClaimRank{State: JobRunning, TakenFrom: "n1"}, true},
+		{"two adopters: the counts, then the smaller ID", ClaimRank{State: JobRunning, TakenFrom: "n3"}, ClaimRank{State: JobRunning, TakenFrom: "n1"}, true},
+	}
+	// Transitive: over every triple of these ranks on three nodes, no
+	// cycle (each would give the job up to the next, and it would be
+	// lost).
+	var ranks []ClaimRank
+	for _, tc := range tests {
+		ranks = append(ranks, tc.a, tc.b)
+	}
+	nodes := []NodeID{"n1", "n2", "n3"}
+	for i, a := range ranks {
+		for j, b := range ranks {
+			for k, c := range ranks {
+				if outranks(a, nodes[0], b, nodes[1]) && outranks(b, nodes[1], c, nodes[2]) && outranks(c, nodes[2], a, nodes[0]) {
+					t.Fatalf("ranks %d > %d > %d > %d: a cycle", i, j, k, i)
+				}
+			}
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

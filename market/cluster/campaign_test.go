@@ -415,7 +415,7 @@ func (w *world) final() {
 		ms := w.managers(id)
 		switch {
 		case len(ms) == 0:
-			w.broke("job %s (accepted by n%d) is lost: no live node manages it", id, w.jobs[id])
+			w.broke("job %s (accepted by n%d) is lost: no live node manages it%s", id, w.jobs[id], w.jobHistory(id))
 		case len(ms) > 1:
 			var who []string
 			for i, rec := range ms {
