@@ -60,14 +60,21 @@ type reclaim struct {
 }
 
 // TaskExit is an attempt of this node's that finished while the node was
-// down, as the executor found it recorded at restart.
+// down, or shortly before it went down, as the executor found it
+// recorded at restart.
 type TaskExit struct {
 	Key      TaskKey
 	Epoch    uint64
+	Attempt  int
 	ExitCode int
 	Reason   string
 	Time     time.Time
 	Outputs  *DataRef // a success's outputs, kept after the restart
+	// Manager is the node the attempt reported to; an exit for another
+	// node's job is reported to it again (its report, or the ack, may
+	// have been lost as this node went down). Empty or this node: a job
+	// managed here, applied when it is restored.
+	Manager NodeID
 }
 
 // reclaimSettleMax bounds, in advert intervals, the wait for a settled
@@ -131,6 +138,10 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
 	r.exits = map[TaskKey]TaskExit{}
 	for _, x := range exits {
+		if x.Manager != "" && x.Manager != m.cfg.Self {
+			m.reportAgain(x)
+			continue
+		}
 		r.exits[x.Key] = x
 	}
 	for _, j := range jobs {
@@ -150,6 +161,27 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 			r.expect[p] = true
 		}
 	}
+}
+
+// reportAgain sends the final report of an attempt that ended before a
+// restart to its manager, and repeats it until acknowledged, as
+// TaskExited does. A repeat of a report the manager had applied is
+// acknowledged and changes nothing; one it had missed settles the
+// replica — even after the manager placed it again (lateSuccess), so the
+// crash of an executor right after a task's end does not make it run
+// twice (the fault campaign's crash seed 7405).
+func (m *Market) reportAgain(x TaskExit) {
+	st := TaskStatus{Key: x.Key, Epoch: x.Epoch, Attempt: x.Attempt, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode,
+		Reason: x.Reason, Time: x.Time, Outputs: x.Outputs, AckWanted: true}
+	if x.ExitCode != 0 {
+		st.State, st.Outputs = TaskFailed, nil
+	}
+	if m.c.resultOf[resultID{x.Key, x.Epoch, x.Attempt}] != nil {
+		return
+	}
+	m.send(x.Manager, st)
+	m.addResult(&pendingResult{to: x.Manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
 }
 
 // Held lists the unfinished jobs held back after a restart, oldest first.

@@ -41,6 +41,10 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	if m.fromPreviousManager(j, t, s) {
 		m.catchUp(j, t, s)
 	}
+	if m.lateSuccess(j, t, s) {
+		m.acceptLateSuccess(j, t, s)
+		return
+	}
 	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
 		live := s.State == TaskRunning || s.State == TaskAwarded
 		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
@@ -105,6 +109,57 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		m.move(j, t, change{ev: evRetry, at: m.now.Add(back), exit: s.ExitCode, reason: s.Reason})
 		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
 	}
+	m.placeReady()
+}
+
+// lateSuccess says whether s reports the success of an earlier attempt
+// of replica t that this record closed without one — its executor was
+// taken for lost (gone, its lease lapsed: cut off, or crashed right after
+// the end) and the replica placed again. The run happened, and its
+// outputs exist: taking it spares a second run, which would otherwise
+// start or go on (the fault campaign's crash seed 7405). Not for gangs:
+// a gang runs whole.
+func (m *Market) lateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
+	if s.State != TaskSucceeded || j.State.Terminal() || j.isGang(t.Key.Task) {
+		return false
+	}
+	if t.State != TaskPending && t.State != TaskAwarded && t.State != TaskRunning {
+		return false
+	}
+	if s.Epoch == t.Epoch && s.Node == t.Node {
+		return false // the current attempt: applied as usual
+	}
+	for i := range t.History {
+		if h := &t.History[i]; h.Epoch == s.Epoch && h.Node == s.Node {
+			return h.State != TaskSucceeded && !h.Finished.IsZero()
+		}
+	}
+	return false
+}
+
+// acceptLateSuccess applies an earlier attempt's success (lateSuccess):
+// the current attempt, if any, is cancelled, and the replica succeeds at
+// the reported epoch.
+func (m *Market) acceptLateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) {
+	if over := m.overDataLimit(j, s.Outputs); over != "" {
+		m.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: late success from %s epoch %d not taken: %s", s.Key, s.Node, s.Epoch, over))
+		return
+	}
+	if a := m.auctions[t.Key]; a != nil && a.awardee != nil {
+		m.send(a.awardee.Bidder, CancelTask{Key: t.Key, Epoch: a.id.Epoch, Reason: "award withdrawn: an earlier attempt succeeded"})
+	}
+	delete(m.auctions, t.Key)
+	if t.State == TaskAwarded || t.State == TaskRunning {
+		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded: an earlier attempt succeeded"})
+	}
+	if s.Runtime > 0 {
+		m.learned.Observe(j.Spec.Type, s.Runtime)
+	}
+	m.touch(j.ID)
+	m.move(j, t, change{ev: evLateSucceed, node: s.Node, epoch: s.Epoch, exit: s.ExitCode, reason: s.Reason})
+	t.Outputs = s.Outputs
+	m.event(j.ID, fmt.Sprintf("%s: succeeded on %s (epoch %d, reported late; the attempt placed since is cancelled)", t.Key, s.Node, s.Epoch))
+	m.release(j)
 	m.placeReady()
 }
 

@@ -34,7 +34,8 @@ import (
 //
 // They meet (claims go out) when
 //   - a manager a job was taken over from comes back into the view
-//     (takenFrom, in memory: an adopter that restarts forgets it);
+//     (takenFrom, in memory: an adopter that restarts forgets it), or
+//     the job's first manager does (the record's Origin);
 //   - a peer that left the view comes back and is among the peers
 //     closest to the ID of a job managed here: it may have held a copy
 //     and adopted the job;
@@ -264,8 +265,11 @@ func (m *Market) peerBack(p NodeID) {
 	}
 	if wasGone {
 		h := sha256.Sum256([]byte(p))
-		for id := range m.jobs {
-			if m.takenFrom[id] != p && m.amongClosest(id, h, m.reclaimAsk()) {
+		for id, j := range m.jobs {
+			// The job's first manager too: an adopter that restarted
+			// forgot it took the job from it (takenFrom), and the first
+			// manager, restoring a finished job, asks no one.
+			if m.takenFrom[id] != p && (j.Origin == p || m.amongClosest(id, h, m.reclaimAsk())) {
 				ids = append(ids, id)
 			}
 		}
@@ -351,16 +355,23 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 	// reply, while the replier kept the job on the strength of the claim:
 	// two managers for good).
 	_, asked := m.claims[claimKey{c.Job, c.From}]
-	if !(c.Reply && asked) && !m.mayManage(c.Job, c.From) && !slices.Contains(m.outranked[c.Job], c.Rank.TakenFrom) {
+	trusted := (c.Reply && asked) || m.mayManage(c.Job, c.From) || slices.Contains(m.outranked[c.Job], c.Rank.TakenFrom)
+	mine := m.disputeRank(j, c.From)
+	keep := outranks(mine, m.cfg.Self, c.Rank, c.From)
+	if !trusted && !keep {
+		// Only a claimer this node could not have met otherwise is
+		// refused, and only when it would take the job: a claimer this
+		// record outranks still gets the answer that makes it give the
+		// job up (a node that took the job over from an adopter of this
+		// one's is neither among the closest peers nor known here).
 		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
 		return
 	}
-	mine := m.disputeRank(j, c.From)
 	delete(m.claims, claimKey{c.Job, c.From}) // answered
 	if !c.Reply {
 		m.claim(c.From, j, true)
 	}
-	if outranks(mine, m.cfg.Self, c.Rank, c.From) {
+	if keep {
 		m.event(j.ID, fmt.Sprintf("%s manages this job too (a cut split its managers): its record (%s, %d succeeded, %d running) ranks below this one (%s, %d, %d); keeping it", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, mine.State, mine.Succeeded, mine.Running))
 		if !slices.Contains(m.outranked[j.ID], c.From) {
 			if len(m.outranked) >= maxGone {

@@ -31,6 +31,7 @@ import (
 //	              running
 //	gang-requeue  awarded, running, succeeded     pending     a gang member stopped: the gang runs again
 //	gang-fail     awarded, running, succeeded     failed      a gang member failed its last retry
+//	late-succeed  pending, awarded, running       succeeded   an earlier attempt, taken for lost, succeeded
 //
 // Succeeded, failed and cancelled are terminal but for a gang's replicas:
 // a gang runs whole, so when one member stops without success the ones
@@ -55,9 +56,10 @@ const (
 	evCancel                       // its job ended before it did
 	evGangRequeue                  // its gang is placed again
 	evGangFail                     // its gang failed for good
+	evLateSucceed                  // an earlier attempt, thought lost, reports it exited 0
 )
 
-var taskEventNames = [...]string{"ready", "award", "take-over", "start", "succeed", "retry", "requeue", "stolen", "fail", "cancel", "gang-requeue", "gang-fail"}
+var taskEventNames = [...]string{"ready", "award", "take-over", "start", "succeed", "retry", "requeue", "stolen", "fail", "cancel", "gang-requeue", "gang-fail", "late-succeed"}
 
 func (e taskEvent) String() string {
 	if int(e) < len(taskEventNames) {
@@ -87,6 +89,7 @@ var taskMoves = map[taskEvent]taskMove{
 	evCancel:      {[]TaskState{TaskWaiting, TaskPending, TaskAwarded, TaskRunning}, TaskCancelled},
 	evGangRequeue: {[]TaskState{TaskAwarded, TaskRunning, TaskSucceeded}, TaskPending},
 	evGangFail:    {[]TaskState{TaskAwarded, TaskRunning, TaskSucceeded}, TaskFailed},
+	evLateSucceed: {[]TaskState{TaskPending, TaskAwarded, TaskRunning}, TaskSucceeded},
 }
 
 // nextState is the state a replica in from moves to on ev, or an error
@@ -160,6 +163,17 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 		m.jobStarted(j)
 	case evSucceed:
 		m.closeAttempt(t, TaskSucceeded, c.exit, c.reason)
+		t.ExitCode, t.Reason, t.Finished = c.exit, "", m.now
+	case evLateSucceed:
+		if from == TaskAwarded || from == TaskRunning {
+			m.closeAttempt(t, TaskCancelled, -1, fmt.Sprintf("superseded: epoch %d on %s succeeded", c.epoch, c.node))
+		}
+		for i := range t.History {
+			if h := &t.History[i]; h.Epoch == c.epoch && h.Node == c.node {
+				h.State, h.ExitCode, h.Reason = TaskSucceeded, c.exit, c.reason
+			}
+		}
+		t.Epoch, t.Node = c.epoch, c.node
 		t.ExitCode, t.Reason, t.Finished = c.exit, "", m.now
 	case evRetry:
 		m.closeAttempt(t, TaskFailed, c.exit, c.reason)

@@ -25,9 +25,10 @@ func TestTransitionTable(t *testing.T) {
 		evCancel:      {W: C, P: C, A: C, R: C},
 		evGangRequeue: {A: P, R: P, S: P},
 		evGangFail:    {A: F, R: F, S: F},
+		evLateSucceed: {P: S, A: S, R: S},
 	}
 	states := []TaskState{W, P, A, R, S, F, C, TaskPreempted}
-	for ev := evReady; ev <= evGangFail; ev++ {
+	for ev := evReady; ev <= evLateSucceed; ev++ {
 		for _, from := range states {
 			to, err := nextState(from, ev)
 			exp, ok := want[ev][from]
@@ -44,7 +45,7 @@ func TestTransitionTable(t *testing.T) {
 	if len(taskMoves) != len(want) {
 		t.Errorf("%d events in the table, %d in the diagram", len(taskMoves), len(want))
 	}
-	if _, err := nextState(P, evGangFail+1); err == nil {
+	if _, err := nextState(P, evLateSucceed+1); err == nil {
 		t.Error("an unknown event moved a replica")
 	}
 	// No move leaves a terminal state but a gang's: a replica succeeds,

@@ -118,7 +118,14 @@ type Node struct {
 	saved  map[string]market.JobRecord
 	copies map[string]Copy
 	hist   []predict.TypeStats
+	// ended are its processes' recent exits, as a node's executor keeps
+	// them: a restart reports them again (market.TaskExit).
+	ended []market.TaskExit
 }
+
+// reportWindow is how long after a process's exit a restarted node
+// reports it again: as long as its market would have repeated the report.
+const reportWindow = 2 * time.Minute
 
 // Run is a task process on a node.
 type Run struct {
@@ -129,6 +136,8 @@ type Run struct {
 	exit     int
 	gen      uint64
 	outputs  bool // the task declares outputs
+	attempt  int
+	manager  market.NodeID
 }
 
 // Copy is a job-record copy a node holds for its manager.

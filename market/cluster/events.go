@@ -174,7 +174,7 @@ func (c *Cluster) carryOut(i int, effs []market.Effect) {
 func (c *Cluster) start(i int, x market.StartTask) {
 	nd := c.nodes[i]
 	c.gen++
-	r := &Run{gen: c.gen, Epoch: x.Task.Epoch, Start: c.Now(), outputs: len(x.Task.Outputs) > 0}
+	r := &Run{gen: c.gen, Epoch: x.Task.Epoch, Start: c.Now(), outputs: len(x.Task.Outputs) > 0, attempt: x.Task.Attempt, manager: x.Manager}
 	nd.running[x.Task.Key] = r
 	c.cfg.Observer.Started(i, x.Task)
 	d, exit := c.cfg.Runtime(i, x.Task)
@@ -203,7 +203,18 @@ func (c *Cluster) finish(ev Event) {
 		sum := sha256.Sum256([]byte(market.DataKey(ev.key) + "@" + strconv.FormatUint(r.Epoch, 10)))
 		outputs = &market.DataRef{Manifest: hex.EncodeToString(sum[:]), Holders: []market.NodeID{nd.ID}}
 	}
-	nd.Market.TaskExited(c.Time(), ev.key, r.Epoch, r.exit, reason, outputs)
+	now := c.Time()
+	keep := nd.ended[:0]
+	for _, x := range nd.ended {
+		if now.Sub(x.Time) < reportWindow {
+			keep = append(keep, x)
+		}
+	}
+	nd.ended = keep
+	if !r.Stopping { // a stopped run's end is its manager's doing: not reported again
+		nd.ended = append(nd.ended, market.TaskExit{Key: ev.key, Epoch: r.Epoch, Attempt: r.attempt, ExitCode: r.exit, Reason: reason, Time: now, Outputs: outputs, Manager: r.manager})
+	}
+	nd.Market.TaskExited(now, ev.key, r.Epoch, r.exit, reason, outputs)
 	c.drain(ev.node)
 	if nd.state == Leaving {
 		c.leftIfIdle(ev.node)

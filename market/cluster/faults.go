@@ -91,7 +91,13 @@ func (c *Cluster) Restart(i int) error {
 			known = append(known, o.ID)
 		}
 	}
-	m.Reclaim(now, recs, known)
+	var exits []market.TaskExit
+	for _, x := range nd.ended {
+		if now.Sub(x.Time) < reportWindow {
+			exits = append(exits, x)
+		}
+	}
+	m.Reclaim(now, recs, known, exits...)
 	for _, id := range slices.Sorted(maps.Keys(nd.copies)) {
 		cp := nd.copies[id]
 		m.ReplicaLoaded(now, cp.Record, cp.Peers)

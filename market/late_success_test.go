@@ -1,0 +1,44 @@
+package market
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLateSuccess: an executor cut off from its manager finishes its
+// replica while the manager, its lease lapsed, places the replica again;
+// when the first run's success arrives after all, the manager takes it —
+// the replica succeeds at the first epoch, once — and cancels the run it
+// placed since, instead of letting it run to a second success.
+func TestLateSuccess(t *testing.T) {
+	c := newCluster(t, cpuNode(0), cpuNode(4), cpuNode(4))
+	c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) {
+		if s.Attempt == 1 {
+			return 0, 10 * time.Second
+		}
+		return 0, 30 * time.Second
+	}
+	c.submit(0, "j", job("late", task("t", 1000)))
+	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	first := c.job(0, "j").Tasks[0]
+	cutOff := true
+	c.drop = func(d delivery) bool { return cutOff && (d.from == first.Node || d.to == first.Node) && (d.from == "n0" || d.to == "n0") }
+	c.until(20*time.Second, "the replica placed again", func() bool {
+		t := c.job(0, "j").Tasks[0]
+		return t.State == TaskRunning && t.Node != first.Node
+	})
+	second := c.job(0, "j").Tasks[0]
+	c.until(15*time.Second, "the first run to end", func() bool { return len(c.running[first.Node]) == 0 })
+	cancels := c.sent["cancel"]
+	cutOff = false
+	c.until(20*time.Second, "the job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	got := c.job(0, "j").Tasks[0]
+	if got.Epoch != first.Epoch || got.Node != first.Node {
+		t.Fatalf("replica succeeded at epoch %d on %s, want the first run's (epoch %d on %s)", got.Epoch, got.Node, first.Epoch, first.Node)
+	}
+	if c.sent["cancel"] <= cancels {
+		t.Fatalf("the run placed since (epoch %d on %s) was not cancelled", second.Epoch, second.Node)
+	}
+	c.until(time.Second, "the second run to stop", func() bool { _, still := c.running[second.Node][got.Key]; return !still })
+	succeededOnce(t, c.job(0, "j"))
+}
