@@ -22,7 +22,9 @@ func TestLateSuccess(t *testing.T) {
 	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
 	first := c.job(0, "j").Tasks[0]
 	cutOff := true
-	c.drop = func(d delivery) bool { return cutOff && (d.from == first.Node || d.to == first.Node) && (d.from == "n0" || d.to == "n0") }
+	c.drop = func(d delivery) bool {
+		return cutOff && (d.from == first.Node || d.to == first.Node) && (d.from == "n0" || d.to == "n0")
+	}
 	c.until(20*time.Second, "the replica placed again", func() bool {
 		t := c.job(0, "j").Tasks[0]
 		return t.State == TaskRunning && t.Node != first.Node
@@ -40,5 +42,36 @@ func TestLateSuccess(t *testing.T) {
 		t.Fatalf("the run placed since (epoch %d on %s) was not cancelled", second.Epoch, second.Node)
 	}
 	c.until(time.Second, "the second run to stop", func() bool { _, still := c.running[second.Node][got.Key]; return !still })
+	succeededOnce(t, c.job(0, "j"))
+}
+
+// TestReportAgainAfterRestart: an executor that went down right after
+// its task ended — its final report lost with it — reports the exit
+// again after its restart (TaskExit with the manager), and the manager
+// applies it: the replica succeeds at its first attempt.
+func TestReportAgainAfterRestart(t *testing.T) {
+	c := newCluster(t, cpuNode(0), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 2 * time.Second }
+	lost := func(d delivery) bool { st, ok := d.msg.(TaskStatus); return ok && d.from == "n1" && st.State.Terminal() }
+	c.drop = lost
+	c.submit(0, "j", job("again", task("t", 1000)))
+	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	tr := c.job(0, "j").Tasks[0]
+	c.until(5*time.Second, "the run to end", func() bool { return len(c.running["n1"]) == 0 })
+	if c.job(0, "j").Tasks[0].State.Terminal() {
+		t.Fatal("the final report arrived though it was dropped")
+	}
+	// n1 restarts at once with the exit its executor recorded.
+	m, err := New(c.nodes[1].Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[1] = m
+	c.drop = nil
+	m.Reclaim(c.now, nil, []NodeID{"n0"}, TaskExit{Key: tr.Key, Epoch: tr.Epoch, Attempt: 1, ExitCode: 0, Reason: "exit status 0", Time: c.now.Add(-time.Second), Manager: "n0"})
+	c.until(5*time.Second, "the job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	if got := c.job(0, "j").Tasks[0]; got.Epoch != tr.Epoch || got.Attempts != 1 {
+		t.Fatalf("replica succeeded at epoch %d after %d attempts, want epoch %d, 1 attempt", got.Epoch, got.Attempts, tr.Epoch)
+	}
 	succeededOnce(t, c.job(0, "j"))
 }

@@ -207,6 +207,11 @@ type Execution struct {
 	Task    *market.TaskSpec    `json:"task,omitempty"`
 	Alloc   resource.Allocation `json:"alloc,omitzero"`
 	Manager market.NodeID       `json:"manager,omitempty"`
+	// Kept are the outputs a success kept, and Stopped says the market
+	// stopped the attempt: a restart soon after the end reports a run
+	// that ended by itself again (orphans.go), with them.
+	Kept    *market.DataRef `json:"kept,omitempty"`
+	Stopped bool            `json:"stopped,omitempty"`
 }
 
 // Stream tags of a tagged log chunk.
@@ -364,6 +369,7 @@ func (x *Executor) ended(st market.StartTask, workDir string, ck *ckRun, stream 
 		x.finishCheckpoints(ck, r) // before the report: the next attempt resumes from it
 		r.Reason = wire.ClipText(r.Reason, wire.MaxReasonLen)
 		ex.Finished, ex.ExitCode, ex.Reason = r.Finished, r.ExitCode, r.Reason
+		ex.Kept, ex.Stopped = outputs, r.Cancelled
 		if !r.Started.IsZero() {
 			ex.Started = r.Started // when the process actually started
 		}

@@ -24,6 +24,11 @@ func (x *Executor) ExitedWhileDown() []market.TaskExit { return x.downExits }
 // (market.Resume).
 func (x *Executor) Resumed() []market.Resumed { return x.resumed }
 
+// reportAgainWithin is how long after an attempt's end a restarted node
+// reports it again: as long as its market repeats an unacknowledged
+// final report (about a minute), and more.
+const reportAgainWithin = 2 * time.Minute
+
 // Adopter is a TaskRunner that can take over a process a previous run of
 // the node started (runtime.Runner can).
 type Adopter interface {
@@ -46,9 +51,16 @@ func (x *Executor) reapOrphans() {
 	// The unfinished attempts only, read with Scan: a node may keep more
 	// executions than List returns (store.MaxListEntries).
 	var exs []store.Entry[Execution]
+	start := time.Now()
 	err := x.execs.Scan("", func(key string, ex Execution) (bool, error) {
 		if ex.Finished.IsZero() {
 			exs = append(exs, store.Entry[Execution]{Key: key, Value: ex})
+		} else if start.Sub(ex.Finished) < reportAgainWithin && ex.ExitCode >= 0 && !ex.Stopped && ex.Manager != "" {
+			// Ended shortly before the node went down: its final report,
+			// or the manager's ack, may have been lost with it. Reported
+			// again (a repeat changes nothing; market.TaskExit).
+			x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, Attempt: ex.Attempt, ExitCode: ex.ExitCode,
+				Reason: ex.Reason, Time: ex.Finished, Outputs: ex.Kept, Manager: ex.Manager})
 		}
 		return true, nil
 	})
@@ -136,7 +148,7 @@ func (x *Executor) reapOrphans() {
 				ex.ExitCode, ex.Reason = -1, "keeping outputs: "+err.Error()
 			}
 		}
-		x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, ExitCode: ex.ExitCode, Reason: ex.Reason, Time: now, Outputs: outputs})
+		x.downExits = append(x.downExits, market.TaskExit{Key: ex.Key, Epoch: ex.Epoch, Attempt: ex.Attempt, ExitCode: ex.ExitCode, Reason: ex.Reason, Time: now, Outputs: outputs, Manager: ex.Manager})
 	}
 	if err := x.execs.PutAll(exs); err != nil {
 		log.Warnw("close the attempts of the previous run", "err", err)
