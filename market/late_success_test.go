@@ -1,6 +1,7 @@
 package market
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -61,6 +62,7 @@ func TestReportAgainAfterRestart(t *testing.T) {
 	if c.job(0, "j").Tasks[0].State.Terminal() {
 		t.Fatal("the final report arrived though it was dropped")
 	}
+	c.until(time.Second, "the report to be lost", func() bool { return !slices.ContainsFunc(c.queue, lost) })
 	// n1 restarts at once with the exit its executor recorded.
 	m, err := New(c.nodes[1].Config())
 	if err != nil {
