@@ -53,7 +53,10 @@ func TestLateSuccess(t *testing.T) {
 func TestReportAgainAfterRestart(t *testing.T) {
 	c := newCluster(t, cpuNode(0), cpuNode(4))
 	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 2 * time.Second }
-	lost := func(d delivery) bool { st, ok := d.msg.(TaskStatus); return ok && d.from == "n1" && st.State.Terminal() }
+	lost := func(d delivery) bool {
+		st, ok := d.msg.(TaskStatus)
+		return ok && d.from == "n1" && st.State.Terminal()
+	}
 	c.drop = lost
 	c.submit(0, "j", job("again", task("t", 1000)))
 	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
