@@ -19,6 +19,17 @@ func (m *Market) schedule() {
 	var guard *headGuard
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
+		if _, gone := m.gone[k.manager]; gone {
+			// Its manager left the view (cut off, or gone until a copy
+			// holder takes the job over and the contract re-homes): it
+			// may have placed the replica again, its lease unrenewed.
+			// Started now, the replica would run twice (the fault
+			// campaign's split seed 374); it waits until its manager is
+			// back or another one takes it. (A manager never in the view
+			// — a bounded view in a large network — is no sign of that.)
+			i++
+			continue
+		}
 		al, ok := c.canStart(k.spec.Request, k.runtime, k.spec.Estimate, m.now, roomAt)
 		if ok && guard != nil && !guard.admits(k.spec.Request, al, m.now.Add(k.runtime)) {
 			ok = false

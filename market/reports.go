@@ -15,11 +15,13 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		return // not this node's job (any more): no ack, the report may find its manager yet
 	}
 	if a := m.auctions[s.Key]; t.State == TaskPending && a != nil && a.awardee != nil && a.awardee.Bidder == s.Node &&
-		a.id.Epoch == s.Epoch && (s.State == TaskRunning || s.State == TaskAwarded) {
+		a.id.Epoch == s.Epoch {
 		// The awardee's report came before its answer to the award (lost,
-		// or overtaken): it accepted, and runs the replica. Judged stale,
-		// its run would be stopped and the replica placed again: started
-		// twice.
+		// or overtaken): it accepted, and runs the replica — or ran it
+		// already, a short task whose answer and running reports were all
+		// lost (the fault campaign's seed 1448). Judged stale, its run
+		// would be stopped, or its end ignored, and the replica placed
+		// again: started twice.
 		m.onAwardReply(AwardReply{Auction: a.id, Bidder: s.Node, Accept: true, Start: s.Time})
 		j, t = m.find(s.Key)
 		if t == nil {
@@ -349,7 +351,8 @@ func stageOf(reason string) int {
 // checkLeases places again, with a new epoch, every replica whose
 // executor has not reported within the lease timeout. The old executor's
 // later reports carry the old epoch and are rejected, so a replica that
-// was partitioned away cannot succeed twice.
+// was partitioned away is judged stale — but for a success, taken late
+// (lateSuccess) if the replica has not succeeded since.
 func (m *Market) checkLeases() {
 	for j, t := range m.openTasks() {
 		if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
