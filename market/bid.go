@@ -75,6 +75,25 @@ func (m *Market) dropSuperseded(key TaskKey, epoch uint64) {
 	}
 }
 
+// tookAward says whether this node accepted award a already — it holds
+// the replica at the award's epoch from its manager, queued or running,
+// or has its final report — and when it started it (or expects to).
+func (c *contractor) tookAward(a Award) (time.Time, bool) {
+	k := a.Task.Key
+	if r := c.running[k]; r != nil && r.spec.Epoch == a.Task.Epoch && r.manager == a.Manager {
+		return r.started, true
+	}
+	for _, q := range c.queue {
+		if q.spec.Key == k && q.spec.Epoch == a.Task.Epoch && q.manager == a.Manager {
+			return q.accepted, true
+		}
+	}
+	if r := c.resultOf[resultID{k, a.Task.Epoch, a.Task.Attempt}]; r != nil && r.to == a.Manager {
+		return r.st.Time, true
+	}
+	return time.Time{}, false
+}
+
 func (c *contractor) queued(key TaskKey) bool {
 	for _, k := range c.queue {
 		if k.spec.Key == key {
@@ -116,6 +135,16 @@ func (m *Market) onAward(a Award) {
 	c := &m.c
 	key := a.Task.Key
 	reply := AwardReply{Auction: a.Auction, Bidder: m.cfg.Self}
+	if start, ok := c.tookAward(a); ok {
+		// A repeat of an award this node accepted (the network delivered
+		// it twice): accepted again. Its bid is spent, and refused as
+		// unbid the repeat's answer could overtake the acceptance, and the
+		// manager award the same epoch to the next bidder — one attempt
+		// started on two nodes (the fault campaign's seed 435).
+		reply.Accept, reply.Start = true, start
+		m.send(a.Manager, reply)
+		return
+	}
 	if m.draining {
 		reply.Reason = "node draining"
 		m.send(a.Manager, reply)

@@ -22,8 +22,8 @@ import (
 // random times to random nodes, and plays a random schedule of faults,
 // then heals everything and runs until every job has ended. Odd seeds
 // play crashes of any length (0.5 s to 2 min) with restarts, one node
-// down at a time, with message loss (up to 5 %) and reordering ("crash"
-// seeds); even seeds add partitions that heal and outages that overlap
+// down at a time, with message loss (up to 5 %), duplication (up to 5 %,
+// the copy up to half a second late) and reordering ("crash" seeds); even seeds add partitions that heal and outages that overlap
 // ("split" seeds). A crash here is a machine's: its task processes die
 // with it (a restarted agora process re-attaching to tasks that outlived
 // it is the real-binary tests' part, cmd/agora TestKill9ExactlyOnce).
@@ -150,7 +150,8 @@ type successRec struct {
 type campaignNet struct {
 	rng  *rand.Rand
 	loss float64
-	side []int // partition side of each node; all 0: none
+	dup  float64 // the share of messages delivered twice
+	side []int   // partition side of each node; all 0: none
 }
 
 func (n *campaignNet) Send(from, to int, _ market.Msg) (time.Duration, bool) {
@@ -158,6 +159,15 @@ func (n *campaignNet) Send(from, to int, _ market.Msg) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Millisecond + time.Duration(n.rng.Int63n(int64(20*time.Millisecond))), true
+}
+
+// Again delivers a fraction of the messages a second time, up to half a
+// second later (after later messages: duplicated and reordered).
+func (n *campaignNet) Again(from, to int, _ market.Msg) (time.Duration, bool) {
+	if n.side[from] != n.side[to] || n.rng.Float64() >= n.dup {
+		return 0, false
+	}
+	return time.Millisecond + time.Duration(n.rng.Int63n(int64(500*time.Millisecond))), true
 }
 
 func (n *campaignNet) Link(from, to int) (time.Duration, bool) {
@@ -191,6 +201,7 @@ func newWorld(seed int64) *world {
 	w.q = cluster.NewQueue()
 	w.net = &campaignNet{rng: rand.New(rand.NewSource(seed ^ 0x5eed)), side: make([]int, w.n)}
 	w.net.loss = []float64{0, 0, 0.01, 0.05}[rng.Intn(4)]
+	w.net.dup = []float64{0, 0.01, 0.05}[w.net.rng.Intn(3)]
 	cl, err := cluster.New(cluster.Config{Markets: mcs, Start: w.start, Runtime: w.runtimeOf, Clock: w.q, Network: w.net,
 		Observer: w, Faults: true})
 	if err != nil {
@@ -498,7 +509,7 @@ func (w *world) summary() string {
 	if w.split {
 		kind = "split"
 	}
-	return fmt.Sprintf("%s seed, %d nodes, %d jobs, loss %.2f, %d steps scheduled, %d attempts started", kind, w.n, len(w.jobs), w.net.loss, len(w.schedule), len(w.started))
+	return fmt.Sprintf("%s seed, %d nodes, %d jobs, loss %.2f, duplicates %.2f, %d steps scheduled, %d attempts started", kind, w.n, len(w.jobs), w.net.loss, w.net.dup, len(w.schedule), len(w.started))
 }
 
 // Observer: the checks after every event.

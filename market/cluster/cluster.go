@@ -32,6 +32,13 @@ type Network interface {
 	Link(from, to int) (after time.Duration, ok bool)
 }
 
+// Duplicator is a Network that also delivers some messages twice (a
+// retransmission that crossed its ack, a relay's copy): Again is called
+// after Send delivered one, and returns when the second copy arrives.
+type Duplicator interface {
+	Again(from, to int, msg market.Msg) (after time.Duration, ok bool)
+}
+
 // Observer is told what the nodes do; every method may be left a no-op.
 type Observer interface {
 	// Effects is every node's effects, as its market returned them,
@@ -379,4 +386,9 @@ func (c *Cluster) send(from, to int, msg market.Msg) {
 	// gen is the boot of the node it is sent to: a node that crashes
 	// meanwhile never gets it, even after it restarts.
 	c.clock.Schedule(c.Now()+after, Event{kind: evDeliver, node: to, from: from, msg: msg, gen: c.nodes[to].boot})
+	if d, ok := c.cfg.Network.(Duplicator); ok {
+		if again, ok := d.Again(from, to, msg); ok {
+			c.clock.Schedule(c.Now()+again, Event{kind: evDeliver, node: to, from: from, msg: msg, gen: c.nodes[to].boot})
+		}
+	}
 }

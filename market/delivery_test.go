@@ -80,3 +80,37 @@ func TestReportAgainAfterRestart(t *testing.T) {
 	}
 	succeededOnce(t, c.job(0, "j"))
 }
+
+// TestAwardDeliveredTwice: a repeat of an award the executor accepted
+// (the network duplicated it) is accepted again, not refused as unbid —
+// a refusal could overtake the acceptance and make the manager award the
+// same epoch to another bidder.
+func TestAwardDeliveredTwice(t *testing.T) {
+	c := newCluster(t, cpuNode(0), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 10 * time.Second }
+	var award *Award
+	c.drop = func(d delivery) bool {
+		if a, ok := d.msg.(Award); ok && award == nil {
+			award = &a
+		}
+		return false
+	}
+	c.submit(0, "j", job("twice", task("t", 1000)))
+	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	if award == nil {
+		t.Fatal("no award seen")
+	}
+	ex := c.nodes[1]
+	ex.Step(c.now, "n0", *award)
+	var replies []AwardReply
+	for _, e := range ex.Ready() {
+		if s, ok := e.(Send); ok {
+			if r, ok := s.Msg.(AwardReply); ok {
+				replies = append(replies, r)
+			}
+		}
+	}
+	if len(replies) != 1 || !replies[0].Accept {
+		t.Fatalf("answers to the repeated award: %+v, want one acceptance", replies)
+	}
+}
