@@ -51,12 +51,18 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # The long fault campaign: the markets under 10,000 seeds of random
-# crashes, partitions and message loss, with the invariants checked after
-# every event (market/cluster TestFaultCampaign; make test runs 1,000).
-# A failing seed prints the one command that replays it.
+# crashes, partitions, message loss and duplication, with the invariants
+# checked after every event (market/cluster TestFaultCampaign; make test
+# runs 1,000); then the real-binary soak: three nodes on loopback, one at
+# a time killed with SIGKILL and restarted, for SOAKFOR (cmd/agora
+# TestSoak, seed SOAKSEED). A failing seed prints the one command that
+# replays it.
 SOAKSEEDS ?= 10000
+SOAKFOR ?= 5m
+SOAKSEED ?= 1
 soak:
 	$(GO) test -run TestFaultCampaign -timeout 4h -count 1 ./market/cluster/ -campaign.seeds $(SOAKSEEDS) -campaign.all
+	$(GO) test -run TestSoak -timeout 2h -count 1 -v ./cmd/agora/ -soak.for $(SOAKFOR) -soak.seed $(SOAKSEED)
 
 # The benchmark report: the real-network benchmarks on loopback and the
 # real binary's submit-to-start path (cmd/agora), then the
