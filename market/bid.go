@@ -76,19 +76,22 @@ func (m *Market) dropSuperseded(key TaskKey, epoch uint64) {
 }
 
 // tookAward says whether this node accepted award a already — it holds
-// the replica at the award's epoch from its manager, queued or running,
-// or has its final report — and when it started it (or expects to).
+// the replica at the award's epoch from the manager that awards it, queued
+// or running, or has its final report — and when it started it (or
+// expects to). The awarder, not the manager the tasks report to now: a
+// repeat that arrives after the job re-homed is still a repeat (the
+// fault campaign's seed 5546 ran an attempt it had stopped again).
 func (c *contractor) tookAward(a Award) (time.Time, bool) {
 	k := a.Task.Key
-	if r := c.running[k]; r != nil && r.spec.Epoch == a.Task.Epoch && r.manager == a.Manager {
+	if r := c.running[k]; r != nil && r.spec.Epoch == a.Task.Epoch && r.awarder == a.Manager {
 		return r.started, true
 	}
 	for _, q := range c.queue {
-		if q.spec.Key == k && q.spec.Epoch == a.Task.Epoch && q.manager == a.Manager {
+		if q.spec.Key == k && q.spec.Epoch == a.Task.Epoch && q.awarder == a.Manager {
 			return q.accepted, true
 		}
 	}
-	if r := c.resultOf[resultID{k, a.Task.Epoch, a.Task.Attempt}]; r != nil && r.to == a.Manager {
+	if r := c.resultOf[resultID{k, a.Task.Epoch, a.Task.Attempt}]; r != nil && r.awarder == a.Manager {
 		return r.st.Time, true
 	}
 	return time.Time{}, false
@@ -184,6 +187,6 @@ func (m *Market) onAward(a Award) {
 	}
 	c.accepted++
 	m.send(a.Manager, reply)
-	c.enqueue(&contract{spec: a.Task, manager: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.ticketOf(key.Job)})
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, awarder: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.ticketOf(key.Job)})
 	m.schedule()
 }

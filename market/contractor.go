@@ -11,8 +11,12 @@ import (
 // contract is a task replica this node accepted: queued until it fits,
 // then running until the runtime reports its exit.
 type contract struct {
-	spec       TaskSpec
-	manager    NodeID
+	spec    TaskSpec
+	manager NodeID
+	// awarder is the manager whose award this is; manager changes when
+	// the job's tasks re-home, awarder never (tookAward knows a repeated
+	// award by it).
+	awarder    NodeID
 	accepted   time.Time
 	seq        uint64 // acceptance order, the last queue tie-breaker
 	runtime    time.Duration

@@ -114,3 +114,56 @@ func TestAwardDeliveredTwice(t *testing.T) {
 		t.Fatalf("answers to the repeated award: %+v, want one acceptance", replies)
 	}
 }
+
+// TestAwardRepeatedAfterRehome: the repeat of an award arrives after the
+// job's tasks re-homed to another manager and that manager stopped the
+// attempt. It is still a repeat — answered, never started again (the
+// fault campaign's seed 5546, where the repeat matched no award because
+// the report now went elsewhere, and the stopped attempt ran twice).
+func TestAwardRepeatedAfterRehome(t *testing.T) {
+	c := newCluster(t, cpuNode(0), cpuNode(4))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, time.Minute }
+	var award *Award
+	c.drop = func(d delivery) bool {
+		if a, ok := d.msg.(Award); ok && award == nil {
+			award = &a
+		}
+		return false
+	}
+	c.submit(0, "j", job("twice", task("t", 1000)))
+	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	if award == nil {
+		t.Fatal("no award seen")
+	}
+	ex := c.nodes[1]
+	key, epoch := award.Task.Key, award.Task.Epoch
+	ex.rehomeAt(c.now, "j", "n9")
+	ex.Ready()
+	ex.Step(c.now, "n9", CancelTask{Key: key, Epoch: epoch, Reason: "stale epoch"})
+	stopped := false
+	for _, e := range ex.Ready() {
+		if s, ok := e.(StopTask); ok && s.Key == key {
+			stopped = true
+		}
+	}
+	if !stopped {
+		t.Fatal("the new manager's cancel did not stop the attempt")
+	}
+	ex.TaskExited(c.now, key, epoch, -1, "stopped", nil)
+	ex.Ready()
+	ex.Step(c.now, "n0", *award)
+	var replies []AwardReply
+	for _, e := range ex.Ready() {
+		switch e := e.(type) {
+		case StartTask:
+			t.Fatalf("the repeated award started %s again", e.Task.Key)
+		case Send:
+			if r, ok := e.Msg.(AwardReply); ok {
+				replies = append(replies, r)
+			}
+		}
+	}
+	if len(replies) != 1 || !replies[0].Accept {
+		t.Fatalf("answers to the repeated award: %+v, want one acceptance", replies)
+	}
+}

@@ -129,18 +129,21 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 	// maxResultRepeats times.
 	st.AckWanted = true
 	m.send(k.manager, st)
-	m.addResult(&pendingResult{to: k.manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+	m.addResult(&pendingResult{to: k.manager, awarder: k.awarder, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
 		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
 	m.schedule()
 }
 
 // pendingResult is a final report being repeated to its manager.
 type pendingResult struct {
-	to   NodeID
-	st   TaskStatus
-	next time.Time
-	gap  time.Duration
-	sent int
+	to NodeID
+	// awarder is the manager that awarded the attempt (to changes when
+	// the job re-homes).
+	awarder NodeID
+	st      TaskStatus
+	next    time.Time
+	gap     time.Duration
+	sent    int
 	// acked: the manager has the report (ResultAck); it is kept, unsent,
 	// until expires, in case another node adopts the job (Rehome sends it
 	// there).

@@ -220,7 +220,7 @@ func (m *Market) onHold(h Hold) {
 		return
 	}
 	c.free.Take(h.Task.Request, al)
-	k := &contract{spec: h.Task, manager: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
+	k := &contract{spec: h.Task, manager: h.Manager, awarder: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
 	// Never trust a manager's clock further than our own limit.
 	c.holds[key] = &hold{k: k, expires: minTime(h.Expires, m.now.Add(m.cfg.HoldExpiry))}
 	reply.OK = true

@@ -112,7 +112,7 @@ func (m *Market) Resume(now time.Time, runs []Resumed) {
 			continue
 		}
 		c.seq++
-		ct := &contract{spec: r.Task, manager: r.Manager, accepted: r.Started, seq: c.seq, alloc: r.Alloc,
+		ct := &contract{spec: r.Task, manager: r.Manager, awarder: r.Manager, accepted: r.Started, seq: c.seq, alloc: r.Alloc,
 			started: r.Started, running: true, beat: m.now}
 		ct.runtime = c.predictRuntime(r.Task.TaskOffer, m.now)
 		c.free.Take(r.Task.Request, r.Alloc)
@@ -180,7 +180,7 @@ func (m *Market) reportAgain(x TaskExit) {
 		return
 	}
 	m.send(x.Manager, st)
-	m.addResult(&pendingResult{to: x.Manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+	m.addResult(&pendingResult{to: x.Manager, awarder: x.Manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
 		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
 }
 
