@@ -398,14 +398,26 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 	why := fmt.Sprintf("%s manages this job too (a cut split its managers) and its record (%s, %d succeeded, %d running) ranks above this one", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running)
 	m.rehomeTo(j.ID, c.From) // this node's own attempts and final reports
+	told := map[NodeID]bool{m.cfg.Self: true}
+	tell := func(t *TaskRecord) {
+		if t.Node != "" && !told[t.Node] {
+			told[t.Node] = true
+			m.send(t.Node, ManagerAnswer{Job: j.ID, From: m.cfg.Self, Successor: c.From})
+		}
+	}
+	// The executors of replicas that succeeded here still hold their
+	// final reports for a while: told, they re-home them to the winner,
+	// which learns of successes its side of the cut never saw. Untold,
+	// the winner — or this node, taking the job back over from it — ran
+	// a replica again that this node knew had succeeded (the fault
+	// campaign's seed 8242).
+	for i := range j.Tasks {
+		if t := &j.Tasks[i]; t.State == TaskSucceeded {
+			tell(t)
+		}
+	}
 	if !j.State.Terminal() {
-		told := map[NodeID]bool{m.cfg.Self: true}
-		m.endJobWith(j, JobCancelled, "superseded: "+why, func(t *TaskRecord) {
-			if !told[t.Node] {
-				told[t.Node] = true
-				m.send(t.Node, ManagerAnswer{Job: j.ID, From: m.cfg.Self, Successor: c.From})
-			}
-		})
+		m.endJobWith(j, JobCancelled, "superseded: "+why, tell)
 	}
 	m.event(j.ID, why+"; giving it up")
 	if m.replicating() {

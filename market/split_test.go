@@ -301,3 +301,54 @@ func TestSplitHandOverNeedsTheManager(t *testing.T) {
 		t.Fatalf("task %s on n2, want running", c.job(2, "j").Tasks[0].State)
 	}
 }
+
+// TestSplitLoserTellsExecutorsOfSuccesses: a manager that gives its job
+// up tells the executors of the replicas that succeeded under it, not
+// only of those still running, which manager won. They still hold their
+// final reports and re-home them there, so the winner learns of
+// successes its side of the cut never saw instead of running them again.
+func TestSplitLoserTellsExecutorsOfSuccesses(t *testing.T) {
+	caps := make([]resource.Vector, 8)
+	for i := range caps {
+		caps[i] = cpuNode(1)
+	}
+	c := newCluster(t, caps...)
+	c.run = func(s TaskSpec, _ NodeID) (int, time.Duration) {
+		if s.Key.Task == "a" {
+			return 0, time.Second
+		}
+		return 0, time.Hour
+	}
+	var told []delivery
+	c.drop = func(d delivery) bool {
+		if a, ok := d.msg.(ManagerAnswer); ok && d.from == "n0" && a.Successor != "" {
+			told = append(told, d)
+		}
+		return false
+	}
+	c.submit(0, "j", job("split", task("a", 1000), task("b", 1000)))
+	c.until(time.Minute, "a to succeed and b to run", func() bool {
+		j := c.job(0, "j")
+		return j.Tasks[0].State == TaskSucceeded && j.Tasks[1].State == TaskRunning
+	})
+	j := c.job(0, "j")
+	done, running := j.Tasks[0].Node, j.Tasks[1].Node
+	winner := Closest("j", c.ids[1:], c.nodes[0].reclaimAsk())[0]
+	c.nodes[0].Step(c.now, winner, ManagerClaim{Job: "j", From: winner, Rank: ClaimRank{State: JobSucceeded, Succeeded: 2}})
+	for end := c.now.Add(time.Second); c.now.Before(end); {
+		c.step()
+	}
+	if got := c.managers("j"); slices.Contains(got, "n0") {
+		t.Fatalf("n0 kept the job (managers %v)", got)
+	}
+	to := map[NodeID]bool{}
+	for _, d := range told {
+		to[d.to] = true
+	}
+	for _, n := range []NodeID{done, running} {
+		if n != "n0" && n != winner && !to[n] {
+			t.Errorf("%s (of a replica that %s) was not told the job went to %s; told: %v", n,
+				map[bool]string{true: "succeeded", false: "runs"}[n == done], winner, told)
+		}
+	}
+}
