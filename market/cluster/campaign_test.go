@@ -356,7 +356,19 @@ func (w *world) runtimeOf(_ int, t market.TaskSpec) (time.Duration, int) {
 // drops the other from its views, as real nodes would after missed
 // adverts.
 func (w *world) partition(side []int, detect time.Duration) {
+	before := slices.Clone(w.net.side)
 	copy(w.net.side, side)
+	// A new cut can join nodes an earlier one kept apart: they hear each
+	// other's next adverts, as at a heal. Without this the views stayed
+	// cut until the heal while the nodes talked, and a node took over a
+	// job from a manager it was exchanging claims with (seed 8242).
+	for i := range w.n {
+		for j := range w.n {
+			if i != j && before[i] != before[j] && side[i] == side[j] && w.alive(i) && w.alive(j) {
+				w.cl.Hear(i, j)
+			}
+		}
+	}
 	w.pending = append(w.pending, action{w.q.Now() + detect, "views drop the other side", func() {
 		for i := range w.n {
 			for j := range w.n {
@@ -583,7 +595,7 @@ func (w *world) Left(int)                    {}
 func (w *world) Started(node int, t market.TaskSpec) {
 	at := fmt.Sprintf("%s@%d", t.Key, t.Epoch)
 	if w.started[at] {
-		w.broke("attempt %s started a second time, on n%d%s", at, node, w.history(t.Key))
+		w.broke("attempt %s started a second time, on n%d%s%s", at, node, w.history(t.Key), w.jobHistory(t.Key.Job))
 	}
 	w.started[at] = true
 	proc := fmt.Sprintf("n%d/%s", node, t.Key)
@@ -630,8 +642,8 @@ func (w *world) Ended(node int, key market.TaskKey, r *cluster.Run, exit int, lo
 			w.windows++
 			continue
 		}
-		w.broke("replica %s succeeded again on n%d (epoch %d, started %v) though n%d's run of it (%v–%v, epoch %d, reporting to n%d) had succeeded, and the nodes of both runs %v were up and within reach of each other throughout%s",
-			k, node, r.Epoch, r.Start.Round(time.Millisecond), s.node, s.start.Round(time.Millisecond), s.at.Round(time.Millisecond), s.epoch, s.manager, involved, w.history(key))
+		w.broke("replica %s succeeded again on n%d (epoch %d, started %v) though n%d's run of it (%v–%v, epoch %d, reporting to n%d) had succeeded, and the nodes of both runs %v were up and within reach of each other throughout%s%s",
+			k, node, r.Epoch, r.Start.Round(time.Millisecond), s.node, s.start.Round(time.Millisecond), s.at.Round(time.Millisecond), s.epoch, s.manager, involved, w.history(key), w.jobHistory(key.Job))
 	}
 	if ok {
 		w.wins[k] = append(w.wins[k], successRec{node: node, manager: mgr, epoch: r.Epoch, start: r.Start, at: w.q.Now()})
