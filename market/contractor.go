@@ -70,7 +70,7 @@ type contractor struct {
 	accepted int // awards accepted so far
 	// bids are the auctions this node bid in, and when: an award or hold
 	// for any other is not this node's to take.
-	bids map[AuctionID]time.Time
+	bids map[AuctionID]bidMark
 	// mix is the task mix this node has seen called for: its bids weigh
 	// GPU fragmentation under it, and a GPU share goes to the card that
 	// fragments least (frag.go).
@@ -94,7 +94,7 @@ func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
 		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
 		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
 		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{}, resultOf: map[resultID]*pendingResult{},
-		bids: map[AuctionID]time.Time{},
+		bids: map[AuctionID]bidMark{},
 	}
 }
 
@@ -323,25 +323,39 @@ const (
 	bidsPruneAt = 4096
 )
 
-// madeBid records that this node bid in an auction.
+// bidMark is a remembered bid: when it was made, and whether an award
+// spent it.
+type bidMark struct {
+	at    time.Time
+	spent bool
+}
+
+// madeBid records that this node bid in an auction. A bid an award spent
+// stays spent: a repeat of the call for bids (the network delivered it
+// twice) must not make the repeat of an award this node declined
+// acceptable — the manager gave that epoch to the next bidder (the fault
+// campaign's seed 16188 started one attempt on two nodes).
 func (c *contractor) madeBid(id AuctionID, now time.Time) {
 	if len(c.bids) >= bidsPruneAt {
-		for a, at := range c.bids {
-			if now.Sub(at) > bidMemory {
+		for a, b := range c.bids {
+			if now.Sub(b.at) > bidMemory {
 				delete(c.bids, a)
 			}
 		}
 	}
-	c.bids[id] = now
+	if b, ok := c.bids[id]; ok && b.spent {
+		return
+	}
+	c.bids[id] = bidMark{at: now}
 }
 
-// bidFor reports whether this node bid in an auction within bidMemory;
-// consume forgets the bid (a single task's auction is awarded once; a
-// packed gang may hold several replicas on one bidder).
+// bidFor reports whether this node bid in an auction within bidMemory and
+// no award spent the bid; consume spends it (a single task's auction is
+// awarded once; a packed gang may hold several replicas on one bidder).
 func (c *contractor) bidFor(id AuctionID, now time.Time, consume bool) bool {
-	at, ok := c.bids[id]
-	if consume {
-		delete(c.bids, id)
+	b, ok := c.bids[id]
+	if ok && consume {
+		c.bids[id] = bidMark{at: b.at, spent: true}
 	}
-	return ok && now.Sub(at) <= bidMemory
+	return ok && !b.spent && now.Sub(b.at) <= bidMemory
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/market/predict"
 )
 
 // TestLateSuccess: an executor cut off from its manager finishes its
@@ -165,5 +167,30 @@ func TestAwardRepeatedAfterRehome(t *testing.T) {
 	}
 	if len(replies) != 1 || !replies[0].Accept {
 		t.Fatalf("answers to the repeated award: %+v, want one acceptance", replies)
+	}
+}
+
+// TestRepeatedCFPKeepsBidSpent: a bid an award spent (accepted or
+// declined) stays spent when the call for bids arrives again, so the
+// repeat of a declined award is refused too (the fault campaign's seed
+// 16188: the repeated call revived the bid, the repeated award was
+// accepted, and the epoch the manager had given the next bidder started
+// on two nodes).
+func TestRepeatedCFPKeepsBidSpent(t *testing.T) {
+	c := newContractor(cpuNode(4), predict.RuntimeConfig{})
+	now := time.Unix(1000, 0)
+	id := AuctionID{Key: TaskKey{Job: "j", Task: "t"}, Epoch: 1}
+	c.madeBid(id, now)
+	if !c.bidFor(id, now, true) {
+		t.Fatal("the award found no bid")
+	}
+	c.madeBid(id, now.Add(time.Second)) // the call for bids again
+	if c.bidFor(id, now.Add(time.Second), true) {
+		t.Fatal("the repeated award found the bid again")
+	}
+	other := AuctionID{Key: TaskKey{Job: "j", Task: "t"}, Epoch: 2}
+	c.madeBid(other, now)
+	if !c.bidFor(other, now, false) || !c.bidFor(other, now, true) {
+		t.Fatal("a hold must not spend the bid; the award then must find it")
 	}
 }
