@@ -52,7 +52,8 @@ type reclaim struct {
 	asked   time.Time            // when the questions last went out; zero before
 	asks    int                  // how many times they went out
 	waiting map[string]map[NodeID]bool
-	adopter map[string]NodeID
+	// adopters are the peers that answered that they manage a held job.
+	adopters map[string][]NodeID
 	// exits are this node's attempts that finished while it was down
 	// (the executor's durable record): applied as reports when their
 	// jobs are restored, instead of placing them again.
@@ -135,7 +136,7 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 	r := &m.reclaim
 	r.pending, r.start, r.first, r.asked, r.asks = true, m.now, time.Time{}, time.Time{}, 0
 	r.expect, r.lastExp = map[NodeID]bool{}, time.Time{}
-	r.held, r.waiting, r.adopter = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string]NodeID{}
+	r.held, r.waiting, r.adopters = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string][]NodeID{}
 	r.exits = map[TaskKey]TaskExit{}
 	for _, x := range exits {
 		if x.Manager != "" && x.Manager != m.cfg.Self {
@@ -253,6 +254,7 @@ func (m *Market) reclaimDue() {
 		}
 		m.askHeld()
 		m.adoptSettled()
+		m.claimOrigins()
 		return
 	}
 	if m.now.Sub(r.asked) < m.cfg.QueryTimeout {
@@ -321,8 +323,8 @@ func (m *Market) reclaimAnswer(a ManagerAnswer) {
 	if len(w) == 0 {
 		delete(r.waiting, a.Job)
 	}
-	if a.Manages {
-		r.adopter[a.Job] = a.From
+	if a.Manages && !slices.Contains(r.adopters[a.Job], a.From) {
+		r.adopters[a.Job] = append(r.adopters[a.Job], a.From)
 	}
 	if len(r.waiting) == 0 {
 		m.finishReclaim()
@@ -335,18 +337,36 @@ func (m *Market) finishReclaim() {
 	r := &m.reclaim
 	var keep []JobRecord
 	for _, id := range slices.Sorted(maps.Keys(r.held)) {
-		p, taken := r.adopter[id]
-		if !taken {
+		ps := r.adopters[id]
+		if len(ps) == 0 {
 			keep = append(keep, r.held[id])
 			continue
 		}
-		m.event(id, fmt.Sprintf("manager restarted: %s took the job over meanwhile; not restored here", p))
+		who := string(ps[0])
+		for _, p := range ps[1:] {
+			who += " and " + string(p)
+		}
+		m.event(id, fmt.Sprintf("manager restarted: %s took the job over meanwhile; not restored here", who))
+		// Two adopters (on two sides of a cut, say) each hear of the
+		// next, and meet (split.go); later claims here name the first.
+		// Their claims to this node, the job's first manager, may have
+		// come before it knew, and found no one (the fault campaign's
+		// seed 17908).
+		for i, p := range ps {
+			if len(ps) > 1 {
+				m.send(p, ManagerAnswer{Job: id, From: m.cfg.Self, Successor: ps[(i+1)%len(ps)]})
+			}
+		}
+		if len(m.yieldedTo) >= maxGone {
+			clear(m.yieldedTo)
+		}
+		m.yieldedTo[id] = ps[0]
 		m.emit(ForgetJob{Job: id, KeepEvents: true})
 	}
 	if len(keep) > 0 {
 		m.event("", fmt.Sprintf("restart: restored %d unfinished jobs, %d taken over meanwhile", len(keep), len(r.held)-len(keep)))
 	}
-	r.held, r.waiting, r.adopter = nil, nil, nil
+	r.held, r.waiting, r.adopters = nil, nil, nil
 	m.restore(keep)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -277,6 +278,21 @@ func (m *Market) peerBack(p NodeID) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		m.claim(p, m.jobs[id], false)
+	}
+}
+
+// claimOrigins claims, once a restarted node's view has settled, each job
+// it took over from another node to that job's first manager if it is in
+// the view. A peer that came into the view before the settle is taken
+// for one that was there all along (peerBack), and this node forgot whom
+// it took its jobs from; if a cut that kept the first manager away
+// healed during the settle, the two went on both managing the job (the
+// fault campaign's seed 17908).
+func (m *Market) claimOrigins() {
+	for _, id := range slices.Sorted(maps.Keys(m.jobs)) {
+		if j := m.jobs[id]; j.Origin != "" && j.Origin != m.cfg.Self && m.Live(j.Origin) {
+			m.claim(j.Origin, j, false)
+		}
 	}
 }
 

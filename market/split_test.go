@@ -352,3 +352,60 @@ func TestSplitLoserTellsExecutorsOfSuccesses(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimIntroducesTwoAdopters: two nodes took the job over from the
+// same copy while its manager was away (the two sides of a cut). When
+// the manager comes back, both answer that they manage it; it restores
+// nothing and tells each of the other, so the two meet and one manager
+// is left (the fault campaign's seed 17908, where the adopters' claims
+// to the first manager came before it knew of them and found no one).
+func TestReclaimIntroducesTwoAdopters(t *testing.T) {
+	c, rec := runningJob(t, time.Hour, 0, 4, 0)
+	// Both adopters took it over, each not knowing of the other.
+	c.nodes[1].adoptAt(c.now, rec)
+	c.nodes[2].adoptAt(c.now, rec)
+	c.drain()
+	if got := c.managers("j"); len(got) != 3 {
+		t.Fatalf("managers %v, want n0, n1 and n2", got)
+	}
+	m, err := New(c.nodes[0].Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[0] = m
+	m.Reclaim(c.now, []JobRecord{rec}, []NodeID{"n1", "n2"})
+	c.adverts()
+	c.until(30*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if log := c.eventLog(); !strings.Contains(log, "n0: manager restarted: n1 and n2 took the job over meanwhile") &&
+		!strings.Contains(log, "n0: manager restarted: n2 and n1 took the job over meanwhile") {
+		t.Fatalf("the restarted manager did not see both adopters:\n%s", log)
+	}
+}
+
+// TestRestartedAdopterClaimsFromOrigin: the first manager and the node
+// that took its job over during a cut both restart while still cut off,
+// each restoring its finished record; the cut heals before their views
+// settle, so neither takes the other for a peer back from a cut. Once
+// settled, the adopter claims the job from its first manager (the
+// record's origin), and one manager is left (the fault campaign's seed
+// 17908).
+func TestRestartedAdopterClaimsFromOrigin(t *testing.T) {
+	c := splitCluster(t, 4, 0, 0)
+	c.until(time.Minute, "both sides to finish", func() bool {
+		return c.job(0, "j").State == JobSucceeded && c.job(2, "j").State == JobFailed
+	})
+	for _, i := range []int{0, 2} {
+		rec := c.job(i, "j")
+		m, err := New(c.nodes[i].Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[i] = m
+		m.Reclaim(c.now, []JobRecord{rec}, []NodeID{"n0", "n1", "n2"})
+	}
+	c.heal()
+	c.until(time.Minute, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+		t.Fatalf("managers %v, want n0", got)
+	}
+}
