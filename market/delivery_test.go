@@ -83,13 +83,11 @@ func TestReportAgainAfterRestart(t *testing.T) {
 	succeededOnce(t, c.job(0, "j"))
 }
 
-// TestAwardDeliveredTwice: a repeat of an award the executor accepted
-// (the network duplicated it) is accepted again, not refused as unbid —
-// a refusal could overtake the acceptance and make the manager award the
-// same epoch to another bidder.
-func TestAwardDeliveredTwice(t *testing.T) {
+// awardedJob runs job j of one task running for d, placed by n0 on n1,
+// and returns once it runs, with the award n1 accepted.
+func awardedJob(t *testing.T, d time.Duration) (*cluster, Award) {
 	c := newCluster(t, cpuNode(0), cpuNode(4))
-	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 10 * time.Second }
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, d }
 	var award *Award
 	c.drop = func(d delivery) bool {
 		if a, ok := d.msg.(Award); ok && award == nil {
@@ -102,8 +100,17 @@ func TestAwardDeliveredTwice(t *testing.T) {
 	if award == nil {
 		t.Fatal("no award seen")
 	}
+	return c, *award
+}
+
+// TestAwardDeliveredTwice: a repeat of an award the executor accepted
+// (the network duplicated it) is accepted again, not refused as unbid —
+// a refusal could overtake the acceptance and make the manager award the
+// same epoch to another bidder.
+func TestAwardDeliveredTwice(t *testing.T) {
+	c, award := awardedJob(t, 10*time.Second)
 	ex := c.nodes[1]
-	ex.Step(c.now, "n0", *award)
+	ex.Step(c.now, "n0", award)
 	var replies []AwardReply
 	for _, e := range ex.Ready() {
 		if s, ok := e.(Send); ok {
@@ -123,20 +130,7 @@ func TestAwardDeliveredTwice(t *testing.T) {
 // fault campaign's seed 5546, where the repeat matched no award because
 // the report now went elsewhere, and the stopped attempt ran twice).
 func TestAwardRepeatedAfterRehome(t *testing.T) {
-	c := newCluster(t, cpuNode(0), cpuNode(4))
-	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, time.Minute }
-	var award *Award
-	c.drop = func(d delivery) bool {
-		if a, ok := d.msg.(Award); ok && award == nil {
-			award = &a
-		}
-		return false
-	}
-	c.submit(0, "j", job("twice", task("t", 1000)))
-	c.until(5*time.Second, "the replica to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
-	if award == nil {
-		t.Fatal("no award seen")
-	}
+	c, award := awardedJob(t, time.Minute)
 	ex := c.nodes[1]
 	key, epoch := award.Task.Key, award.Task.Epoch
 	ex.rehomeAt(c.now, "j", "n9")
@@ -153,7 +147,7 @@ func TestAwardRepeatedAfterRehome(t *testing.T) {
 	}
 	ex.TaskExited(c.now, key, epoch, -1, "stopped", nil)
 	ex.Ready()
-	ex.Step(c.now, "n0", *award)
+	ex.Step(c.now, "n0", award)
 	var replies []AwardReply
 	for _, e := range ex.Ready() {
 		switch e := e.(type) {
