@@ -373,9 +373,8 @@ func (m *Market) awardNext(a *auction) {
 	a.ranked = a.ranked[1:]
 	a.awardee, a.awardBy, a.unanswered = &b, m.now.Add(m.cfg.AwardTimeout), false
 	ts, _ := j.Spec.Task(t.Key.Task)
-	spec := TaskSpec{TaskOffer: a.offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
-		CheckpointInterval: ts.CheckpointInterval, Epoch: t.Epoch, Attempt: t.Attempts + 1,
-		Owner: j.Owner, Previous: previous(t), Inputs: m.inputRefs(j, ts), Outputs: ts.Outputs}
+	spec := signedTask(&j.Spec, ts, j.Owner, false).withDecisions(TaskSpec{TaskOffer: a.offer,
+		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
 	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
 		Ticket: m.ticketFor(j, b.Bidder), Direct: a.direct})
 }

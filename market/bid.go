@@ -153,11 +153,13 @@ func (m *Market) onAward(a Award) {
 		m.send(a.Manager, reply)
 		return
 	}
-	if why := m.mayTake(a); why != "" {
+	task, why := m.mayTake(a)
+	if why != "" {
 		reply.Reason = why
 		m.send(a.Manager, reply)
 		return
 	}
+	a.Task = task
 	m.dropSuperseded(key, a.Task.Epoch)
 	if _, busy := c.running[key]; busy || c.queued(key) {
 		reply.Reason = "already holds this task"

@@ -334,9 +334,8 @@ func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
 		offer := g.offer
 		offer.Key = t.Key
-		spec := TaskSpec{TaskOffer: offer, Command: ts.Command, Env: ts.Env, Timeout: ts.Timeout,
-			CheckpointInterval: ts.CheckpointInterval, Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r,
-			Owner: j.Owner, Previous: previous(t), Inputs: m.inputRefs(j, ts), Outputs: ts.Outputs}
+		spec := signedTask(&j.Spec, ts, j.Owner, true).withDecisions(TaskSpec{TaskOffer: offer,
+			Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
 		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.ticketFor(j, n)})
 	}
 }

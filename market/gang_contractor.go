@@ -198,11 +198,13 @@ func (m *Market) onHold(h Hold) {
 		m.send(h.Manager, reply)
 		return
 	}
-	if why := m.mayHold(h); why != "" {
+	task, why := m.mayHold(h)
+	if why != "" {
 		reply.Reason = why
 		m.send(h.Manager, reply)
 		return
 	}
+	h.Task = task
 	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
 		reply.Reason = "already holds this replica"
 		m.send(h.Manager, reply)

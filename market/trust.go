@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/market/auth"
@@ -21,9 +22,9 @@ import (
 // it too), and in the calls for bids, awards and holds a manager sends a
 // peer that does not have it yet. Every contractor checks a job's ticket
 // — signature, chain, revocations, the user's quota against its own
-// site — before it bids, and checks that an award or hold asks exactly
-// what the ticket says before it accepts; an award it did not bid for is
-// declined (but for a replica stolen for it, which it asked for). The
+// site — before it bids, and runs for an award or hold the task it
+// builds from the ticket's spec, taking from the message only what the
+// manager decides (derive); an award it did not bid for is declined (but for a replica stolen for it, which it asked for). The
 // checks are cached per job; a revocation empties the cache.
 
 // ticketCacheSize bounds the jobs whose checked ticket a contractor
@@ -221,38 +222,132 @@ func (m *Market) checkOffer(info *ticketInfo, o TaskOffer) error {
 	return auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, o.Request, o.Priority, m.cfg.Site)
 }
 
-// checkSpec checks that an award or hold runs what the job's ticket
-// signs, for the user who signed it.
-func (m *Market) checkSpec(info *ticketInfo, s TaskSpec) error {
-	if err := m.checkOffer(info, s.TaskOffer); err != nil {
-		return err
+// signedTask is a replica's task as its job's spec alone decides it.
+// A manager builds every award and hold on it (withDecisions adds what
+// the manager decides), and a contractor in a network with an authority
+// rebuilds the task it runs from the ticket's spec with it (derive): a
+// field set here is sent and enforced by the same line. gang: the
+// replica is one of a gang (GangSize, Pack).
+func signedTask(js *spec.Job, ts *spec.Task, owner string, gang bool) TaskSpec {
+	s := TaskSpec{
+		TaskOffer: TaskOffer{Type: js.Type, Priority: js.Priority, Deadline: js.Deadline, Request: ts.Request},
+		Command:   ts.Command, Env: ts.Env, Timeout: ts.Timeout, CheckpointInterval: ts.CheckpointInterval,
+		Owner: owner, Outputs: ts.Outputs,
 	}
-	ts, _ := info.spec.Task(s.Key.Task)
-	switch {
-	case !reflect.DeepEqual(s.Command, ts.Command):
-		return fmt.Errorf("task %s: the command is not the signed job's", ts.Name)
-	case !sameEnv(s.Env, ts.Env):
-		return fmt.Errorf("task %s: the environment is not the signed job's", ts.Name)
-	case s.Timeout != ts.Timeout || s.CheckpointInterval != ts.CheckpointInterval:
-		return fmt.Errorf("task %s: timeout or checkpoint interval is not the signed job's", ts.Name)
-	case s.Owner != info.user.Name:
-		return fmt.Errorf("task %s: owner %q, the signer is %s", ts.Name, s.Owner, info.user.Name)
-	case !reflect.DeepEqual(s.Outputs, ts.Outputs) && (len(s.Outputs) > 0 || len(ts.Outputs) > 0):
-		return fmt.Errorf("task %s: the outputs are not the signed job's", ts.Name)
+	if gang {
+		s.GangSize, s.Pack = ts.Replicas, ts.Pack
 	}
-	return signedInputs(ts, s.Inputs)
+	return s
 }
 
-func sameEnv(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
+// withDecisions is s with what a replica's manager decides taken from
+// d: which replica, the epoch and attempt, a gang rank and its peers,
+// the earlier placements, where the inputs come from (checked against
+// the spec by signedInputs) and the runtime estimate it offers. Nothing
+// else of an award reaches the task a contractor runs with an authority.
+func (s TaskSpec) withDecisions(d TaskSpec) TaskSpec {
+	s.Key, s.Estimate, s.TaskOffer.Inputs = d.Key, d.Estimate, d.TaskOffer.Inputs
+	s.Epoch, s.Attempt, s.Rank, s.Peers = d.Epoch, d.Attempt, d.Rank, d.Peers
+	s.Previous, s.Inputs = d.Previous, d.Inputs
+	return s
+}
+
+// derive is the task an award or hold (gang) makes this node run, built
+// from the job's signed spec and its signer, with only the manager's
+// decisions taken from the message; it fails when the message names a
+// task or replica the spec does not have, places inputs the spec does
+// not name, or the signed task is over its user's quota here.
+func (m *Market) derive(info *ticketInfo, s TaskSpec, gang bool) (TaskSpec, error) {
+	ts, ok := info.spec.Task(s.Key.Task)
+	switch {
+	case !ok:
+		return TaskSpec{}, fmt.Errorf("the signed job has no task %s", s.Key.Task)
+	case s.Key.Replica >= max(ts.Replicas, 1):
+		return TaskSpec{}, fmt.Errorf("the signed job's task %s has %d replicas, not %d", ts.Name, max(ts.Replicas, 1), s.Key.Replica+1)
 	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
+	if err := signedInputs(ts, s.Inputs); err != nil {
+		return TaskSpec{}, err
+	}
+	d := signedTask(info.spec, ts, info.user.Name, gang).withDecisions(s)
+	if f := differs(reflect.ValueOf(d), reflect.ValueOf(s)); f != "" {
+		// What runs is d whatever the message says; a manager that says
+		// otherwise is refused, to be reported.
+		return TaskSpec{}, fmt.Errorf("task %s: the %s is not the signed job's", ts.Name, f)
+	}
+	return d, auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, d.Request, d.Priority, m.cfg.Site)
+}
+
+// differs names the first field, by its JSON name, in which two values
+// of one struct type differ, or "": every field, embedded structs field
+// by field, so that a field added to TaskSpec is compared without anyone
+// listing it.
+func differs(a, b reflect.Value) string {
+	t := a.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if d := differs(a.Field(i), b.Field(i)); d != "" {
+				return d
+			}
+			continue
+		}
+		if same(a.Field(i), b.Field(i)) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		return strings.TrimSuffix(name, "_ns")
+	}
+	return ""
+}
+
+// same is deep equality as the wire sees it: an empty slice or map is a
+// nil one, and times are equal instants.
+func same(x, y reflect.Value) bool {
+	switch x.Kind() {
+	case reflect.Struct:
+		if t, ok := x.Interface().(time.Time); ok {
+			return t.Equal(y.Interface().(time.Time))
+		}
+		for i := range x.NumField() {
+			if !x.Type().Field(i).IsExported() {
+				return reflect.DeepEqual(x.Interface(), y.Interface())
+			}
+			if !same(x.Field(i), y.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if x.Len() != y.Len() {
 			return false
 		}
+		for i := range x.Len() {
+			if !same(x.Index(i), y.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if x.Len() != y.Len() {
+			return false
+		}
+		for _, k := range x.MapKeys() {
+			v := y.MapIndex(k)
+			if !v.IsValid() || !same(x.MapIndex(k), v) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer:
+		if x.IsNil() || y.IsNil() {
+			return x.IsNil() == y.IsNil()
+		}
+		return same(x.Elem(), y.Elem())
 	}
-	return true
+	return reflect.DeepEqual(x.Interface(), y.Interface())
 }
 
 // ticketFor is the ticket a manager attaches to a message for job to
@@ -434,52 +529,57 @@ const stealWindow = bidMemory
 
 // mayTake says why this node must not accept an award, or "": it must
 // have bid in its auction (or, for a stolen replica, asked for work
-// lately), and in a network with an authority the award must run what
-// the job's ticket signs.
-func (m *Market) mayTake(a Award) string {
+// lately). It returns the task to run: in a network with an authority
+// the one the job's ticket signs (derive), else the award's.
+func (m *Market) mayTake(a Award) (TaskSpec, string) {
 	c := &m.c
 	if why := m.cfg.Limits.Refusal(a.Task.Request); why != "" {
-		return why
+		return TaskSpec{}, why
 	}
 	if a.Direct {
 		if m.stolen.IsZero() || m.now.Sub(m.stolen) > stealWindow {
 			m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award of a stolen replica refused: this node asked for no work", a.Task.Key))
-			return "this node asked for no work"
+			return TaskSpec{}, "this node asked for no work"
 		}
 	} else if !c.bidFor(a.Auction, m.now, true) {
 		m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award refused: this node made no bid in round %d of epoch %d", a.Task.Key, a.Auction.Round, a.Auction.Epoch))
-		return "this node made no bid in that auction"
+		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return m.checkAward(a.Manager, a.Task, a.Ticket)
+	return m.checkAward(a.Manager, a.Task, a.Ticket, false)
 }
 
 // mayHold is mayTake for a gang's hold.
-func (m *Market) mayHold(h Hold) string {
+func (m *Market) mayHold(h Hold) (TaskSpec, string) {
 	if why := m.cfg.Limits.Refusal(h.Task.Request); why != "" {
-		return why
+		return TaskSpec{}, why
 	}
 	if !m.c.bidFor(h.Auction, m.now, false) {
 		m.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
-		return "this node made no bid in that auction"
+		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return m.checkAward(h.Manager, h.Task, h.Ticket)
+	return m.checkAward(h.Manager, h.Task, h.Ticket, true)
 }
 
-// checkAward checks, in a network with an authority, an award's or
-// hold's task against its job's ticket.
-func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte) string {
+// checkAward is, in a network with an authority, the task an award or
+// hold runs, derived from its job's ticket; in an open one the
+// message's own.
+func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (TaskSpec, string) {
 	if !m.trusted() {
-		return ""
+		return s, ""
 	}
 	info, err := m.jobTicket(s.Key.Job, ticket)
+	var d TaskSpec
 	if err == nil {
-		err = m.checkSpec(info, s)
+		d, err = m.derive(info, s, gang)
 	}
 	if err != nil {
 		m.refuse(RefuseTicket, from, s.Key.Job, fmt.Sprintf("%s: task refused: %v", s.Key, err))
-		return "job ticket: " + err.Error()
+		return TaskSpec{}, "job ticket: " + err.Error()
 	}
-	return ""
+	if why := m.cfg.Limits.Refusal(d.Request); why != "" {
+		return TaskSpec{}, why
+	}
+	return d, ""
 }
 
 // ticketOf is the raw ticket this node checked for job, or nil.

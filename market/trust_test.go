@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -504,4 +505,154 @@ func TestRevocationKeepsOtherTickets(t *testing.T) {
 			t.Fatalf("no contractor refused the revoked user's task; events:\n%s", c.eventLog())
 		}
 	})
+}
+
+// TestAwardCannotOverrideTheSignedSpec: in a network with an authority a
+// contractor runs the task it derives from the ticket, taking from an
+// award only what its manager decides. Every other field of TaskSpec,
+// found by reflection so that a field added later is covered without
+// being listed, is forged in turn: each forged award is refused naming
+// the field, nothing is queued, and the honest award queues exactly the
+// derived task.
+func TestAwardCannotOverrideTheSignedSpec(t *testing.T) {
+	a := newAuthority(t)
+	alice := a.user(t, "alice", auth.NoQuota)
+	c := trustCluster(t, a)
+	m := c.nodes[1]
+	const text = `{"name": "j", "tasks": [{"name": "t", "command": ["run", "it"], "env": {"A": "1"},
+		"timeout": "1h", "checkpoint": {"interval": "1m"}, "resources": {"cpu": "1"}, "outputs": [{"path": "out"}]}]}`
+	raw := a.ticket(t, alice, text, c.now)
+	tk, _ := auth.DecodeTicket(raw)
+	js, err := spec.FromCanonical(tk.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := js.Task("t")
+	key := TaskKey{Job: tk.JobID(), Task: "t"}
+	honest := signedTask(js, ts, "alice", false).withDecisions(TaskSpec{TaskOffer: TaskOffer{Key: key, Estimate: time.Minute},
+		Epoch: 1, Attempt: 1, Previous: []Placement{{Epoch: 0, Node: "n2"}}})
+	decided := map[string]bool{"Key": true, "Estimate": true, "TaskOffer.Inputs": true, "Epoch": true, "Attempt": true,
+		"Rank": true, "Peers": true, "Previous": true, "Inputs": true}
+
+	epoch := uint64(0)
+	award := func(s TaskSpec) AwardReply {
+		t.Helper()
+		epoch++
+		id := AuctionID{Key: key, Epoch: epoch}
+		s.Epoch = epoch
+		m.Step(c.now, "n0", CFP{Auction: id, Manager: "n0", Task: honest.TaskOffer, Ticket: raw})
+		m.Step(c.now, "n0", Award{Auction: id, Manager: "n0", Task: s, Bid: Bid{Auction: id, Bidder: "n1"}, Last: true})
+		var reply *AwardReply
+		for _, e := range m.Ready() {
+			if s, ok := e.(Send); ok {
+				if r, ok := s.Msg.(AwardReply); ok {
+					reply = &r
+				}
+			}
+		}
+		if reply == nil {
+			t.Fatalf("no answer to the award")
+		}
+		return *reply
+	}
+	var forged []string
+	for _, f := range taskSpecFields(reflect.TypeOf(TaskSpec{}), "") {
+		if decided[f.path] {
+			continue
+		}
+		evil := honest
+		v := reflect.ValueOf(&evil).Elem().FieldByIndex(f.index)
+		perturb(v)
+		r := award(evil)
+		if r.Accept || !strings.Contains(r.Reason, "not the signed job's") {
+			t.Errorf("award with a forged %s: %+v", f.path, r)
+		}
+		if m.QueueLen() != 0 || m.RunningLen() != 0 {
+			t.Fatalf("an award with a forged %s was queued", f.path)
+		}
+		forged = append(forged, f.path)
+	}
+	if len(forged) < 12 {
+		t.Fatalf("forged only %v", forged)
+	}
+	if r := award(honest); !r.Accept {
+		t.Fatalf("honest award refused: %s", r.Reason)
+	}
+	var got *contract
+	for _, k := range m.c.queue {
+		got = k
+	}
+	for _, k := range m.c.running {
+		got = k
+	}
+	want := honest
+	want.Epoch = epoch
+	if got == nil || differs(reflect.ValueOf(got.spec), reflect.ValueOf(want)) != "" {
+		t.Fatalf("queued %+v, want the derived task %+v", got, want)
+	}
+}
+
+type specField struct {
+	path  string
+	index []int
+}
+
+// taskSpecFields lists a struct's fields, embedded structs' fields with
+// their type's name as prefix.
+func taskSpecFields(t reflect.Type, prefix string) []specField {
+	var out []specField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			for _, g := range taskSpecFields(f.Type, f.Name+".") {
+				out = append(out, specField{g.path, append([]int{i}, g.index...)})
+			}
+			continue
+		}
+		path := f.Name
+		if prefix != "" && (f.Name == "Inputs") {
+			path = prefix + f.Name // TaskOffer.Inputs against TaskSpec.Inputs
+		}
+		out = append(out, specField{path, []int{i}})
+	}
+	return out
+}
+
+// perturb makes v differ from what it was, whatever its type.
+func perturb(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(v.String() + "-forged")
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() + 1)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 1)
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Slice:
+		n := reflect.MakeSlice(v.Type(), v.Len()+1, v.Len()+1)
+		reflect.Copy(n, v)
+		perturb(n.Index(v.Len()))
+		v.Set(n)
+	case reflect.Map:
+		n := reflect.MakeMap(v.Type())
+		for _, k := range v.MapKeys() {
+			n.SetMapIndex(k, v.MapIndex(k))
+		}
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		perturb(k)
+		perturb(e)
+		n.SetMapIndex(k, e)
+		v.Set(n)
+	case reflect.Struct:
+		if tm, ok := v.Interface().(time.Time); ok {
+			v.Set(reflect.ValueOf(tm.Add(time.Hour)))
+			return
+		}
+		perturb(v.Field(0))
+	default:
+		panic("perturb: " + v.Type().String())
+	}
 }
