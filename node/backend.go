@@ -89,9 +89,7 @@ func (n *Node) Capacity() resource.Vector { return n.capacity }
 
 // Free is what of the node's capacity tasks have not taken.
 func (n *Node) Free() resource.Vector {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.free.Clone()
+	return n.soft.Load().Free.Clone()
 }
 
 func newJobID() string {

@@ -34,9 +34,7 @@ func (n *Node) pushCopies(r market.Replicate) {
 		}
 		n.met.copiesStored.Add(float64(got))
 		n.met.copiesFailed.Add(float64(wanted - got))
-		for !n.exec(func() { n.mkt.Replicated(time.Now(), r.Batch, stored) }) && n.ctx.Err() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		n.deliver(func() { n.mkt.Replicated(time.Now(), r.Batch, stored) })
 		for _, c := range r.Records {
 			n.copied.done(c.Record.ID)
 		}
@@ -57,7 +55,7 @@ func (n *Node) dropCopy(job string, expired bool) {
 
 // copiesStored hands copies a peer pushed, now stored, to the market.
 func (n *Node) copiesStored(cs []replication.Copy) {
-	n.exec(func() {
+	n.deliver(func() {
 		now := time.Now()
 		for _, c := range cs {
 			n.mkt.ReplicaStored(now, c.Record, c.Replicas)

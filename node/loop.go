@@ -19,9 +19,12 @@ import (
 
 // Limits of the event loop.
 const (
-	// loopQueue bounds the events waiting for the loop; network input is
+	// loopQueue bounds the network input waiting for the loop; more is
 	// dropped (and recovered by the core's timeouts) when it is full.
 	loopQueue = 8192
+	// callQueue bounds the exits, acks and API calls waiting for the
+	// loop; their senders wait for room, so none is lost.
+	callQueue = 1024
 	// tickEvery is how often the loop ticks the market.
 	tickEvery = 10 * time.Millisecond
 	// historySaveEvery is how often a changed runtime history is saved.
@@ -41,17 +44,37 @@ const (
 )
 
 // The loop owns the market: every call into it runs on the loop goroutine,
-// in the order events arrived, followed by carrying out its effects. This
-// is the one place where the pure core meets I/O.
+// followed by carrying out its effects. This is the one place where the
+// pure core meets I/O. Input comes in two disciplines, as in raft's
+// node.run: network input (messages, adverts, load samples), which the
+// core recovers from losing by its timeouts, goes through netIn and is
+// dropped when the loop is behind; what must not be lost (task exits,
+// replication acks, copies stored, peers gone, revocations, API calls)
+// goes through calls, whose senders wait for room. Neither is ever sent
+// to from the loop goroutine itself.
 
-// exec queues fn to run on the loop. It never blocks: when the queue is
-// full the event is dropped and false returned.
-func (n *Node) exec(fn func()) bool {
+// input queues network input to run on the loop. It never blocks: when
+// the queue is full the input is dropped and false returned.
+func (n *Node) input(fn func()) bool {
 	select {
-	case n.events <- fn:
+	case n.netIn <- fn:
 		return true
 	default:
-		log.Warnw("event loop queue full; dropping an event")
+		n.met.dropped.Inc()
+		log.Warnw("event loop queue full; dropping network input")
+		return false
+	}
+}
+
+// deliver queues fn, which must not be lost, to run on the loop, waiting
+// for room; false only when the node is stopping (a restart recovers
+// what it carried: exits from the execution records, copies from the
+// store).
+func (n *Node) deliver(fn func()) bool {
+	select {
+	case n.calls <- fn:
+		return true
+	case <-n.ctx.Done():
 		return false
 	}
 }
@@ -59,9 +82,7 @@ func (n *Node) exec(fn func()) bool {
 // call runs fn on the loop and waits for it.
 func (n *Node) call(fn func()) error {
 	done := make(chan struct{})
-	select {
-	case n.events <- func() { fn(); close(done) }:
-	case <-n.ctx.Done():
+	if !n.deliver(func() { fn(); close(done) }) {
 		return fmt.Errorf("node is shutting down")
 	}
 	select {
@@ -106,7 +127,10 @@ func (n *Node) loop() {
 		select {
 		case <-n.ctx.Done():
 			return
-		case fn := <-n.events:
+		case fn := <-n.calls:
+			fn()
+			n.drainEvents(turnEvents - 1)
+		case fn := <-n.netIn:
 			fn()
 			// Group commit: run whatever else is already queued (up to
 			// turnEvents) before carrying out the effects, so that a burst
@@ -165,8 +189,18 @@ func (n *Node) syncEffects(ctx context.Context) error {
 // drainEvents runs up to max queued events without waiting for more.
 func (n *Node) drainEvents(max int) {
 	for range max {
+		// What must not be lost goes first: a flood of network input
+		// never holds an exit back by more than one turn.
 		select {
-		case fn := <-n.events:
+		case fn := <-n.calls:
+			fn()
+			continue
+		default:
+		}
+		select {
+		case fn := <-n.calls:
+			fn()
+		case fn := <-n.netIn:
 			fn()
 		default:
 			return
@@ -177,28 +211,29 @@ func (n *Node) drainEvents(max int) {
 // publishState copies what the adverts need out of the market and asks
 // gossip to publish early when it changed a lot.
 func (n *Node) publishState() {
-	free, q, res, w, hr := n.mkt.Free(), n.mkt.QueueLen(), n.mkt.Reserved(), n.mkt.Waiting(), n.mkt.HeadRoom()
+	s := &softState{SoftState: n.mkt.SoftState()}
 	now := time.Now()
-	n.mu.Lock()
-	changed := n.free.CPU != free.CPU || n.free.Memory != free.Memory || n.free.GPUShare() != free.GPUShare() || n.queue != q ||
-		n.reserved.Gang != res.Gang || n.reserved.Unreserved.CPU != res.Unreserved.CPU || n.waiting.Gang != w.Gang || !n.headRoom.Equal(hr)
-	stale := now.Sub(n.waitAt) > 100*time.Millisecond
-	n.mu.Unlock()
-	var wait time.Duration
-	if changed || stale {
+	old := n.soft.Load()
+	moved := s.Moved(old.SoftState)
+	if moved || now.Sub(old.at) > 100*time.Millisecond {
 		// The predicted wait simulates the node's schedule: compute it
 		// only when the state moved or every 100 ms, not per event.
-		wait = n.mkt.PredictedWait(now)
+		s.wait, s.at = n.mkt.PredictedWait(now), now
+	} else {
+		s.wait, s.at = old.wait, old.at
 	}
-	n.mu.Lock()
-	n.free, n.queue, n.reserved, n.waiting, n.headRoom = free, q, res, w, hr
-	if changed || stale {
-		n.wait, n.waitAt = wait, now
-	}
-	n.mu.Unlock()
-	if changed && n.gossip != nil {
+	n.soft.Store(s)
+	if moved && n.gossip != nil {
 		n.gossip.Nudge()
 	}
+}
+
+// softState is what the loop publishes for readers off it: the market's
+// soft state and the predicted wait, computed at.
+type softState struct {
+	market.SoftState
+	wait time.Duration
+	at   time.Time
 }
 
 // apply carries out the market's effects in order, with the store

@@ -22,6 +22,7 @@ type marketMetrics struct {
 	forgotten    prometheus.Counter
 	expired      *prometheus.CounterVec
 	refused      *prometheus.CounterVec
+	dropped      prometheus.Counter
 }
 
 // refusalReasons are the reasons agora_refused_total counts, as the table
@@ -49,6 +50,8 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 		forgotten:    prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_jobs_forgotten_total", Help: "Finished jobs this node managed and deleted after their retention."}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_finished_work_expired_total",
 			Help: "Finished work deleted after its retention, by kind: replica (a job-record copy held for a peer) or execution (a task attempt's record and log)."}, []string{"kind"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "agora_network_input_dropped_total",
+			Help: "Messages, adverts and load samples dropped because the event loop was behind (the market recovers by its timeouts)."}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agora_refused_total",
 			Help: "Peers, streams and messages this node refused, by reason (docs/security.md)."}, []string{"reason"}),
 	}
@@ -66,15 +69,11 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 	jobs := prometheus.NewDesc("agora_jobs", "Jobs this node manages, by state (finished ones until their retention passes).", []string{"state"}, nil)
 	queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_tasks_queued", Help: "Task replicas awarded to this node and waiting to start."},
 		func() float64 {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			return float64(n.queue)
+			return float64(n.soft.Load().Queue)
 		})
 	freeCPU := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_free_cpu_cores", Help: "CPU this node has not committed to tasks, in cores."},
 		func() float64 {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			return float64(n.free.CPU) / 1000
+			return float64(n.soft.Load().Free.CPU) / 1000
 		})
 	degraded := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_degraded", Help: "1 while this node cannot store job records (a nearly full disk, a failing store): submissions are refused and its messages wait."},
 		func() float64 {
@@ -88,7 +87,7 @@ func newMarketMetrics(reg prometheus.Registerer, n *Node) *marketMetrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "commit": bi.Commit, "build_time": bi.BuildTime, "go_version": bi.GoVersion}})
 	build.Set(1)
 	reg.MustRegister(build)
-	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired, m.refused,
+	reg.MustRegister(m.rounds, m.submitted, m.tasksStarted, m.tasksEnded, m.copiesStored, m.copiesFailed, m.forgotten, m.expired, m.refused, m.dropped,
 		queued, freeCPU, degraded, &jobsCollector{desc: jobs, n: n})
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -78,7 +79,8 @@ type Node struct {
 
 	// market plane
 	mkt            *market.Market
-	events         chan func()
+	netIn          chan func() // network input: dropped when full (loop.go)
+	calls          chan func() // exits, acks, API calls: wait for room (loop.go)
 	tr             *transport.Transport
 	query          *query.Service
 	jobs           *store.Bucket[market.JobRecord]
@@ -97,15 +99,11 @@ type Node struct {
 	ex             *executor.Executor              // runs the tasks the market starts
 	data           *data.Service                   // keeps and moves tasks' outputs and inputs
 
-	mu       sync.Mutex
-	free     resource.Vector
-	load     float64
-	queue    int
-	wait     time.Duration
-	waitAt   time.Time
-	reserved market.ReservedRoom
-	waiting  market.WaitingGang // the advert's head fields (market/head.go)
-	headRoom market.HeadRoom
+	// soft is the market's soft state the loop published last, with the
+	// predicted wait, for the adverts and metrics (read off the loop);
+	// load is the sampled CPU load (math.Float64bits).
+	soft atomic.Pointer[softState]
+	load atomic.Uint64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,7 +170,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, &ConfigError{Err: err}
 	}
 
-	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), events: make(chan func(), loopQueue)}
+	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue)}
 	if c, ok := cfg.Runner.(io.Closer); ok && given == nil {
 		n.runnerCloser = c // the runner this node made holds its claim on task IDs
 	}
@@ -236,7 +234,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		// the sampler measures; its load would mislead the predictor.
 		n.cpuDeclared = overrides.CPU != nil
 	}
-	n.free = n.capacity.Clone()
+	n.soft.Store(&softState{SoftState: market.SoftState{Free: n.capacity.Clone()}})
 
 	key, err := admission.LoadIdentity(cfg.DataDir)
 	if err != nil {
@@ -353,11 +351,9 @@ func (n *Node) sampleLoop() {
 				continue
 			}
 			load := min(max(u.CPUBusy, 0), 1)
-			n.mu.Lock()
-			n.load = load
-			n.mu.Unlock()
+			n.load.Store(math.Float64bits(load))
 			if !n.cpuDeclared {
-				n.exec(func() { n.mkt.ObserveLoad(time.Now(), load) })
+				n.input(func() { n.mkt.ObserveLoad(time.Now(), load) })
 			}
 		}
 	}
@@ -377,7 +373,7 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 		n.repl.Forget(a.Peer)
 	}
 	p := peerFromAdvert(a)
-	n.exec(func() { n.mkt.Advert(time.Now(), p) })
+	n.input(func() { n.mkt.Advert(time.Now(), p) })
 	n.host.Peerstore().AddAddrs(a.Peer, a.Addrs, peerstore.RecentlyConnectedAddrTTL)
 	if ch == gossip.Joined {
 		log.Infow("peer joined", "peer", a.Peer, "site", a.Site, "resources", a.Capacity.String())
@@ -394,7 +390,7 @@ func (n *Node) onAdvert(ch gossip.Change, a gossip.Advert) {
 // onGone tells the market a peer left or stopped advertising.
 func (n *Node) onGone(id peer.ID) {
 	n.repl.Forget(id)
-	n.exec(func() { n.mkt.PeerGone(time.Now(), market.NodeID(id.String())) })
+	n.deliver(func() { n.mkt.PeerGone(time.Now(), market.NodeID(id.String())) })
 }
 
 // startMarket creates the market core, hands it the persisted jobs, the
@@ -429,13 +425,13 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
-			return n.exec(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
+			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
 		},
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted, Heard: n.gossip.Touch,
 		Deliver: func(from market.NodeID, msg market.Msg) {
 			n.checks.Prepare(market.TicketOf(msg)) // here, not on the loop
-			n.exec(func() { n.mkt.Step(time.Now(), from, msg) })
+			n.input(func() { n.mkt.Step(time.Now(), from, msg) })
 		}})
 	if err != nil {
 		return fmt.Errorf("node: market transport: %w", err)
@@ -454,7 +450,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		return fmt.Errorf("node: read job-record copies: %w", err)
 	}
 	n.apply(m.Ready())
-	n.free, n.queue = m.Free(), m.QueueLen()
+	n.soft.Store(&softState{SoftState: m.SoftState()})
 	n.query = query.New(n.ph, n.answer)
 	n.wg.Add(1)
 	go n.retentionLoop(m.Config().JobRetention)
@@ -466,21 +462,20 @@ func (n *Node) startMarket(noBootstrap bool) error {
 
 // localAdvert is this node's advert as of now.
 func (n *Node) localAdvert() gossip.Advert {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	s := n.soft.Load()
 	return gossip.Advert{
 		Site:          n.cfg.Site,
 		Labels:        n.cfg.Labels,
 		Limits:        n.cfg.Sandbox.Enforcement(n.cfg.Runner),
 		Holds:         n.data.Store().Recent(gossip.MaxHolds),
 		Capacity:      n.capacity,
-		Free:          n.free.Clone(),
-		Load:          n.load,
-		Queue:         n.queue,
-		PredictedWait: n.wait,
-		ReservedGang:  n.reserved.Gang,
-		Unreserved:    n.reserved.Unreserved.Clone(),
-		Waiting:       n.waiting, HeadRoom: n.headRoom,
+		Free:          s.Free.Clone(),
+		Load:          math.Float64frombits(n.load.Load()),
+		Queue:         s.Queue,
+		PredictedWait: s.wait,
+		ReservedGang:  s.Reserved.Gang,
+		Unreserved:    s.Reserved.Unreserved.Clone(),
+		Waiting:       s.Waiting, HeadRoom: s.HeadRoom,
 	}
 }
 
@@ -528,7 +523,7 @@ func (n *Node) Kill() {
 }
 
 func (n *Node) teardown(graceful bool) {
-	if graceful && n.mkt != nil && n.events != nil {
+	if graceful && n.mkt != nil && n.calls != nil {
 		ctx, cancel := context.WithTimeout(n.ctx, drainTimeout)
 		if err := n.drain(ctx); err != nil {
 			log.Warnw("graceful stop: drain incomplete", "err", err)
@@ -550,7 +545,7 @@ func (n *Node) teardown(graceful bool) {
 	} else if n.apiLn != nil {
 		_ = n.apiLn.Close()
 	}
-	if graceful && n.mkt != nil && n.events != nil {
+	if graceful && n.mkt != nil && n.calls != nil {
 		_ = n.call(func() { n.saveHistory() })
 	}
 	if n.ex != nil {

@@ -99,7 +99,7 @@ func (n *Node) relayAllowed(p peer.ID) bool {
 // (through the loop, which runs it once the market exists).
 func (n *Node) revocationLearned(r auth.Revocation) {
 	n.trust.revs.Keep(r)
-	n.exec(func() { n.mkt.Revoked(time.Now(), r) })
+	n.deliver(func() { n.mkt.Revoked(time.Now(), r) })
 }
 
 // marketBook is the market's trust: the authority and every revocation

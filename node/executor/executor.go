@@ -69,8 +69,8 @@ type Options struct {
 	// HostOf is the address other gang replicas reach a node at.
 	HostOf func(market.NodeID) string
 	// Exited reports a task's exit, and a success's stored outputs, to
-	// the market; it returns false when it could not take the report now
-	// (it is retried).
+	// the market, waiting until the market has it; it returns false only
+	// when the node is stopping.
 	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string, outputs *market.DataRef) bool
 	// PreemptGrace is the SIGTERM grace of a stopped task.
 	PreemptGrace time.Duration
@@ -386,12 +386,10 @@ func (x *Executor) ended(st market.StartTask, workDir string, ck *ckRun, stream 
 		if x.killing.Load() {
 			return // a killed node reports nothing; its peers notice it is gone
 		}
-		for !x.opts.Exited(k, epoch, r.ExitCode, r.Reason, outputs) {
-			if x.ctx.Err() != nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		// Exited waits for the market to take the report; it fails only
+		// as the node stops, and the execution record saved above reports
+		// the exit again after a restart (ExitedWhileDown).
+		x.opts.Exited(k, epoch, r.ExitCode, r.Reason, outputs)
 	}
 }
 
