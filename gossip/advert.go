@@ -13,7 +13,6 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip/pb"
-	"github.com/agora-sched/agora/market"
 )
 
 // AdvertVersion is the advert message version this build writes and reads.
@@ -68,8 +67,8 @@ type Advert struct {
 	// enough to be a head candidate; HeadRoom when the node will have
 	// room for the head it sees (docs/scheduling.md, "The head"). Zero
 	// values when none.
-	Waiting  market.WaitingGang
-	HeadRoom market.HeadRoom
+	Waiting  WaitingGang
+	HeadRoom HeadRoom
 	// Cert is the node's certificate chain in a network with an
 	// authority (market/auth's encoding), empty otherwise.
 	Cert []byte

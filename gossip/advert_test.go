@@ -12,7 +12,6 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip/pb"
-	"github.com/agora-sched/agora/market"
 )
 
 // testPeer is a syntactically valid peer ID for tests.
@@ -42,10 +41,10 @@ func sampleAdvert(t testing.TB) Advert {
 		Interval: 2 * time.Second,
 		Limits:   resource.Enforcement{Missing: resource.LimitPids, Unenforced: true},
 		Holds:    []string{strings.Repeat("ab", 32), strings.Repeat("01", 32)},
-		Waiting: market.WaitingGang{Gang: "job-9/train", Size: 64, Priority: 3, Since: time.UnixMilli(1699999990000),
+		Waiting: WaitingGang{Gang: "job-9/train", Size: 64, Priority: 3, Since: time.UnixMilli(1699999990000),
 			Request: resource.Request{CPU: 4000, Memory: 16 << 30, GPU: resource.GPURequest{Count: 2, Model: "A100"}, Site: "lab",
 				Labels: map[string]string{"rack": "r1"}, Devices: []resource.DeviceRequest{{Kind: "fpga", Count: 1}}, Limits: resource.LimitCPU}},
-		HeadRoom: market.HeadRoom{Gang: "job-9/train", At: time.UnixMilli(1700000600000)},
+		HeadRoom: HeadRoom{Gang: "job-9/train", At: time.UnixMilli(1700000600000)},
 	}
 }
 
@@ -77,7 +76,7 @@ func TestAdvertRoundTrip(t *testing.T) {
 	if !got.HeadRoom.Equal(a.HeadRoom) {
 		t.Fatalf("head room: got %+v, want %+v", got.HeadRoom, a.HeadRoom)
 	}
-	for _, h := range []market.HeadRoom{{Gang: "j/t"}, {Gang: "j/t", Never: true}, {}} {
+	for _, h := range []HeadRoom{{Gang: "j/t"}, {Gang: "j/t", Never: true}, {}} {
 		a.HeadRoom = h
 		if b, err = a.Encode(); err != nil {
 			t.Fatal(err)

@@ -6,9 +6,34 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip/pb"
-	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
 )
+
+// WaitingGang is, in an advert, the first gang the node places that has
+// waited long enough to be a head candidate (docs/scheduling.md, "The
+// head"); the zero value when none. The node maps it to and from the
+// market's own (WaitingGang): gossip carries adverts and knows
+// nothing of the core.
+type WaitingGang struct {
+	Gang     string // "job/task"
+	Size     int
+	Request  resource.Request
+	Priority int
+	Since    time.Time // when its replicas became ready
+}
+
+// HeadRoom is, in an advert, when the node will have room for the head
+// it sees (Never: it cannot); the zero value when it sees none.
+type HeadRoom struct {
+	Gang  string
+	At    time.Time
+	Never bool
+}
+
+// Equal reports whether h and o say the same.
+func (h HeadRoom) Equal(o HeadRoom) bool {
+	return h.Gang == o.Gang && h.Never == o.Never && h.At.Equal(o.At)
+}
 
 // Bounds on a waiting gang's replica request in an advert.
 const (
@@ -20,7 +45,7 @@ const (
 	maxLabelValueLen = 256
 )
 
-func waitingToPB(w market.WaitingGang) *pb.WaitingGang {
+func waitingToPB(w WaitingGang) *pb.WaitingGang {
 	if w.Gang == "" {
 		return nil
 	}
@@ -35,12 +60,12 @@ func waitingToPB(w market.WaitingGang) *pb.WaitingGang {
 
 // waitingFromPB checks and converts an advert's waiting gang; every
 // violation is an error naming the field.
-func waitingFromPB(m *pb.WaitingGang) (market.WaitingGang, error) {
+func waitingFromPB(m *pb.WaitingGang) (WaitingGang, error) {
 	if m == nil {
-		return market.WaitingGang{}, nil
+		return WaitingGang{}, nil
 	}
-	bad := func(f string, args ...any) (market.WaitingGang, error) {
-		return market.WaitingGang{}, fmt.Errorf("gossip: advert waiting."+f, args...)
+	bad := func(f string, args ...any) (WaitingGang, error) {
+		return WaitingGang{}, fmt.Errorf("gossip: advert waiting."+f, args...)
 	}
 	q := m.Request
 	switch {
@@ -83,10 +108,10 @@ func waitingFromPB(m *pb.WaitingGang) (market.WaitingGang, error) {
 			return bad("request.labels: key %q empty or over %d bytes, or its value over %d", k, MaxLabelLen, maxLabelValueLen)
 		}
 	}
-	return market.WaitingGang{Gang: m.Gang, Size: int(m.Size), Request: r, Priority: int(m.Priority), Since: time.UnixMilli(m.SinceUnixMillis)}, nil
+	return WaitingGang{Gang: m.Gang, Size: int(m.Size), Request: r, Priority: int(m.Priority), Since: time.UnixMilli(m.SinceUnixMillis)}, nil
 }
 
-func headRoomToPB(h market.HeadRoom) *pb.HeadRoom {
+func headRoomToPB(h HeadRoom) *pb.HeadRoom {
 	if h.Gang == "" {
 		return nil
 	}
@@ -97,16 +122,16 @@ func headRoomToPB(h market.HeadRoom) *pb.HeadRoom {
 	return out
 }
 
-func headRoomFromPB(m *pb.HeadRoom) (market.HeadRoom, error) {
+func headRoomFromPB(m *pb.HeadRoom) (HeadRoom, error) {
 	switch {
 	case m == nil:
-		return market.HeadRoom{}, nil
+		return HeadRoom{}, nil
 	case m.Gang == "" || len(m.Gang) > MaxReservedGangLen:
-		return market.HeadRoom{}, fmt.Errorf("gossip: advert head_room.gang: want 1..%d bytes, got %d", MaxReservedGangLen, len(m.Gang))
+		return HeadRoom{}, fmt.Errorf("gossip: advert head_room.gang: want 1..%d bytes, got %d", MaxReservedGangLen, len(m.Gang))
 	case m.AtUnixMillis < 0:
-		return market.HeadRoom{}, fmt.Errorf("gossip: advert head_room.at_unix_millis %d is negative", m.AtUnixMillis)
+		return HeadRoom{}, fmt.Errorf("gossip: advert head_room.at_unix_millis %d is negative", m.AtUnixMillis)
 	}
-	h := market.HeadRoom{Gang: m.Gang, Never: m.Never}
+	h := HeadRoom{Gang: m.Gang, Never: m.Never}
 	if m.AtUnixMillis > 0 && !m.Never {
 		h.At = time.UnixMilli(m.AtUnixMillis)
 	}

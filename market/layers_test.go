@@ -4,20 +4,115 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-// The layering docs/architecture.md draws, checked on the module's real
-// import graph.
+// The layering docs/architecture.md draws in its package table, checked
+// on the module's real import graph.
 
 const module = "github.com/agora-sched/agora"
 
-// TestLayering: the market and everything under it import no adapter
-// (gossip, node, runtime, store, cmd, testnet) and no I/O library, and no
-// package below node/ imports node or cmd.
+// layerRule is one row of the table: what a package must not depend on,
+// as import-path patterns ("P/..." bans P and everything under it).
+type layerRule struct {
+	pkg    string
+	banned []string
+}
+
+// readLayers reads the package table of docs/architecture.md; pkgs are
+// the module's packages (relative paths), to tell a package of the
+// module from one of the standard library's and to expand "everything
+// else".
+func readLayers(t *testing.T, pkgs map[string]bool) []layerRule {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "| package | owns | must not import |")
+	if !ok {
+		t.Fatal("docs/architecture.md: no package table")
+	}
+	io := []string{"github.com/libp2p/...", "github.com/dgraph-io/...", "github.com/NVIDIA/...", "os/exec", "net", "net/http"}
+	cells := map[string]string{}
+	var order []string
+	for _, line := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 5 {
+			t.Fatalf("docs/architecture.md: package row with %d cells: %s", len(f)-2, line)
+		}
+		pkg := strings.Trim(strings.TrimSpace(f[1]), "`")
+		cells[pkg] = strings.TrimSpace(f[3])
+		order = append(order, pkg)
+	}
+	parens := regexp.MustCompile(`\([^)]*\)`)
+	ticked := regexp.MustCompile("`([^`]+)`")
+	var rules []layerRule
+	var expand func(pkg, cell string, depth int) []string
+	expand = func(pkg, cell string, depth int) []string {
+		cell = parens.ReplaceAllString(cell, "")
+		if as, ok := strings.CutPrefix(cell, "as `"); ok {
+			other := strings.TrimSuffix(as, "`")
+			if _, ok := cells[other]; !ok || depth > 0 {
+				t.Fatalf("docs/architecture.md: %s is as %q, which has no row of its own", pkg, other)
+			}
+			return expand(other, cells[other], depth+1)
+		}
+		var out []string
+		rest := ticked.ReplaceAllStringFunc(cell, func(m string) string {
+			p := strings.Trim(m, "`")
+			root, tree := strings.CutSuffix(p, "/...")
+			under := false
+			for q := range pkgs {
+				under = under || tree && strings.HasPrefix(q, root+"/")
+			}
+			if pkgs[root] || under {
+				p = module + "/" + p
+			} else if strings.HasSuffix(p, "/...") {
+				t.Fatalf("docs/architecture.md: %s bans %s, not a package of the module", pkg, p)
+			}
+			out = append(out, p)
+			return ""
+		})
+		for _, w := range strings.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == ';' }) {
+			switch w = strings.TrimSpace(w); w {
+			case "", "—":
+			case "libp2p":
+				out = append(out, "github.com/libp2p/...")
+			case "badger":
+				out = append(out, "github.com/dgraph-io/...")
+			case "NVML":
+				out = append(out, "github.com/NVIDIA/...")
+			case "anything with I/O":
+				out = append(out, io...)
+			case "everything else":
+				for p := range pkgs {
+					if p != pkg {
+						out = append(out, module+"/"+p)
+					}
+				}
+			default:
+				t.Fatalf("docs/architecture.md: %s: cannot read %q in its must-not-import cell", pkg, w)
+			}
+		}
+		return out
+	}
+	for _, pkg := range order {
+		rules = append(rules, layerRule{pkg: pkg, banned: expand(pkg, cells[pkg], 0)})
+	}
+	return rules
+}
+
+// TestLayering: every package of the module has a row in the package
+// table of docs/architecture.md, and none depends on what its row bans.
 func TestLayering(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to list the imports with")
@@ -27,33 +122,37 @@ func TestLayering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	// "P/..." bans P and everything under it; a bare path bans itself.
-	pure := []string{module + "/gossip/...", module + "/node/...", module + "/runtime/...", module + "/store/...", module + "/cmd/...",
-		module + "/testnet/...", "github.com/libp2p/...", "github.com/dgraph-io/...", "github.com/NVIDIA/...", "os/exec", "net", "net/http"}
-	checked := 0
+	deps := map[string][]string{}
+	pkgs := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
-		pkg, deps := fields[0], fields[1:]
-		var banned []string
-		switch {
-		case pkg == module+"/market" || strings.HasPrefix(pkg, module+"/market/"):
-			banned = pure
-		case strings.HasPrefix(pkg, module+"/node/"):
-			banned = []string{module + "/node", module + "/cmd/..."}
-		default:
-			continue
+		rel := strings.TrimPrefix(fields[0], module+"/")
+		deps[rel], pkgs[rel] = fields[1:], true
+	}
+	rules := readLayers(t, pkgs)
+	rows := map[string]bool{}
+	banned := 0
+	for _, r := range rules {
+		rows[r.pkg] = true
+		if !pkgs[r.pkg] {
+			t.Errorf("docs/architecture.md has a row for %s, which is not a package of the module", r.pkg)
 		}
-		checked++
-		for _, d := range deps {
-			for _, b := range banned {
+		banned += len(r.banned)
+		for _, d := range deps[r.pkg] {
+			for _, b := range r.banned {
 				if root, tree := strings.CutSuffix(b, "/..."); d == root || tree && strings.HasPrefix(d, root+"/") {
-					t.Errorf("%s depends on %s", strings.TrimPrefix(pkg, module+"/"), d)
+					t.Errorf("%s depends on %s, which docs/architecture.md bans", r.pkg, d)
 				}
 			}
 		}
 	}
-	if checked < 10 {
-		t.Fatalf("only %d packages checked: the go list output changed shape", checked)
+	for p := range pkgs {
+		if !rows[p] {
+			t.Errorf("package %s has no row in the package table of docs/architecture.md", p)
+		}
+	}
+	if len(rules) < 30 || banned < 100 {
+		t.Fatalf("only %d rows and %d bans read: the table changed shape", len(rules), banned)
 	}
 }
 

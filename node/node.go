@@ -475,7 +475,8 @@ func (n *Node) localAdvert() gossip.Advert {
 		PredictedWait: s.wait,
 		ReservedGang:  s.Reserved.Gang,
 		Unreserved:    s.Reserved.Unreserved.Clone(),
-		Waiting:       s.Waiting, HeadRoom: s.HeadRoom,
+		Waiting:       gossip.WaitingGang{Gang: s.Waiting.Gang, Size: s.Waiting.Size, Request: s.Waiting.Request, Priority: s.Waiting.Priority, Since: s.Waiting.Since},
+		HeadRoom:      gossip.HeadRoom{Gang: s.HeadRoom.Gang, At: s.HeadRoom.At, Never: s.HeadRoom.Never},
 	}
 }
 
