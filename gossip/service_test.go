@@ -17,6 +17,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 func mockHosts(t *testing.T, n int) []host.Host {
@@ -38,17 +39,6 @@ func mockHosts(t *testing.T, n int) []host.Host {
 		t.Fatal(err)
 	}
 	return hs
-}
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestServiceDropsMisattributed runs two honest services and one forger
@@ -87,7 +77,7 @@ func TestServiceDropsMisattributed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "honest nodes to see each other", 30*time.Second, func() bool {
+	waitfor.Cond(t, 30*time.Second, "honest nodes to see each other", func() bool {
 		return len(svcs[0].Members()) == 1 && len(svcs[1].Members()) == 1
 	})
 	forged := Advert{Peer: hs[0].ID(), Boot: 99, Seq: 1, Capacity: resource.Vector{CPU: 999000}, Free: resource.Vector{CPU: 999000}, Interval: time.Second}
@@ -95,7 +85,7 @@ func TestServiceDropsMisattributed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "forged advert to be dropped", 30*time.Second, func() bool {
+	waitfor.Cond(t, 30*time.Second, "forged advert to be dropped", func() bool {
 		_ = topic.Publish(ctx, b)
 		return counterValue(metrics[1].Dropped.WithLabelValues("misattributed")) > 0
 	})

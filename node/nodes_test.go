@@ -2,9 +2,12 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // startNodes starts n nodes on loopback, each bootstrapping from the
@@ -27,14 +30,8 @@ func startNodes(t testing.TB, count int) []*Node {
 		t.Cleanup(n.Kill)
 		nodes = append(nodes, n)
 	}
-	deadline := time.Now().Add(15 * time.Second)
 	for _, n := range nodes {
-		for len(n.Peers()) < count-1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s sees %d peers, want %d", n.ID(), len(n.Peers()), count-1)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitfor.Cond(t, 15*time.Second, fmt.Sprintf("node %s to see %d peers", n.ID(), count-1), func() bool { return len(n.Peers()) >= count-1 })
 	}
 	return nodes
 }

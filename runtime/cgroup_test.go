@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // fakeCgroup creates a directory that looks like a cgroup v2 directory with
@@ -220,7 +222,7 @@ func TestRealCgroupV2(t *testing.T) {
 		t.Fatalf("escapee did not report: %q", text)
 	}
 	pid := firstLineInt(t, after)
-	eventually(t, 2*time.Second, func() bool { return processGone(pid) }, "escapee to be killed by cgroup.kill")
+	waitfor.Cond(t, 2*time.Second, "escapee to be killed by cgroup.kill", func() bool { return processGone(pid) })
 	if _, err := os.Stat(filepath.Join(own, name)); !os.IsNotExist(err) {
 		t.Errorf("task cgroup not removed: %v", err)
 	}

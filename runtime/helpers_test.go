@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // recorder is a LogSink that keeps everything it is given.
@@ -49,9 +51,9 @@ func (r *recorder) text(stream string) string {
 // waitFor polls until stream contains substr.
 func (r *recorder) waitFor(t *testing.T, stream, substr string) {
 	t.Helper()
-	eventually(t, 5*time.Second, func() bool {
+	waitfor.Cond(t, 5*time.Second, fmt.Sprintf("%s to contain %q", stream, substr), func() bool {
 		return strings.Contains(r.text(stream), substr)
-	}, fmt.Sprintf("%s to contain %q", stream, substr))
+	})
 }
 
 // doneRecorder counts done calls and hands results to the test.
@@ -76,18 +78,6 @@ func (d *doneRecorder) wait(t *testing.T, timeout time.Duration) Result {
 	case <-time.After(timeout):
 		t.Fatalf("done not called within %s", timeout)
 		return Result{}
-	}
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

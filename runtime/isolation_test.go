@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // isolatedRunner is a Runner whose tasks get IDs of their own and
@@ -105,7 +107,7 @@ func TestIsolation(t *testing.T) {
 		t.Errorf("task b's directory: %v %v", st.Mode(), err)
 	}
 	// The setsid child is gone with its task.
-	eventually(t, 2*time.Second, func() bool { return len(processesOf(uint32(uid))) == 0 }, "task b's setsid child to be killed")
+	waitfor.Cond(t, 2*time.Second, "task b's setsid child to be killed", func() bool { return len(processesOf(uint32(uid))) == 0 })
 
 	r.Kill("a")
 	doneA.wait(t, 10*time.Second)

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestMain lets this test binary be a task's init process (TaskInit),
@@ -138,7 +140,7 @@ func TestTaskNamespaces(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 2*time.Second, func() bool { return len(processesOf(uint32(uid))) == 0 }, "the setsid child to be gone")
+	waitfor.Cond(t, 2*time.Second, "the setsid child to be gone", func() bool { return len(processesOf(uint32(uid))) == 0 })
 
 	// A stop's SIGTERM reaches the command through its init process: it
 	// ends long before the grace period would have it killed.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 func TestEnvironment(t *testing.T) {
@@ -152,7 +154,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 		t.Errorf("took %s, not within grace", elapsed)
 	}
 	grandchild := firstLineInt(t, out.text(StreamStdout))
-	eventually(t, 2*time.Second, func() bool { return processGone(grandchild) }, "grandchild to die")
+	waitfor.Cond(t, 2*time.Second, "grandchild to die", func() bool { return processGone(grandchild) })
 }
 
 func TestTimeoutEscalatesToKill(t *testing.T) {
@@ -174,7 +176,7 @@ func TestTimeoutEscalatesToKill(t *testing.T) {
 		t.Errorf("killed after %s, before the grace period ended", elapsed)
 	}
 	grandchild := firstLineInt(t, out.text(StreamStdout))
-	eventually(t, 2*time.Second, func() bool { return processGone(grandchild) }, "grandchild to die")
+	waitfor.Cond(t, 2*time.Second, "grandchild to die", func() bool { return processGone(grandchild) })
 }
 
 func TestStopTrappedTermExitsCleanly(t *testing.T) {
@@ -419,7 +421,7 @@ func TestLeftoverGroupMembersKilledOnExit(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	grandchild := firstLineInt(t, out.text(StreamStdout))
-	eventually(t, 2*time.Second, func() bool { return processGone(grandchild) }, "grandchild to die")
+	waitfor.Cond(t, 2*time.Second, "grandchild to die", func() bool { return processGone(grandchild) })
 }
 
 func TestEscapedProcessDoesNotBlockDone(t *testing.T) {

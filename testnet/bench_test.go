@@ -21,6 +21,7 @@ import (
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // Placement benchmark: how long a trivial task takes from the submit call
@@ -42,7 +43,7 @@ type placementConfig struct {
 	APISamples int           // GET /v1/id round trips for the baseline
 	Timeout    time.Duration // patience for every job to finish
 	// Poll is how often the jobs' status is asked for while waiting
-	// (0: WaitFor's pollEvery). Each ask is an API call per unfinished job
+	// (0: waitfor.Poll). Each ask is an API call per unfinished job
 	// that runs on its manager's event loop and encodes the job's status:
 	// the harness's own load on the machine it measures.
 	Poll time.Duration
@@ -290,9 +291,9 @@ func measurePlacement(tb testing.TB, net *Net, cfg placementConfig, rng *rand.Ra
 	final := make([]api.JobStatus, len(subs))
 	poll := cfg.Poll
 	if poll <= 0 {
-		poll = pollEvery
+		poll = waitfor.Poll
 	}
-	WaitForEvery(tb, cfg.Timeout, poll, fmt.Sprintf("%d jobs of %d tasks to finish", cfg.Jobs, cfg.Tasks), func() bool {
+	waitfor.Every(tb, cfg.Timeout, poll, fmt.Sprintf("%d jobs of %d tasks to finish", cfg.Jobs, cfg.Tasks), func() bool {
 		for i, s := range subs {
 			if st := final[i].State; st == "succeeded" || st == "failed" || st == "cancelled" {
 				continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // counterScript counts to 60, one step per 0.5 s, keeping the count in
@@ -57,7 +58,7 @@ func checkpointNet(t *testing.T) (*Net, string, int) {
 		t.Fatal(err)
 	}
 	var first string
-	WaitFor(t, 15*time.Second, "the task to run", func() bool {
+	waitfor.Cond(t, 15*time.Second, "the task to run", func() bool {
 		s, err := net.Node(0).Status(id)
 		if err == nil && s.Tasks[0].State == "running" {
 			first = s.Tasks[0].Node
@@ -88,7 +89,7 @@ func latestLog(net *Net, id string) (data, node string) {
 func waitStep(t *testing.T, net *Net, id string, n int, d time.Duration) int {
 	t.Helper()
 	step := -1
-	WaitFor(t, d, fmt.Sprintf("the counter to reach %d", n), func() bool {
+	waitfor.Cond(t, d, fmt.Sprintf("the counter to reach %d", n), func() bool {
 		data, _ := latestLog(net, id)
 		step = lastMatch(stepRE, data)
 		return step >= n
@@ -101,7 +102,7 @@ func waitStep(t *testing.T, net *Net, id string, n int, d time.Duration) int {
 func waitResumed(t *testing.T, net *Net, id, gone string, d time.Duration) int {
 	t.Helper()
 	from := -1
-	WaitFor(t, d, "the task to resume on another node", func() bool {
+	waitfor.Cond(t, d, "the task to resume on another node", func() bool {
 		data, node := latestLog(net, id)
 		if node == "" || node == gone {
 			return false

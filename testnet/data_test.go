@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestDataLocality (issue 23, done-when 4): of two idle nodes, the one
@@ -27,7 +28,7 @@ func TestDataLocality(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		WaitFor(t, 60*time.Second, fmt.Sprint("run ", r), func() bool {
+		waitfor.Cond(t, 60*time.Second, fmt.Sprint("run ", r), func() bool {
 			st, err := nd.Status(id)
 			return err == nil && (st.State == "succeeded" || st.State == "failed")
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // managerCannotRun gives node 0, the manager of the failover tests, no CPU,
@@ -39,7 +40,7 @@ func TestManagerKilledAfterSubmit(t *testing.T) {
 		third = nd
 	}
 	var state string
-	WaitFor(t, 40*time.Second, "the job to complete without its first manager", func() bool {
+	waitfor.Cond(t, 40*time.Second, "the job to complete without its first manager", func() bool {
 		s, err := third.Status(id)
 		if err == nil {
 			state = s.State
@@ -93,13 +94,13 @@ func TestRestartedManagerYieldsAdoptedJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := net.Node(0).ID().String()
-	WaitFor(t, 10*time.Second, "task a to start", func() bool {
+	waitfor.Cond(t, 10*time.Second, "task a to start", func() bool {
 		_, err := os.Stat(filepath.Join(runs, "a"))
 		return err == nil
 	})
 	net.Kill(0)
 	var adopter *Node
-	WaitFor(t, 20*time.Second, "a peer to adopt the job", func() bool {
+	waitfor.Cond(t, 20*time.Second, "a peer to adopt the job", func() bool {
 		for _, nd := range net.Up() {
 			if j, ok := nd.JobRecord(id); ok && string(j.Manager) == nd.ID().String() {
 				adopter = nd
@@ -155,7 +156,7 @@ func TestRestartedManagerListsHeldJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 10*time.Second, "the task to run", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the task to run", func() bool {
 		s, err := net.Node(0).Status(id)
 		return err == nil && s.State == "running"
 	})
@@ -176,7 +177,7 @@ func TestRestartedManagerListsHeldJobs(t *testing.T) {
 	if code != 409 || !strings.Contains(string(body), "being restored") {
 		t.Fatalf("cancel while held: %d %s, want 409 saying it is being restored", code, body)
 	}
-	WaitFor(t, 20*time.Second, "the cancel to go through once restored", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the cancel to go through once restored", func() bool {
 		code, _, _ := nd.API("DELETE", "/v1/jobs/"+id, nil)
 		return code == 200
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/cluster"
 	"github.com/agora-sched/agora/market/spec"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // One scenario, run twice: by the simulator's engine (market/cluster, the
@@ -203,7 +204,7 @@ func realFates(t *testing.T) map[string]fate {
 		}
 	})
 	origin := market.NodeID(net.Node(0).ID().String())
-	WaitFor(t, 10*time.Second, "the first tasks to run", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the first tasks to run", func() bool {
 		for _, id := range ids {
 			s, err := net.Node(0).Status(id)
 			if err != nil || s.Tasks[0].State != string(market.TaskRunning) {
@@ -213,7 +214,7 @@ func realFates(t *testing.T) map[string]fate {
 		return true
 	})
 	net.Kill(0)
-	WaitFor(t, 10*time.Second, "the jobs to be taken over", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the jobs to be taken over", func() bool {
 		for _, id := range ids {
 			s, err := net.Node(1).Status(id)
 			if err != nil || s.Manager == string(origin) {
@@ -224,7 +225,7 @@ func realFates(t *testing.T) map[string]fate {
 	})
 	restarted := net.Restart(0)
 	ctx := context.Background()
-	WaitFor(t, 30*time.Second, "the jobs to end and node 0 to let go of them", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the jobs to end and node 0 to let go of them", func() bool {
 		held, err := restarted.Jobs(ctx)
 		if err != nil {
 			return false

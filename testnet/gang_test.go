@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 func fourCPU(int) string { return "cpu: 4\nmemory: 8GiB\ngpus: []\n" }
@@ -123,7 +124,7 @@ func TestCompetingGangsOnRealNodes(t *testing.T) {
 // waitJobAnywhere waits for a job through whichever node answers.
 func waitJobAnywhere(t *testing.T, net *Net, id string, d time.Duration) (s api.JobStatus) {
 	t.Helper()
-	WaitFor(t, d, "job "+id+" to finish", func() bool {
+	waitfor.Cond(t, d, "job "+id+" to finish", func() bool {
 		for _, nd := range net.Up() {
 			st, err := nd.Status(id)
 			if err == nil && (st.State == "succeeded" || st.State == "failed" || st.State == "cancelled") {
@@ -208,7 +209,7 @@ func TestGangNotStarvedOnRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var waited time.Duration
-	WaitFor(t, 20*time.Second, "the gang to start", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the gang to start", func() bool {
 		s, err := net.Node(0).Status(id)
 		if err != nil {
 			return false

@@ -25,6 +25,7 @@ import (
 	"github.com/agora-sched/agora/node/transport"
 	"github.com/agora-sched/agora/runtime/checkpoint"
 	"github.com/agora-sched/agora/store"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // intruder is a libp2p host that is no testnet node: it speaks to the
@@ -153,7 +154,7 @@ func newAttackNet(t *testing.T) *attackNet {
 	an := &attackNet{x: x, a: net.Node(0), b: net.Node(1)}
 	an.a.SetCredential(&ops)
 	an.b.SetCredential(&ops)
-	WaitFor(t, 10*time.Second, "A and B to see each other", func() bool { return has(an.a.Peers(), an.b) && has(an.b.Peers(), an.a) })
+	waitfor.Cond(t, 10*time.Second, "A and B to see each other", func() bool { return has(an.a.Peers(), an.b) && has(an.b.Peers(), an.a) })
 	var err error
 	if an.job, err = an.a.Submit(`{"name": "j", "tasks": [{"name": "t", "command": ["sleep", "6"], "retries": 0, "resources": {"cpu": "2", "labels": {"n": "b"}}}]}`); err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func newAttackNet(t *testing.T) *attackNet {
 	if _, err := an.a.Submit(`{"name": "backlog", "tasks": [{"name": "t", "replicas": 4, "command": ["sleep", "2"], "resources": {"cpu": "2", "labels": {"n": "a"}}}]}`); err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 10*time.Second, "J to run on B and its record to reach B", func() bool {
+	waitfor.Cond(t, 10*time.Second, "J to run on B and its record to reach B", func() bool {
 		exs, _ := an.b.Executions(an.job)
 		_, copied := an.b.ReplicaRecord(an.job)
 		return len(exs) == 1 && copied
@@ -319,7 +320,7 @@ func TestInsiderChecks(t *testing.T) {
 		market.RefuseSender: an.b, market.RefuseUnbid: an.b, market.RefuseRecord: nil,
 		market.RefuseReport: an.a, market.RefuseSteal: an.a, checkpoints.RefusedManifest: an.a,
 	}
-	WaitFor(t, 10*time.Second, "every attempt to be counted", func() bool {
+	waitfor.Cond(t, 10*time.Second, "every attempt to be counted", func() bool {
 		for reason, nd := range reasons {
 			n := 0.0
 			for _, x := range []*Node{an.a, an.b} {

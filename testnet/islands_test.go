@@ -8,6 +8,8 @@ import (
 
 	"github.com/agora-sched/agora/node/api"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestIslands (issue 25, done-when 3): a site of two nodes is cut off from
@@ -49,7 +51,7 @@ func TestIslands(t *testing.T) {
 		}
 		return false
 	}
-	WaitFor(t, 15*time.Second, "each side to drop the other from its view", func() bool {
+	waitfor.Cond(t, 15*time.Second, "each side to drop the other from its view", func() bool {
 		for _, i := range main {
 			if sees(i, island) {
 				return false
@@ -80,7 +82,7 @@ func TestIslands(t *testing.T) {
 		jobs = append(jobs, job{id: id, side: s, manager: mgr})
 	}
 	// Both sides finish their own jobs during the cut, on their own nodes.
-	WaitFor(t, 45*time.Second, "every job to succeed on its own side during the cut", func() bool {
+	waitfor.Cond(t, 45*time.Second, "every job to succeed on its own side during the cut", func() bool {
 		for _, j := range jobs {
 			st, err := net.Node(j.manager).Status(j.id)
 			if err != nil || st.State != "succeeded" {
@@ -107,7 +109,7 @@ func TestIslands(t *testing.T) {
 	net.WaitConverged(20 * time.Second)
 	t.Logf("views whole again %v after the heal", time.Since(healed).Round(time.Millisecond))
 	// Every node answers the same for every job: state, node, one success.
-	WaitFor(t, 60*time.Second, "every node to agree on every job", func() bool {
+	waitfor.Cond(t, 60*time.Second, "every node to agree on every job", func() bool {
 		for _, j := range jobs {
 			want, err := net.Node(j.manager).Status(j.id)
 			if err != nil {
@@ -172,14 +174,14 @@ func TestRestartWhileCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 15*time.Second, "the edge's task to run", func() bool {
+	waitfor.Cond(t, 15*time.Second, "the edge's task to run", func() bool {
 		st, err := net.Node(edge).Status(id)
 		return err == nil && st.Tasks[0].State == "running"
 	})
 	net.Kill(edge)
 	net.Restart(edge) // the others' gaters still refuse it: the cut holds
 	restarted := time.Now()
-	WaitFor(t, 30*time.Second, "the restarted edge to finish its job while cut off", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the restarted edge to finish its job while cut off", func() bool {
 		st, err := net.Node(edge).Status(id)
 		return err == nil && st.State == "succeeded"
 	})
@@ -193,7 +195,7 @@ func TestRestartWhileCutOff(t *testing.T) {
 		net.Heal(i, edge)
 	}
 	net.WaitConverged(20 * time.Second)
-	WaitFor(t, 20*time.Second, "the other nodes to see the job succeeded", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the other nodes to see the job succeeded", func() bool {
 		for i := 0; i < edge; i++ {
 			st, err := net.Node(i).Status(id)
 			if err != nil || st.State != "succeeded" {
@@ -224,11 +226,11 @@ func TestRestartWhileCutOffCopied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 15*time.Second, "the edge's task to run", func() bool {
+	waitfor.Cond(t, 15*time.Second, "the edge's task to run", func() bool {
 		st, err := net.Node(edge).Status(id)
 		return err == nil && st.Tasks[0].State == "running"
 	})
-	WaitFor(t, 10*time.Second, "a copy of the running record on another node", func() bool {
+	waitfor.Cond(t, 10*time.Second, "a copy of the running record on another node", func() bool {
 		for i := 0; i < edge; i++ {
 			if c, ok := net.Node(i).ReplicaRecord(id); ok && c.Tasks[0].State == "running" {
 				return true
@@ -242,13 +244,13 @@ func TestRestartWhileCutOffCopied(t *testing.T) {
 	net.Kill(edge)
 	net.Restart(edge)
 	restarted := time.Now()
-	WaitFor(t, 40*time.Second, "the restarted edge to finish its job while cut off", func() bool {
+	waitfor.Cond(t, 40*time.Second, "the restarted edge to finish its job while cut off", func() bool {
 		st, err := net.Node(edge).Status(id)
 		return err == nil && st.State == "succeeded"
 	})
 	t.Logf("the restarted edge finished its job %v after the restart, still cut off", time.Since(restarted).Round(time.Millisecond))
 	adopter := -1
-	WaitFor(t, 30*time.Second, "the other side to take the job over and fail it (no node on the edge's site)", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the other side to take the job over and fail it (no node on the edge's site)", func() bool {
 		for i := 0; i < edge; i++ {
 			if rec, ok := net.Node(i).JobRecord(id); ok && rec.State == "failed" {
 				adopter = i
@@ -262,7 +264,7 @@ func TestRestartWhileCutOffCopied(t *testing.T) {
 	}
 	net.WaitConverged(20 * time.Second)
 	healed := time.Now()
-	WaitFor(t, 30*time.Second, "every node to answer the edge's record, succeeded", func() bool {
+	waitfor.Cond(t, 30*time.Second, "every node to answer the edge's record, succeeded", func() bool {
 		for i := 0; i <= edge; i++ {
 			st, err := net.Node(i).Status(id)
 			if err != nil || st.State != "succeeded" || st.Tasks[0].Node != net.Node(edge).ID().String() {

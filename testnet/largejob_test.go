@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestLargeJobRecord: a job of spec.MaxJobReplicas replicas, whose
@@ -32,7 +34,7 @@ func TestLargeJobRecord(t *testing.T) {
 	}
 	// Replication runs every 200 ms: wait until a peer holds the
 	// finished record.
-	WaitFor(t, 10*time.Second, "a replica of the finished record", func() bool {
+	waitfor.Cond(t, 10*time.Second, "a replica of the finished record", func() bool {
 		for _, nd := range net.Up()[1:] {
 			if r, ok := nd.ReplicaRecord(id); ok && r.State == "succeeded" {
 				return true
@@ -42,7 +44,7 @@ func TestLargeJobRecord(t *testing.T) {
 	})
 	net.Kill(0)
 	// Replicas answer once their view has lost the manager.
-	WaitFor(t, 20*time.Second, "a peer to answer for the job", func() bool {
+	waitfor.Cond(t, 20*time.Second, "a peer to answer for the job", func() bool {
 		s, err := net.Node(1).Status(id)
 		return err == nil && s.State == "succeeded" && len(s.Tasks) == 1000
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/runtime"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // unenforcing runs tasks as the process runtime does but says it can
@@ -29,7 +30,7 @@ func TestUnenforcedLimits(t *testing.T) {
 		c.Market.SchedulingTimeout = 3 * time.Second
 	}})
 	strict, lax := net.Node(0), net.Node(1)
-	WaitFor(t, 10*time.Second, "each node to see the other's limits in its advert", func() bool {
+	waitfor.Cond(t, 10*time.Second, "each node to see the other's limits in its advert", func() bool {
 		return seesLimits(strict, lax, resource.Enforcement{Missing: resource.AllLimits, Unenforced: true}) &&
 			seesLimits(lax, strict, resource.Enforcement{Missing: resource.AllLimits})
 	})
@@ -48,7 +49,7 @@ func TestUnenforcedLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 30*time.Second, "the jobs to end", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the jobs to end", func() bool {
 		a, err1 := lax.Status(only0)
 		b, err2 := strict.Status(anywhere)
 		c, err3 := lax.Status(plain)

@@ -11,13 +11,14 @@ import (
 
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // waitJob polls a job on nd until it is terminal.
 func waitJob(t *testing.T, nd *Node, id string, d time.Duration) api.JobStatus {
 	t.Helper()
 	var s api.JobStatus
-	WaitFor(t, d, "job "+id+" to finish", func() bool {
+	waitfor.Cond(t, d, "job "+id+" to finish", func() bool {
 		var err error
 		s, err = nd.Status(id)
 		return err == nil && (s.State == "succeeded" || s.State == "failed" || s.State == "cancelled")
@@ -201,7 +202,7 @@ func TestPreemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 10*time.Second, "all four low tasks to run", func() bool {
+	waitfor.Cond(t, 10*time.Second, "all four low tasks to run", func() bool {
 		s, err := net.Node(0).Status(lowID)
 		if err != nil {
 			return false
@@ -219,7 +220,7 @@ func TestPreemption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 5*time.Second, "the priority-9 task to start", func() bool {
+	waitfor.Cond(t, 5*time.Second, "the priority-9 task to start", func() bool {
 		s, err := net.Node(1).Status(highID)
 		return err == nil && (s.Tasks[0].State == "running" || s.Tasks[0].State == "succeeded")
 	})

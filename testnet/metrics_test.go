@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // scrape reads a node's /metrics into sample → value, the sample written
@@ -66,7 +68,7 @@ func TestMarketMetrics(t *testing.T) {
 	}
 	// Records replicate in the background, and an executor's task ends
 	// are counted before its report: wait for both to settle.
-	WaitFor(t, 10*time.Second, "the replication and task counters", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the replication and task counters", func() bool {
 		m = scrape(t, mgr)
 		return m["agora_job_record_copies_stored_total"] >= 4 && sum(`agora_tasks_ended_total{outcome="failed"}`) == 1
 	})

@@ -25,6 +25,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // Real-network benchmarks: in-process nodes with real libp2p hosts on
@@ -278,7 +279,7 @@ func measureRounds(tb testing.TB, net *Net, log *roundLog, rounds int) roundResu
 	res.During = pr.ds
 	// The award's acceptance, from each manager's event log, timed from
 	// the opening of the job's last round.
-	WaitFor(tb, 10*time.Second, "every award to be accepted", func() bool {
+	waitfor.Cond(tb, 10*time.Second, "every award to be accepted", func() bool {
 		res.Accept = res.Accept[:0]
 		for id, nd := range managers {
 			rc := rcs[id]

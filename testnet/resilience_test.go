@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestPartitionRerunsOnce: an executor cut off from the manager long
@@ -28,7 +29,7 @@ func TestPartitionRerunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first string
-	WaitFor(t, 10*time.Second, "task to run", func() bool {
+	waitfor.Cond(t, 10*time.Second, "task to run", func() bool {
 		s, err := m.Status(id)
 		if err == nil && s.Tasks[0].State == "running" {
 			first = s.Tasks[0].Node
@@ -41,7 +42,7 @@ func TestPartitionRerunsOnce(t *testing.T) {
 	}
 	net.Partition(0, exec)
 	cut := time.Now()
-	WaitFor(t, 20*time.Second, "task to run on the other node", func() bool {
+	waitfor.Cond(t, 20*time.Second, "task to run on the other node", func() bool {
 		s, err := m.Status(id)
 		return err == nil && s.Tasks[0].State == "running" && s.Tasks[0].Node != first
 	})
@@ -51,7 +52,7 @@ func TestPartitionRerunsOnce(t *testing.T) {
 	if s.State != "succeeded" {
 		t.Fatalf("job %s: %s", s.State, s.Reason)
 	}
-	WaitFor(t, 15*time.Second, "the stale executor's report to be rejected", func() bool {
+	waitfor.Cond(t, 15*time.Second, "the stale executor's report to be rejected", func() bool {
 		return strings.Contains(strings.Join(m.Events(id), "\n"), "stale report")
 	})
 	rec, ok := m.JobRecord(id)
@@ -84,7 +85,7 @@ func stealMakespan(t *testing.T, steal bool) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 30*time.Second, "all 60 tasks to be queued on the lone node", func() bool {
+	waitfor.Cond(t, 30*time.Second, "all 60 tasks to be queued on the lone node", func() bool {
 		s, err := net.Node(0).Status(id)
 		if err != nil {
 			return false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestJobRetention: a finished job stays visible from every node (the
@@ -68,7 +69,7 @@ func TestJobRetention(t *testing.T) {
 		t.Skipf("the checks took %v, longer than the retention: machine too slow to tell", time.Since(finished))
 	}
 	// After it: gone everywhere.
-	WaitFor(t, 20*time.Second, "every node to forget the job", func() bool {
+	waitfor.Cond(t, 20*time.Second, "every node to forget the job", func() bool {
 		for _, nd := range net.Up() {
 			if _, err := nd.Status(id); err == nil || !strings.Contains(err.Error(), "404") {
 				return false

@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/store"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // DefaultInterval is the advert interval of testnet nodes: short, so that
@@ -273,7 +274,7 @@ func (net *Net) Heal(i, j int) {
 // node as a peer.
 func (net *Net) WaitConverged(d time.Duration) {
 	net.t.Helper()
-	WaitFor(net.t, d, "membership to converge", func() bool {
+	waitfor.Cond(net.t, d, "membership to converge", func() bool {
 		up := net.Up()
 		for _, nd := range up {
 			seen := map[peer.ID]bool{}
@@ -288,28 +289,4 @@ func (net *Net) WaitConverged(d time.Duration) {
 		}
 		return true
 	})
-}
-
-// pollEvery is how often WaitFor polls.
-const pollEvery = 25 * time.Millisecond
-
-// WaitFor polls cond every pollEvery until it holds or d passes, then
-// fails the test naming what it waited for.
-func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	WaitForEvery(t, d, pollEvery, what, cond)
-}
-
-// WaitForEvery is WaitFor polling every interval: a benchmark whose
-// condition asks the nodes (API calls that run on their event loops)
-// polls less often, so that waiting takes less of the machine it times.
-func WaitForEvery(t testing.TB, d, interval time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(interval)
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/api"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 const gpuYAML = `cpu: 16
@@ -81,7 +82,7 @@ func TestKillAndRestart(t *testing.T) {
 	id := victim.ID()
 	net.Kill(2)
 	killed := time.Now()
-	WaitFor(t, 4*DefaultInterval+DefaultInterval/2, "killed node to leave the views", func() bool {
+	waitfor.Cond(t, 4*DefaultInterval+DefaultInterval/2, "killed node to leave the views", func() bool {
 		for _, nd := range net.Up() {
 			if _, ok := peersOf(nd)[id]; ok {
 				return false
@@ -103,7 +104,7 @@ func TestGracefulLeave(t *testing.T) {
 	net.WaitConverged(10 * time.Second)
 	id := net.Node(1).ID()
 	net.Stop(1)
-	WaitFor(t, 900*time.Millisecond, "stopped node to leave the views", func() bool {
+	waitfor.Cond(t, 900*time.Millisecond, "stopped node to leave the views", func() bool {
 		for _, nd := range net.Up() {
 			if _, ok := peersOf(nd)[id]; ok {
 				return false
@@ -135,7 +136,7 @@ func TestSwarmKey(t *testing.T) {
 			c.SwarmKeyFile = k2
 		}
 	}})
-	WaitFor(t, 10*time.Second, "keyed nodes to see each other", func() bool {
+	waitfor.Cond(t, 10*time.Second, "keyed nodes to see each other", func() bool {
 		_, ok := peersOf(net.Node(0))[net.Node(1).ID()]
 		return ok
 	})

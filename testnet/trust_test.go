@@ -9,6 +9,7 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/node"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // trustNet starts A and B admitted by authority x, S admitted by another
@@ -42,7 +43,7 @@ func trustNet(t *testing.T) (*Net, *Authority) {
 func TestForeignNodesStayOut(t *testing.T) {
 	net, _ := trustNet(t)
 	a, b, s, tt := net.Node(0), net.Node(1), net.Node(2), net.Node(3)
-	WaitFor(t, 10*time.Second, "A and B to see each other", func() bool {
+	waitfor.Cond(t, 10*time.Second, "A and B to see each other", func() bool {
 		return has(a.Peers(), b) && has(b.Peers(), a)
 	})
 	// Give S and T the time the issue allows to get in.
@@ -74,7 +75,7 @@ func TestForeignNodesStayOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	WaitFor(t, 20*time.Second, "every job to end", func() bool {
+	waitfor.Cond(t, 20*time.Second, "every job to end", func() bool {
 		for nd, id := range ids {
 			if st, err := nd.Status(id); err != nil || st.State != "succeeded" {
 				return false
@@ -136,7 +137,7 @@ func TestRevokedNodeDropped(t *testing.T) {
 	for _, nd := range []*Node{a, b, c} {
 		nd.SetCredential(&ops)
 	}
-	WaitFor(t, 10*time.Second, "every node to see the others", func() bool {
+	waitfor.Cond(t, 10*time.Second, "every node to see the others", func() bool {
 		return has(a.Peers(), b) && has(a.Peers(), c) && has(c.Peers(), b)
 	})
 	// Fill A and C for a few seconds, so that the next job can only go
@@ -150,7 +151,7 @@ func TestRevokedNodeDropped(t *testing.T) {
 		}
 		fill[nd] = id
 	}
-	WaitFor(t, 10*time.Second, "the fillers to run", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the fillers to run", func() bool {
 		for nd, id := range fill {
 			if exs, _ := nd.Executions(id); len(exs) == 0 {
 				return false
@@ -162,7 +163,7 @@ func TestRevokedNodeDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 10*time.Second, "the job to run on B", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the job to run on B", func() bool {
 		exs, _ := b.Executions(job)
 		return len(exs) > 0 && exs[0].Finished.IsZero()
 	})
@@ -172,11 +173,11 @@ func TestRevokedNodeDropped(t *testing.T) {
 		t.Fatalf("revoke through A: %d %s %v", code, body, err)
 	}
 	revoked := time.Now()
-	WaitFor(t, 10*time.Second, "A and C to drop B", func() bool {
+	waitfor.Cond(t, 10*time.Second, "A and C to drop B", func() bool {
 		return !has(a.Peers(), b) && !has(c.Peers(), b)
 	})
 	t.Logf("B dropped after %v", time.Since(revoked))
-	WaitFor(t, 15*time.Second, "B's task to run again on A or C", func() bool {
+	waitfor.Cond(t, 15*time.Second, "B's task to run again on A or C", func() bool {
 		for _, nd := range []*Node{a, c} {
 			if exs, _ := nd.Executions(job); len(exs) > 0 {
 				return true
@@ -195,7 +196,7 @@ func TestRevokedNodeDropped(t *testing.T) {
 			logEvents(t, net, after)
 		}
 	})
-	WaitFor(t, 30*time.Second, "both jobs to succeed", func() bool {
+	waitfor.Cond(t, 30*time.Second, "both jobs to succeed", func() bool {
 		s1, err1 := a.Status(job)
 		s2, err2 := a.Status(after)
 		return err1 == nil && err2 == nil && s1.State == "succeeded" && s2.State == "succeeded"

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestPredictedStart (issue 26, done-when 2, real nodes): on a node with
@@ -28,12 +30,12 @@ func TestPredictedStart(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		id := run(fmt.Sprintf("warm-%d", i))
-		WaitFor(t, 20*time.Second, "a warm-up run", func() bool { st, err := nd.Status(id); return err == nil && st.State == "succeeded" })
+		waitfor.Cond(t, 20*time.Second, "a warm-up run", func() bool { st, err := nd.Status(id); return err == nil && st.State == "succeeded" })
 	}
 	first, second := run("first"), run("second")
 	var predicted time.Time
 	var waiting string
-	WaitFor(t, 10*time.Second, "the second task to be queued with a predicted start", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the second task to be queued with a predicted start", func() bool {
 		st, err := nd.Status(second)
 		if err != nil || st.Tasks[0].State != "awarded" || st.Tasks[0].PredictedStart == "" {
 			return false
@@ -45,7 +47,7 @@ func TestPredictedStart(t *testing.T) {
 	if !strings.HasPrefix(waiting, "queued on "+nd.ID().String()) {
 		t.Fatalf("the queued task waits %q", waiting)
 	}
-	WaitFor(t, 10*time.Second, "the second task to start", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the second task to start", func() bool {
 		st, err := nd.Status(second)
 		return err == nil && st.Tasks[0].Started != ""
 	})
@@ -71,7 +73,7 @@ func TestPredictedStart(t *testing.T) {
 			t.Logf("the big task's last reason: %q", last)
 		}
 	}()
-	WaitFor(t, 10*time.Second, "the big task's reason", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the big task's reason", func() bool {
 		st, err := nd.Status(big)
 		if err != nil {
 			return false

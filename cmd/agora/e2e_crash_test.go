@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestKill9ExactlyOnce (issues 22 and 41, done-when 3): a node that
@@ -43,12 +45,12 @@ func TestKill9ExactlyOnce(t *testing.T) {
 				m, _ := filepath.Glob(filepath.Join(marks, w+".*"))
 				return len(m)
 			}
-			waitFor(t, 15*time.Second, "20 tasks to start", func() bool { return lines("start") == 20 })
+			waitfor.Every(t, 15*time.Second, apiPoll, "20 tasks to start", func() bool { return lines("start") == 20 })
 			_ = p.cmd.Process.Kill()
 			_ = p.cmd.Wait()
 			time.Sleep(down)
 			p = startNode(t, data)
-			waitFor(t, 60*time.Second, "20 jobs to succeed", func() bool {
+			waitfor.Every(t, 60*time.Second, apiPoll, "20 jobs to succeed", func() bool {
 				for _, id := range ids {
 					o, _, code := agora(t, "status", "--api", p.api, "--json", id)
 					if code != 0 || !strings.Contains(o, `"state": "succeeded"`) {

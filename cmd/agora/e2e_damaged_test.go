@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestDamagedStore (issue 41, done-when 4): a node accepts 5 jobs and is
@@ -75,7 +77,7 @@ func TestDamagedStore(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			var api string
-			waitFor(t, 20*time.Second, "the node to refuse to start or to serve its API", func() bool {
+			waitfor.Every(t, 20*time.Second, apiPoll, "the node to refuse to start or to serve its API", func() bool {
 				select {
 				case err := <-done:
 					done <- err

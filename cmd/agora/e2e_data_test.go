@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // startLabelled starts one node per label value (role=VALUE), each
@@ -93,7 +95,7 @@ tasks:
 		t.Fatalf("submit: exit %d: %s %s", code, out, errs)
 	}
 	id := jobID(out)
-	waitFor(t, 60*time.Second, "train to succeed", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "train to succeed", func() bool {
 		st := e2eStatus(t, b.api, id)
 		for _, tk := range st.Tasks {
 			if tk.Name == "train" {
@@ -142,7 +144,7 @@ tasks:
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the job to end", func() bool { return e2eStatus(t, b.api, id).State != "running" })
+	waitfor.Every(t, 60*time.Second, apiPoll, "the job to end", func() bool { return e2eStatus(t, b.api, id).State != "running" })
 	if st := e2eStatus(t, b.api, id); st.State != "succeeded" {
 		t.Fatalf("job %s: %s", st.State, st.Reason)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // These tests run nodes as a production node runs: default flags (as
@@ -85,7 +87,7 @@ func TestSharedHostDefaults(t *testing.T) {
 		t.FailNow()
 	}
 	final := map[string]string{}
-	waitFor(t, 120*time.Second, "60 jobs to end", func() bool {
+	waitfor.Every(t, 120*time.Second, apiPoll, "60 jobs to end", func() bool {
 		for i, id := range ids {
 			if final[id] != "" {
 				continue
@@ -150,7 +152,7 @@ func TestCheckpointFailoverDefaults(t *testing.T) {
 		return lastMatch(`step (\d+)`, out)
 	}
 	var runner string
-	waitFor(t, 30*time.Second, "the counter to run past step 10", func() bool {
+	waitfor.Every(t, 30*time.Second, apiPoll, "the counter to run past step 10", func() bool {
 		st := e2eStatus(t, a.api, id)
 		if st.State == "failed" {
 			t.Fatalf("the counter failed: %+v", st)
@@ -169,7 +171,7 @@ func TestCheckpointFailoverDefaults(t *testing.T) {
 	}
 	atKill := step()
 	victim.kill()
-	waitFor(t, 60*time.Second, "the counter to finish elsewhere", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "the counter to finish elsewhere", func() bool {
 		st := e2eStatus(t, a.api, id)
 		if st.State == "failed" {
 			t.Fatalf("the counter failed: %+v", st)

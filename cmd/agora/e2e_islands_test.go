@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/testnet/netns"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestIslandsBehindNAT (issue 25, done-when 3, in namespaces): a site of
@@ -34,11 +35,11 @@ func TestIslandsBehindNAT(t *testing.T) {
 	dump := func() { is.dump(t) }
 	sees, whole := is.sees, is.whole
 	start := time.Now()
-	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
+	waitfor.Every(t, 60*time.Second, apiPoll, "all five nodes to see each other", whole)
 	t.Logf("five nodes whole %v after start", time.Since(start).Round(time.Millisecond))
 	is.net.Cut(is.router)
 	cut := time.Now()
-	waitFor(t, 20*time.Second, "each side to drop the other from its view", func() bool {
+	waitfor.Every(t, 20*time.Second, apiPoll, "each side to drop the other from its view", func() bool {
 		for _, nd := range public {
 			if sees(nd, island) != 0 {
 				return false
@@ -77,7 +78,7 @@ func TestIslandsBehindNAT(t *testing.T) {
 		st, ok := nd.status(id)
 		return st, ok && len(st.Tasks) == 1
 	}
-	waitFor(t, 50*time.Second, "every job to succeed on its own side during the cut", func() bool {
+	waitfor.Every(t, 50*time.Second, apiPoll, "every job to succeed on its own side during the cut", func() bool {
 		for _, j := range jobs {
 			st, ok := status(j.mgr, j.id)
 			if !ok || st.State != "succeeded" {
@@ -96,9 +97,9 @@ func TestIslandsBehindNAT(t *testing.T) {
 	}
 	is.net.Mend(is.router)
 	mended := time.Now()
-	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
+	waitfor.Every(t, 40*time.Second, apiPoll, "the five nodes to see each other again", whole)
 	t.Logf("views whole again %v after the cut ended", time.Since(mended).Round(time.Millisecond))
-	waitFor(t, 60*time.Second, "every node to answer the same for every job", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "every node to answer the same for every job", func() bool {
 		for _, j := range jobs {
 			want, ok := status(j.mgr, j.id)
 			if !ok {
@@ -159,7 +160,7 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 	e1 := is.edges[0]
 	dump := func() { is.dump(t) }
 	whole := is.whole
-	waitFor(t, 60*time.Second, "all five nodes to see each other", whole)
+	waitfor.Every(t, 60*time.Second, apiPoll, "all five nodes to see each other", whole)
 	f := filepath.Join(t.TempDir(), "edge.yaml")
 	if err := os.WriteFile(f, []byte("name: edge-work\ntasks:\n  - name: t\n    command: \"sleep 8; echo edge-done\"\n    resources: {cpu: 1, labels: {role: e1}}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 		t.Fatalf("submit on E1: %s %s", out, errs)
 	}
 	id := jobID(out)
-	waitFor(t, 20*time.Second, "the job to run on E1", func() bool {
+	waitfor.Every(t, 20*time.Second, apiPoll, "the job to run on E1", func() bool {
 		st, ok := e1.status(id)
 		return ok && st.Tasks[0].State == "running"
 	})
@@ -177,13 +178,13 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 	is.net.Cut(is.router)
 	e1.restart()
 	restarted := time.Now()
-	waitFor(t, 60*time.Second, "E1, restarted while cut off, to finish its job", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "E1, restarted while cut off, to finish its job", func() bool {
 		st, ok := e1.status(id)
 		return ok && st.State == "succeeded"
 	})
 	t.Logf("E1, restarted while cut off, finished its job %v after the restart", time.Since(restarted).Round(time.Millisecond))
 	during := map[string]string{}
-	waitFor(t, 30*time.Second, "a public node to take the job over meanwhile", func() bool {
+	waitfor.Every(t, 30*time.Second, apiPoll, "a public node to take the job over meanwhile", func() bool {
 		for _, nd := range public {
 			if st, ok := nd.status(id); ok {
 				during[nd.ns+nd.ip] = st.State + " managed by " + st.Manager
@@ -195,8 +196,8 @@ func TestEdgeRestartWhileCutOff(t *testing.T) {
 	t.Logf("during the cut the public side answers: %v", during)
 	is.net.Mend(is.router)
 	mended := time.Now()
-	waitFor(t, 40*time.Second, "the five nodes to see each other again", whole)
-	waitFor(t, 60*time.Second, "every node to answer E1's record: succeeded on E1", func() bool {
+	waitfor.Every(t, 40*time.Second, apiPoll, "the five nodes to see each other again", whole)
+	waitfor.Every(t, 60*time.Second, apiPoll, "every node to answer E1's record: succeeded on E1", func() bool {
 		for _, nd := range all {
 			st, ok := nd.status(id)
 			if !ok || st.State != "succeeded" || st.Tasks[0].Node != ids[e1] || st.Manager != ids[e1] {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // End-to-end tests of the market: jobs submitted to one real `agora node`
@@ -51,7 +53,7 @@ func startE2EChain(t *testing.T, resources ...string) *e2eCluster {
 func (c *e2eCluster) converge(t *testing.T, d time.Duration) {
 	t.Helper()
 	start := time.Now()
-	waitFor(t, d, "every node to list all the others", func() bool {
+	waitfor.Every(t, d, apiPoll, "every node to list all the others", func() bool {
 		for i, n := range c.nodes {
 			ps := n.peers()
 			for j := range c.nodes {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/testnet/netns"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // nsNode is a real node process in a network namespace of the test's.
@@ -61,7 +62,7 @@ func (nd *nsNode) start() {
 	}
 	nd.cmd, nd.log = cmd, &buf
 	addr := filepath.Join(nd.data, "api.addr")
-	waitFor(nd.t, 15*time.Second, "api.addr in "+nd.ns, func() bool {
+	waitfor.Every(nd.t, 15*time.Second, apiPoll, "api.addr in "+nd.ns, func() bool {
 		b, err := os.ReadFile(addr)
 		nd.api = strings.TrimSpace(string(b))
 		return err == nil && nd.api != ""
@@ -251,7 +252,7 @@ func pinnedTaskOnE2(t *testing.T, ns natSites) {
 	}
 	id := jobID(out)
 	var state, ranOn string
-	waitFor(t, 60*time.Second, "the pinned task to finish", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "the pinned task to finish", func() bool {
 		st, ok := e1.status(id)
 		if !ok {
 			return false
@@ -329,7 +330,7 @@ func TestEdgeCheckpointFailover(t *testing.T) {
 		out, _, _ := e1.agora("logs", id)
 		return lastMatch(`step (\d+)`, out)
 	}
-	waitFor(t, 30*time.Second, "the counter to run on E2 past step 10", func() bool {
+	waitfor.Every(t, 30*time.Second, apiPoll, "the counter to run on E2 past step 10", func() bool {
 		st := status()
 		return len(st.Tasks) == 1 && st.Tasks[0].Node == e2ID && st.Tasks[0].State == "running" && step() >= 10
 	})
@@ -337,7 +338,7 @@ func TestEdgeCheckpointFailover(t *testing.T) {
 	e2.kill()
 	killed := time.Now()
 	var logs string
-	waitFor(t, 60*time.Second, "the counter to finish on E1", func() bool {
+	waitfor.Every(t, 60*time.Second, apiPoll, "the counter to finish on E1", func() bool {
 		st := status()
 		if len(st.Tasks) == 1 && st.Tasks[0].State == "failed" {
 			ns.dump()
@@ -402,7 +403,7 @@ tasks:
 	}
 	id := jobID(out)
 	var took time.Duration
-	waitFor(t, 120*time.Second, "the job to finish", func() bool {
+	waitfor.Every(t, 120*time.Second, apiPoll, "the job to finish", func() bool {
 		st, ok := e1.status(id)
 		if !ok {
 			return false

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestClusterQueue (issue 26, done-when 1): on three nodes, `agora jobs
@@ -35,7 +37,7 @@ func TestClusterQueue(t *testing.T) {
 	}
 	long := jobID(out)
 	var longNode string
-	waitFor(t, 10*time.Second, "the long job to run", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "the long job to run", func() bool {
 		st := e2eStatus(t, a.api, long)
 		if st.State == "running" && len(st.Tasks) == 1 {
 			longNode = st.Tasks[0].Node
@@ -118,7 +120,7 @@ func startThree(t *testing.T, res string) ([]*proc, []string) {
 	c := startNode(t, t.TempDir(), "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
 	nodes := []*proc{a, b, c}
 	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
-	waitFor(t, 15*time.Second, "every node to list the other two", func() bool {
+	waitfor.Every(t, 15*time.Second, apiPoll, "every node to list the other two", func() bool {
 		for i, n := range nodes {
 			ps := n.peers()
 			for j := range nodes {

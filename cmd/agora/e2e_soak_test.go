@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 var (
@@ -129,7 +131,7 @@ func TestSoak(t *testing.T) {
 		start(down)
 	}
 	final := map[string]string{}
-	waitFor(t, 5*time.Minute, fmt.Sprintf("%d jobs to end", len(ids)), func() bool {
+	waitfor.Every(t, 5*time.Minute, apiPoll, fmt.Sprintf("%d jobs to end", len(ids)), func() bool {
 		for _, id := range ids {
 			if final[id] != "" {
 				continue

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestFullDisk (issue 22): a node whose data directory's file system
@@ -65,7 +67,7 @@ func TestFullDisk(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "agora_degraded 0", func() bool { return metric(t, p.api, "agora_degraded") == "0" })
+	waitfor.Every(t, 10*time.Second, apiPoll, "agora_degraded 0", func() bool { return metric(t, p.api, "agora_degraded") == "0" })
 	out, errOut, code = submit()
 	if code != 0 {
 		t.Fatalf("a submission once space is back: %d %s %s", code, out, errOut)

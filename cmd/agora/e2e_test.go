@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // These tests run the real binary on loopback: several `agora node`
@@ -235,16 +237,9 @@ func (p *proc) peers() map[string]peerJSON {
 	return m
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// apiPoll is how often the real-binary tests poll: each poll is an API
+// call or a file read against running nodes.
+const apiPoll = 50 * time.Millisecond
 
 func tcpAddr(t testing.TB, id idJSON) string {
 	for _, a := range id.Addrs {
@@ -283,7 +278,7 @@ func TestThreeNodesChain(t *testing.T) {
 	cpus := []float64{4, 16, 8}
 
 	start := time.Now()
-	waitFor(t, 10*time.Second, "every node to list the other two", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "every node to list the other two", func() bool {
 		for i, n := range nodes {
 			ps := n.peers()
 			for j := range nodes {
@@ -323,7 +318,7 @@ func TestThreeNodesChain(t *testing.T) {
 	// kill -9 C: A and B drop it within 4 advert intervals (1.2 s).
 	c.kill()
 	killed := time.Now()
-	waitFor(t, 1200*time.Millisecond+300*time.Millisecond, "A and B to drop the killed node", func() bool {
+	waitfor.Every(t, 1200*time.Millisecond+300*time.Millisecond, apiPoll, "A and B to drop the killed node", func() bool {
 		_, inA := a.peers()[ids[2]]
 		_, inB := b.peers()[ids[2]]
 		return !inA && !inB
@@ -344,7 +339,7 @@ func TestThreeNodesChain(t *testing.T) {
 	if got := c2.id().PeerID; got != ids[2] {
 		t.Fatalf("restarted node has peer ID %s, want %s", got, ids[2])
 	}
-	waitFor(t, 10*time.Second, "restarted node to reappear", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "restarted node to reappear", func() bool {
 		_, inA := a.peers()[ids[2]]
 		_, inB := b.peers()[ids[2]]
 		return inA && inB
@@ -420,7 +415,7 @@ func TestSecondInterruptKillsTasks(t *testing.T) {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
 	}
 	var pid int
-	waitFor(t, 10*time.Second, "the task to start", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "the task to start", func() bool {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false
@@ -433,7 +428,7 @@ func TestSecondInterruptKillsTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { done <- p.cmd.Wait() }()
-	waitFor(t, 5*time.Second, "the graceful stop to begin", func() bool {
+	waitfor.Every(t, 5*time.Second, apiPoll, "the graceful stop to begin", func() bool {
 		return strings.Contains(p.log.String(), "shutting down")
 	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

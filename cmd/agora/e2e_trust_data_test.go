@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestSignedDataJob (issues 21 and 23): in a network with an authority,
@@ -26,7 +28,7 @@ func TestSignedDataJob(t *testing.T) {
 			t.Fatalf("user add %s: %s", name, errs)
 		}
 	}
-	waitFor(t, 10*time.Second, "A and B to see each other", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "A and B to see each other", func() bool {
 		_, ok := a.peers()[b.id().PeerID]
 		return ok
 	})

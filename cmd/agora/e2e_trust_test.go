@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // trustedNode initialises a node's identity, admits it with the authority
@@ -48,7 +50,7 @@ func TestUsersAndRoles(t *testing.T) {
 	}
 	// Both ways: B finds a job it does not manage by asking the peers of
 	// its view, and A seeing B says nothing of whether B's view holds A.
-	waitFor(t, 10*time.Second, "A and B to see each other", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "A and B to see each other", func() bool {
 		_, ab := a.peers()[b.id().PeerID]
 		_, ba := b.peers()[a.id().PeerID]
 		return ab && ba
@@ -95,7 +97,7 @@ func TestUsersAndRoles(t *testing.T) {
 	if _, errs, code := agora(t, "cancel", "--api", b.api, "--credential", cred["carol"], job); code != 0 {
 		t.Fatalf("carol's cancel through B: exit %d: %s", code, errs)
 	}
-	waitFor(t, 10*time.Second, "the job to be cancelled", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "the job to be cancelled", func() bool {
 		st, _, _ := agora(t, "status", "--api", a.api, "--credential", cred["alice"], job)
 		return strings.Contains(st, "cancelled")
 	})
@@ -117,7 +119,7 @@ func TestUsersAndRoles(t *testing.T) {
 	if _, errs, code := agora(t, "revoke", "--api", a.api, rev); code != 0 {
 		t.Fatalf("revoke --api: %s", errs)
 	}
-	waitFor(t, 10*time.Second, "B to refuse alice", func() bool {
+	waitfor.Every(t, 10*time.Second, apiPoll, "B to refuse alice", func() bool {
 		_, errs, code := agora(t, "run", "--api", b.api, "--credential", cred["alice"], "--cpu", "100m", "--", "true")
 		return code == 1 && strings.Contains(errs, "revoked")
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/node"
 	"github.com/agora-sched/agora/node/admission"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // procCPU is the CPU time (user and system) process pid has used.
@@ -97,7 +98,7 @@ func BenchmarkAdvertFlood(b *testing.B) {
 		nodes = append(nodes, trustedNode(b, ca, args...))
 		ids = append(ids, nodes[i].id().PeerID)
 	}
-	waitFor(b, 15*time.Second, "the three nodes to see each other", func() bool {
+	waitfor.Every(b, 15*time.Second, apiPoll, "the three nodes to see each other", func() bool {
 		ok, _ := viewsWhole(nodes, ids)
 		return ok
 	})
@@ -150,7 +151,7 @@ func BenchmarkAdvertFlood(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	waitFor(b, 10*time.Second, "the flooder to reach the nodes' topic", func() bool { return len(topic.ListPeers()) == len(nodes) })
+	waitfor.Every(b, 10*time.Second, apiPoll, "the flooder to reach the nodes' topic", func() bool { return len(topic.ListPeers()) == len(nodes) })
 	advert := func(seq uint64) []byte {
 		a := gossip.Advert{Peer: h.ID(), Seq: seq, Boot: 1, Time: time.Now(), Site: "lab", Interval: time.Second,
 			Capacity: resource.Vector{CPU: 2000, Memory: 4 << 30}, Free: resource.Vector{CPU: 2000, Memory: 4 << 30}, Cert: chain.Encode()}

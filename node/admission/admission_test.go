@@ -18,6 +18,7 @@ import (
 
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 const echo = "/test/echo/1.0.0"
@@ -118,17 +119,6 @@ func connect(t *testing.T, a, b host.Host) error {
 	return a.Connect(ctx, peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()})
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestAdmission: two members of one authority admit each other and talk;
 // a member of another authority and a host with no admission at all are
 // refused, disconnected, and their streams reset; a revocation taken on
@@ -140,7 +130,7 @@ func TestAdmission(t *testing.T) {
 	if err := connect(t, a.h, b.h); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "A and B to admit each other", func() bool { return a.a.Admitted(b.h.ID()) && b.a.Admitted(a.h.ID()) })
+	waitfor.Cond(t, 5*time.Second, "A and B to admit each other", func() bool { return a.a.Admitted(b.h.ID()) && b.a.Admitted(a.h.ID()) })
 	if err := ping(a.a.Host(), b.h.ID()); err != nil {
 		t.Fatalf("echo between members: %v", err)
 	}
@@ -149,13 +139,13 @@ func TestAdmission(t *testing.T) {
 	_ = connect(t, foreign.h, a.h)
 	// Each refuses the other; whichever is first closes the connection,
 	// and the other may then see only the closed stream.
-	waitFor(t, "the foreign member to be refused", func() bool {
+	waitfor.Cond(t, 5*time.Second, "the foreign member to be refused", func() bool {
 		return a.count(ReasonCertificate)+foreign.count(ReasonCertificate) > 0
 	})
 	if a.a.Admitted(foreign.h.ID()) || foreign.a.Admitted(a.h.ID()) {
 		t.Fatal("members of different authorities admitted each other")
 	}
-	waitFor(t, "the foreign member to be disconnected", func() bool {
+	waitfor.Cond(t, 5*time.Second, "the foreign member to be disconnected", func() bool {
 		return a.h.Network().Connectedness(foreign.h.ID()) != network.Connected
 	})
 
@@ -168,8 +158,8 @@ func TestAdmission(t *testing.T) {
 	}
 	// The stream is reset by the guard, or finds the connection already
 	// closed by the refusal: either way it is counted.
-	waitFor(t, "the outsider to be counted", func() bool { return a.count(ReasonStream)+a.count(ReasonNoCertificate) > 0 })
-	waitFor(t, "A to refuse the outsider", func() bool { return a.count(ReasonNoCertificate) > 0 })
+	waitfor.Cond(t, 5*time.Second, "the outsider to be counted", func() bool { return a.count(ReasonStream)+a.count(ReasonNoCertificate) > 0 })
+	waitfor.Cond(t, 5*time.Second, "A to refuse the outsider", func() bool { return a.count(ReasonNoCertificate) > 0 })
 	if err := ping(a.a.Host(), outsider.ID()); err == nil {
 		t.Fatal("a member opened a stream to an outsider")
 	}
@@ -183,7 +173,7 @@ func TestAdmission(t *testing.T) {
 	if added, err := a.a.Revoke(r); !added || err != nil {
 		t.Fatalf("revoke: %v %v", added, err)
 	}
-	waitFor(t, "A to drop B", func() bool {
+	waitfor.Cond(t, 5*time.Second, "A to drop B", func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return len(a.dropped) == 1 && a.dropped[0] == b.h.ID()
@@ -195,9 +185,9 @@ func TestAdmission(t *testing.T) {
 	if err := connect(t, c.h, a.h); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "C to learn the revocation from A", func() bool { return len(c.a.Revocations()) == 1 })
+	waitfor.Cond(t, 5*time.Second, "C to learn the revocation from A", func() bool { return len(c.a.Revocations()) == 1 })
 	_ = connect(t, c.h, b.h)
-	waitFor(t, "C to refuse B", func() bool { return c.count(ReasonCertificate) > 0 })
+	waitfor.Cond(t, 5*time.Second, "C to refuse B", func() bool { return c.count(ReasonCertificate) > 0 })
 	if c.a.Admitted(b.h.ID()) {
 		t.Fatal("C admitted a revoked peer")
 	}

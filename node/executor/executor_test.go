@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/node/checkpoints"
 	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/store"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // exited records the exits an executor reports.
@@ -203,7 +204,7 @@ func TestStopWhileRestoring(t *testing.T) {
 		t.Fatal("the resumed attempt never looked for its checkpoint")
 	}
 	x.Stop(market.StopTask{Key: key, Epoch: 2, Reason: "preempted"})
-	waitFor(t, func() bool {
+	waitfor.Cond(t, 5*time.Second, "the stop to cancel the pending resume", func() bool {
 		x.mu.Lock()
 		defer x.mu.Unlock()
 		p := x.pending[runID(key, 2)]
@@ -226,7 +227,7 @@ func TestStopWhileRestoring(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the stopped attempt's process ran")
 	}
-	waitFor(t, func() bool { return len(x.runner.Running()) == 0 && !x.isActive(checkpoints.KeyOf(key).String()) })
+	waitfor.Cond(t, 5*time.Second, "the task and its checkpoint run to end", func() bool { return len(x.runner.Running()) == 0 && !x.isActive(checkpoints.KeyOf(key).String()) })
 }
 
 // TestKillSendsSIGKILL: Kill takes task processes down at once, as a
@@ -239,10 +240,10 @@ func TestKillSendsSIGKILL(t *testing.T) {
 	key := market.TaskKey{Job: "j-kill", Task: "t"}
 	x.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: key}, Command: []string{"sh", "-c", script, "sh", dir},
 		Epoch: 1, Attempt: 1}})
-	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
+	waitfor.Cond(t, 5*time.Second, "the task to be ready", func() bool { _, err := os.Stat(filepath.Join(dir, "ready")); return err == nil })
 	start := time.Now()
 	x.Kill()
-	waitFor(t, func() bool { return len(x.runner.Running()) == 0 })
+	waitfor.Cond(t, 5*time.Second, "the task to stop", func() bool { return len(x.runner.Running()) == 0 })
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Kill took %v", d)
 	}
@@ -253,7 +254,7 @@ func TestKillSendsSIGKILL(t *testing.T) {
 	if err != nil || len(exs) != 1 {
 		t.Fatalf("executions %+v (%v)", exs, err)
 	}
-	waitFor(t, func() bool { exs, _ = x.Executions("j-kill"); return !exs[0].Finished.IsZero() })
+	waitfor.Cond(t, 5*time.Second, "the killed attempt's record to say it ended", func() bool { exs, _ = x.Executions("j-kill"); return !exs[0].Finished.IsZero() })
 	if exs[0].Reason == "" || exs[0].ExitCode == 0 {
 		t.Fatalf("killed attempt recorded as %+v", exs[0])
 	}
@@ -261,17 +262,5 @@ func TestKillSendsSIGKILL(t *testing.T) {
 	case r := <-x.exit.ch:
 		t.Fatalf("a killed executor reported an exit: %q", r)
 	case <-time.After(200 * time.Millisecond):
-	}
-}
-
-// waitFor polls cond for up to 5 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
