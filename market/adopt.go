@@ -39,6 +39,8 @@ func (m *Market) adopt(rec JobRecord) {
 		return
 	}
 	m.active = append(m.active, j.ID)
+	m.dl.activate(j.ID)
+	m.retimeJob(j.ID)
 	why := "manager " + string(old) + " is gone"
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
@@ -46,6 +48,7 @@ func (m *Market) adopt(rec JobRecord) {
 		case TaskAwarded, TaskRunning:
 			if t.Node != old {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+				m.retimeJob(t.Key.Job)
 				continue
 			}
 			if j.isGang(t.Key.Task) {
@@ -55,6 +58,7 @@ func (m *Market) adopt(rec JobRecord) {
 			m.move(&j, t, lost(m.now, why))
 		case TaskPending:
 			t.NotBefore = m.now.Add(m.cfg.AdoptGrace)
+			m.retimeJob(t.Key.Job)
 			m.inherited[t.Key] = t.Epoch
 		}
 	}
@@ -112,7 +116,7 @@ func (m *Market) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node != s.Node {
 		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
 	}
-	delete(m.auctions, t.Key)
+	m.dropAuction(t.Key)
 	delete(m.inherited, t.Key)
 	m.move(j, t, change{ev: evTakeOver, node: s.Node, epoch: s.Epoch})
 	m.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))

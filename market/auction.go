@@ -24,10 +24,10 @@ type auction struct {
 }
 
 // placeReady opens an auction for every pending replica without one whose
-// back-off has passed.
+// back-off has passed: those of the jobs whose timers are due.
 func (m *Market) placeReady() {
 	var lacking []inputLack
-	for j, t := range m.openTasks() {
+	for j, t := range tasksOf(m.dueJobs()) {
 		if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
 			continue
 		}
@@ -69,7 +69,7 @@ func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
 	t.Epoch = m.nextEpoch(j, t.Epoch)
 	m.touch(j.ID)
 	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t)}
-	m.auctions[t.Key] = a
+	m.putAuction(a)
 	m.sendCFPs(a, t)
 }
 
@@ -201,6 +201,7 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 	if a == nil || a.id != id {
 		return nil
 	}
+	m.retimeAuction(id.Key) // the caller may change it
 	return a
 }
 
@@ -326,7 +327,7 @@ func (m *Market) closeAuction(a *auction) {
 	a.closed = true
 	j, t := m.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		delete(m.auctions, a.id.Key)
+		m.dropAuction(a.id.Key)
 		return
 	}
 	if len(a.bids) == 0 {
@@ -362,7 +363,7 @@ func startText(d time.Duration) string {
 func (m *Market) awardNext(a *auction) {
 	j, t := m.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		delete(m.auctions, a.id.Key)
+		m.dropAuction(a.id.Key)
 		return
 	}
 	if len(a.ranked) == 0 {
@@ -408,7 +409,7 @@ func (m *Market) onNoBidTicket(nb NoBid) {
 func (m *Market) newRound(a *auction) {
 	_, t := m.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		delete(m.auctions, a.id.Key)
+		m.dropAuction(a.id.Key)
 		return
 	}
 	a.id.Round++
@@ -434,7 +435,7 @@ func (m *Market) awardUnanswered(a *auction) {
 	}
 	m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s; placing again with a new epoch", k, who))
 	m.send(who, CancelTask{Key: k, Epoch: a.id.Epoch, Reason: "award withdrawn: no answer"})
-	delete(m.auctions, k) // placeReady opens the next auction, with the next epoch
+	m.dropAuction(k) // placeReady opens the next auction, with the next epoch
 }
 
 func (m *Market) onAwardReply(r AwardReply) {
@@ -447,7 +448,7 @@ func (m *Market) onAwardReply(r AwardReply) {
 		if r.Accept { // the task moved on meanwhile: withdraw
 			m.send(r.Bidder, CancelTask{Key: a.id.Key, Epoch: a.id.Epoch, Reason: "award withdrawn"})
 		}
-		delete(m.auctions, a.id.Key)
+		m.dropAuction(a.id.Key)
 		return
 	}
 	if !r.Accept {
@@ -456,7 +457,7 @@ func (m *Market) onAwardReply(r AwardReply) {
 		m.awardNext(a)
 		return
 	}
-	delete(m.auctions, a.id.Key)
+	m.dropAuction(a.id.Key)
 	m.move(j, t, change{ev: evAward, node: r.Bidder})
 	m.noteAward(t, *a.awardee, r.Start)
 	m.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))

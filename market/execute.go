@@ -257,3 +257,30 @@ func (m *Market) heartbeat() {
 
 // sortKeys orders task keys by job, task, replica without formatting them.
 func sortKeys(keys []TaskKey) { slices.SortFunc(keys, TaskKey.Compare) }
+
+// nextBeat is when heartbeat next renews a lease: the earliest renewal
+// due, but no sooner than a quarter of LeaseEvery after it last looked.
+func (m *Market) nextBeat() (time.Time, bool) {
+	c := &m.c
+	var beat time.Time
+	due := func(k *contract) {
+		if t := k.beat.Add(m.cfg.LeaseEvery); beat.IsZero() || t.Before(beat) {
+			beat = t
+		}
+	}
+	for _, k := range c.running {
+		if k.stopReason == "" {
+			due(k)
+		}
+	}
+	for _, k := range c.queue {
+		due(k)
+	}
+	if beat.IsZero() {
+		return beat, false
+	}
+	if gate := m.lastBeat.Add(m.cfg.LeaseEvery / 4); gate.After(beat) {
+		beat = gate
+	}
+	return beat, true
+}

@@ -163,7 +163,7 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 	offer := m.offer(j, recs[0])
 	offer.GangSize, offer.Pack = replicas, ts.Pack
 	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now, ready: m.readyTime(j, task)}
-	m.gangs[id] = g
+	m.putGang(g)
 	m.gangCFPs(g)
 }
 
@@ -189,18 +189,19 @@ func (m *Market) liveGang(id AuctionID) *gangAuction {
 	if g == nil || g.id() != id {
 		return nil
 	}
+	m.retimeGang(gangID(id.Key.Job, id.Key.Task)) // the caller may change it
 	return g
 }
 
-// gangTick advances every gang auction: closes windows, times out holds,
-// opens new rounds.
+// gangTick advances the gang auctions whose timers are due: closes
+// windows, times out holds, opens new rounds.
 func (m *Market) gangTick() {
-	ids := make([]string, 0, len(m.gangs))
-	for id := range m.gangs {
-		ids = append(ids, id)
-	}
+	m.setTimers()
+	var ids []string
+	m.dl.gangs.popDue(m.now, func(k timerKey) { ids = append(ids, k.id) })
 	sort.Strings(ids)
 	for _, id := range ids {
+		m.retimeGang(id)
 		g := m.gangs[id]
 		switch {
 		case g == nil:
@@ -375,7 +376,7 @@ func (m *Market) abortHolds(g *gangAuction) {
 // commitGang is phase two: every replica starts with its rank.
 func (m *Market) commitGang(g *gangAuction) {
 	j := m.jobs[g.job]
-	delete(m.gangs, gangID(g.job, g.task))
+	m.dropGang(g.job, g.task)
 	for r, n := range g.holders {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
 		m.move(j, t, change{ev: evAward, node: n})
@@ -391,7 +392,7 @@ func (m *Market) commitGang(g *gangAuction) {
 
 // failGang fails a gang no set of nodes can ever hold.
 func (m *Market) failGang(j *JobRecord, g *gangAuction, capable int) {
-	delete(m.gangs, gangID(g.job, g.task))
+	m.dropGang(g.job, g.task)
 	why := fmt.Sprintf("gang of %d replicas needs %d distinct nodes that can each hold one, only %d can", g.size, g.size, capable)
 	if capable == 0 {
 		why = m.unplaceableReason(&auction{offer: g.offer, round: round{nobids: g.nobids}})

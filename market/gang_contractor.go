@@ -319,3 +319,19 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// nextHoldExpiry is when expireHolds next has work: a gang hold or a
+// reservation expiring.
+func (m *Market) nextHoldExpiry() (at time.Time, ok bool) {
+	for _, h := range m.c.holds {
+		if !ok || h.expires.Before(at) {
+			at, ok = h.expires, true
+		}
+	}
+	for _, r := range m.c.reserves {
+		if !ok || r.until.Before(at) {
+			at, ok = r.until, true
+		}
+	}
+	return at, ok
+}

@@ -35,6 +35,8 @@ func (m *Market) submit(id string, js spec.Job, owner string, ticket []byte) {
 	m.jobs[id] = &j
 	m.jobOrder = append(m.jobOrder, id)
 	m.active = append(m.active, id)
+	m.dl.activate(id)
+	m.retimeJob(id)
 	m.touch(id)
 	m.rep.urgent = append(m.rep.urgent, id)
 	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
@@ -60,6 +62,8 @@ func (m *Market) restore(jobs []JobRecord) {
 			continue
 		}
 		m.active = append(m.active, j.ID)
+		m.dl.activate(j.ID)
+		m.retimeJob(j.ID)
 		j.Manager = m.cfg.Self
 		var ended []TaskStatus // attempts here that finished while the node was down
 		for i := range j.Tasks {
@@ -81,6 +85,7 @@ func (m *Market) restore(jobs []JobRecord) {
 					// Its process outlived the node's crash and was
 					// re-attached (Resume): it runs on, and reports.
 					t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+					m.retimeJob(t.Key.Job)
 					continue
 				}
 				if r := m.c.resultOf[resultID{t.Key, t.Epoch, t.Attempts}]; r != nil && !j.isGang(t.Key.Task) {
@@ -101,6 +106,7 @@ func (m *Market) restore(jobs []JobRecord) {
 				m.move(&j, t, lost(m.now, "node restarted"))
 			} else if t.State == TaskAwarded || t.State == TaskRunning {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
+				m.retimeJob(t.Key.Job)
 			}
 		}
 		for _, st := range ended {
@@ -214,6 +220,23 @@ func (m *Market) activeJobs() []string {
 	}
 	m.active = keep
 	return keep
+}
+
+// tasksOf yields the task replicas of jobs, job by job, skipping a job
+// that has finished by its turn.
+func tasksOf(jobs []*JobRecord) iter.Seq2[*JobRecord, *TaskRecord] {
+	return func(yield func(*JobRecord, *TaskRecord) bool) {
+		for _, j := range jobs {
+			if j.State.Terminal() {
+				continue
+			}
+			for i := range j.Tasks {
+				if !yield(j, &j.Tasks[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // openTasks yields the task replicas of the unfinished jobs this node

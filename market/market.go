@@ -71,6 +71,8 @@ type Market struct {
 	retired  []retiredJob
 	active   []string // unfinished jobs, submission order
 	auctions map[TaskKey]*auction
+	// dl is the deadline queue (timers.go): every time Tick has work.
+	dl deadlines
 	// inherited holds, for replicas an adopted record showed pending, the
 	// epoch the previous manager had given them; cleared when this node
 	// opens its own round (see catchUp).
@@ -205,7 +207,10 @@ func (m *Market) event(job, text string) {
 
 // touch marks a job's record changed: Ready emits one SaveJob for it,
 // however many calls touched it since the last Ready.
-func (m *Market) touch(job string) { m.dirty[job] = true }
+func (m *Market) touch(job string) {
+	m.dirty[job] = true
+	m.retimeJob(job)
+}
 
 // flushSaves turns dirty jobs into SaveJob effects, in job ID order. It
 // runs once per Ready, not per call: a caller that makes many calls per

@@ -62,9 +62,11 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	// Lease renewals: a report of the state the manager already has.
 	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
 		t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+		m.retimeJob(t.Key.Job)
 		return
 	}
 	t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
+	m.retimeJob(t.Key.Job)
 	m.touch(j.ID)
 	switch s.State {
 	case TaskRunning:
@@ -150,7 +152,7 @@ func (m *Market) acceptLateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	if a := m.auctions[t.Key]; a != nil && a.awardee != nil {
 		m.send(a.awardee.Bidder, CancelTask{Key: t.Key, Epoch: a.id.Epoch, Reason: "award withdrawn: an earlier attempt succeeded"})
 	}
-	delete(m.auctions, t.Key)
+	m.dropAuction(t.Key)
 	if t.State == TaskAwarded || t.State == TaskRunning {
 		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded: an earlier attempt succeeded"})
 	}
@@ -246,7 +248,7 @@ func (m *Market) endJobWith(j *JobRecord, st JobState, reason string, live func(
 					m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
 				}
 			}
-			delete(m.gangs, gangID(j.ID, ts.Name))
+			m.dropGang(j.ID, ts.Name)
 		}
 	}
 	for i := range j.Tasks {
@@ -257,7 +259,7 @@ func (m *Market) endJobWith(j *JobRecord, st JobState, reason string, live func(
 		if t.State == TaskAwarded || t.State == TaskRunning {
 			live(t)
 		}
-		delete(m.auctions, t.Key)
+		m.dropAuction(t.Key)
 		delete(m.inherited, t.Key)
 		m.move(j, t, change{ev: evCancel, reason: "job " + string(st)})
 	}
@@ -275,7 +277,7 @@ func suffix(r string) string {
 // failUnplaceable fails a replica nobody bid for within the scheduling
 // timeout, naming the unmet requirement and the closest peer.
 func (m *Market) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
-	delete(m.auctions, t.Key)
+	m.dropAuction(t.Key)
 	reason := m.unplaceableReason(a)
 	m.move(j, t, change{ev: evFail, exit: -1, reason: reason})
 	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
@@ -354,7 +356,7 @@ func stageOf(reason string) int {
 // was partitioned away is judged stale — but for a success, taken late
 // (lateSuccess) if the replica has not succeeded since.
 func (m *Market) checkLeases() {
-	for j, t := range m.openTasks() {
+	for j, t := range tasksOf(m.dueJobs()) {
 		if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
 			continue
 		}

@@ -75,3 +75,11 @@ func (m *Market) retireRestored(jobs []*JobRecord) {
 	}
 	slices.SortStableFunc(m.retired, func(a, b retiredJob) int { return a.at.Compare(b.at) })
 }
+
+// nextForget is when forgetFinished next forgets a finished job.
+func (m *Market) nextForget() (time.Time, bool) {
+	if len(m.retired) == 0 || m.cfg.JobRetention < 0 {
+		return time.Time{}, false
+	}
+	return m.retired[0].at.Add(m.cfg.JobRetention), true
+}

@@ -152,7 +152,7 @@ func (m *Market) onTransfer(x Transfer) {
 		round: round{invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}}
 	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
 	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: m.now, Finish: m.now.Add(rt), Runtime: rt}}
-	m.auctions[t.Key] = a
+	m.putAuction(a)
 	m.event(j.ID, fmt.Sprintf("%s: stolen from %s by %s (epoch %d)", t.Key, x.From, x.To, t.Epoch))
 	m.awardNext(a)
 }
@@ -169,4 +169,21 @@ func (m *Market) mayMove(k *contract, thief *Peer) bool {
 	}
 	info := m.trust.jobs[k.spec.Key.Job]
 	return info != nil && auth.CheckTask(info.user.Name, info.user.Quota, k.spec.Key.Task, k.spec.Request, k.spec.Priority, thief.Site) == nil
+}
+
+// nextSteal is when maybeSteal would next send a request, if the node
+// stays as it is; false when it would not.
+func (m *Market) nextSteal() (time.Time, bool) {
+	c := &m.c
+	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
+		return time.Time{}, false
+	}
+	if room, _ := m.stealRoom(); m.loaded == 0 || room.CPU < 1000 {
+		return time.Time{}, false
+	}
+	gap := m.stealGap
+	if c.accepted != m.stealMark || gap == 0 {
+		gap = m.cfg.StealEvery
+	}
+	return m.lastSteal.Add(gap), true
 }

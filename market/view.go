@@ -88,10 +88,12 @@ func (m *Market) lostPeer(id NodeID, why string) {
 			m.event(j.ID, fmt.Sprintf("%s: %s; placing again", t.Key, why))
 		}
 	}
-	for _, a := range m.auctions {
+	for k, a := range m.auctions {
 		a.gone(id)
+		m.retimeAuction(k)
 	}
-	for _, g := range m.gangs {
+	for gid, g := range m.gangs {
 		g.gone(id)
+		m.retimeGang(gid)
 	}
 }

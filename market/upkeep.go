@@ -1,0 +1,62 @@
+package market
+
+import "time"
+
+// The node's upkeep: its periodic work other than auctions, gangs and
+// jobs, one item per row, each with the function Tick runs and the one
+// that says when it next has work (its timer in the deadline queue),
+// named side by side here and written side by side in the item's file.
+// Tick runs every item, in this order, on every call: each looks at its
+// own clock first and does nothing before it is due, and some keep a
+// clock of their own (heartbeat's and maybeSteal's gates, advanced when
+// polled), which a simulator's figures depend on. The cluster's
+// TickEvery check (market/cluster) is what holds each pair together: a
+// Tick before NextTick that does something is a next that is late.
+type upkeepItem struct {
+	name string
+	run  func(*Market)
+	// next is when run next has work; false for never. nil: the row
+	// above's next covers it.
+	next func(*Market) (time.Time, bool)
+}
+
+var upkeepBeforeLeases = []upkeepItem{
+	{"reclaim", (*Market).reclaimDue, (*Market).nextReclaim},
+	{"copies", (*Market).refreshCopies, (*Market).nextCopies},
+	{"replicate", (*Market).replicateDue, nil},
+	{"batches", (*Market).expireBatches, nil},
+	{"rehome", (*Market).rehomeDue, (*Market).nextRehome},
+	{"claims", (*Market).claimsDue, (*Market).nextClaim},
+	{"recheck", (*Market).recheckCopies, func(m *Market) (time.Time, bool) { return m.copies.recheck, !m.copies.recheck.IsZero() }},
+	{"expire", (*Market).expireCopies, (*Market).nextExpiry},
+	{"holds", (*Market).expireHolds, (*Market).nextHoldExpiry},
+}
+
+var upkeepAfterLeases = []upkeepItem{
+	{"heartbeat", (*Market).heartbeat, (*Market).nextBeat},
+	{"retention", (*Market).forgetFinished, (*Market).nextForget},
+	{"results", (*Market).repeatResults, func(m *Market) (time.Time, bool) { return m.c.resultsDue, len(m.c.results) > 0 }},
+	{"steal", (*Market).maybeSteal, (*Market).nextSteal},
+}
+
+// runUpkeep runs items in order, timing the jobs they touch between them
+// as they go (a later phase of Tick takes the due ones).
+func (m *Market) runUpkeep(items []upkeepItem) {
+	for _, it := range items {
+		it.run(m)
+	}
+}
+
+// setUpkeepTimers sets each upkeep item's timer from its next function.
+func (m *Market) setUpkeepTimers() {
+	d := &m.dl
+	d.upkeep = d.upkeep[:0]
+	for _, items := range [][]upkeepItem{upkeepBeforeLeases, upkeepAfterLeases} {
+		for _, it := range items {
+			if it.next != nil {
+				at, ok := it.next(m)
+				d.upkeep = append(d.upkeep, upkeepTimer{at, ok})
+			}
+		}
+	}
+}
