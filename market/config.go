@@ -124,10 +124,10 @@ type Config struct {
 	// known at start: the market then runs signed jobs only (see
 	// trust.go). The market keeps a copy; Revoked updates it.
 	Trust *auth.Book
-	// TicketChecks, with Trust, is shared with the node's goroutines that
-	// receive tickets and check their signatures and specs ahead of the
-	// market (TicketChecks.Prepare); nil: the market keeps its own.
-	TicketChecks *TicketChecks
+	// TicketChecks, with Trust, is what the node's goroutines that
+	// receive tickets checked of them ahead of the market; nil: the
+	// market checks everything itself.
+	TicketChecks TicketReader
 	// NoSteal turns work stealing off (it is on by default).
 	NoSteal bool
 	// StealEvery is how often an idle node may ask a loaded peer for

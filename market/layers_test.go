@@ -157,8 +157,8 @@ func TestLayering(t *testing.T) {
 }
 
 // TestPureCore: no source file of the market (tests aside) starts a
-// goroutine or reads or waits on the wall clock; time comes in with the
-// events.
+// goroutine, takes a lock, or reads or waits on the wall clock; time
+// comes in with the events.
 func TestPureCore(t *testing.T) {
 	banned := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
 		"AfterFunc": true, "Tick": true, "NewTimer": true, "NewTicker": true}
@@ -180,6 +180,11 @@ func TestPureCore(t *testing.T) {
 			t.Fatal(err)
 		}
 		n++
+		for _, imp := range file.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); p == "sync" || p == "sync/atomic" {
+				t.Errorf("%s: imports %s: the core runs on its caller's one goroutine", f, p)
+			}
+		}
 		ast.Inspect(file, func(x ast.Node) bool {
 			switch x := x.(type) {
 			case *ast.GoStmt:

@@ -129,7 +129,7 @@ type Market struct {
 
 	// trust (trust.go): nil book in an open network
 	book   *auth.Book
-	checks *TicketChecks // with book
+	checks TicketReader // with book
 	trust  ticketCache
 	stolen time.Time // when this node last asked for work to steal
 }
@@ -150,9 +150,11 @@ func New(cfg Config) (*Market, error) {
 	if cfg.Trust != nil {
 		book = cfg.Trust.Clone()
 		if checks == nil {
-			checks = NewTicketChecks()
+			checks = readTickets{}
 		}
-		book.ShareTickets(checks.Signatures())
+		if s := checks.Signatures(); s != nil {
+			book.ShareTickets(s)
+		}
 	}
 	return &Market{
 		book: book, checks: checks,

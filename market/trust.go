@@ -154,7 +154,7 @@ func (m *Market) checkTicket(raw []byte, canonical bool) (*ticketInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	js, err := m.checks.spec(t.Spec, canonical)
+	js, err := m.checks.Spec(t.Spec, canonical)
 	if err != nil {
 		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
 	}

@@ -362,15 +362,46 @@ func TestRecordStoresTicketDetached(t *testing.T) {
 	}
 }
 
+// aheadChecks is a TicketReader as a node's is: it remembers the
+// signatures and specs checked ahead (here by the test, Prepare).
+type aheadChecks struct {
+	sigs  map[[32]byte]bool
+	specs map[string]*spec.Job
+}
+
+func (c *aheadChecks) Signatures() auth.TicketSignatures { return c }
+func (c *aheadChecks) Verify(t *auth.Ticket) bool {
+	k := auth.TicketSignatureKey(t)
+	if !c.sigs[k] && auth.VerifyTicketSignature(t) {
+		c.sigs[k] = true
+	}
+	return c.sigs[k]
+}
+func (c *aheadChecks) Spec(b []byte, canonical bool) (*spec.Job, error) {
+	if js := c.specs[string(b)]; js != nil {
+		return js, nil
+	}
+	js, err := ReadSignedSpec(b, canonical)
+	if err == nil {
+		c.specs[string(b)] = js
+	}
+	return js, err
+}
+func (c *aheadChecks) PrepareSubmission(raw []byte) {
+	if t, err := auth.DecodeTicket(raw); err == nil && c.Verify(&t) {
+		_, _ = c.Spec(t.Spec, true)
+	}
+}
+
 // TestTicketChecksAheadDecideNothing: a node's receiving goroutines run
-// a ticket's byte-only checks ahead of the market (TicketChecks); the
+// a ticket's byte-only checks ahead of the market (TicketReader); the
 // market still decides. A ticket prepared ahead whose user was revoked
 // is refused, a forged one prepared ahead is refused, and a good one
 // prepared ahead is accepted without its signature checked again.
 func TestTicketChecksAheadDecideNothing(t *testing.T) {
 	a := newAuthority(t)
 	alice, bob := a.user(t, "alice", auth.NoQuota), a.user(t, "bob", auth.NoQuota)
-	checks := NewTicketChecks()
+	checks := &aheadChecks{sigs: map[[32]byte]bool{}, specs: map[string]*spec.Job{}}
 	c := newClusterWith(t, func(i int, cfg *Config) {
 		cfg.Trust = a.book
 		if i == 0 {

@@ -487,7 +487,10 @@ func (n *Node) marketConfig() market.Config {
 	mc.Site, mc.Labels, mc.Capacity = n.cfg.Site, n.cfg.Labels, n.capacity
 	mc.Limits = n.cfg.Sandbox.Enforcement(n.cfg.Runner)
 	mc.AdvertInterval = n.cfg.AdvertInterval
-	mc.Trust, mc.TicketChecks = n.marketBook(), n.checks
+	mc.Trust = n.marketBook()
+	if n.checks != nil {
+		mc.TicketChecks = n.checks
+	}
 	mc.Holds = func(id string) bool { return n.data.Store().Holds(id) }
 	return mc
 }

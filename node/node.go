@@ -75,7 +75,7 @@ type Node struct {
 
 	api    *api.Server
 	apiLn  net.Listener
-	checks *market.TicketChecks // a ticket's byte-only checks, run ahead of the loop; with --trust
+	checks *ticketChecks // a ticket's byte-only checks, run ahead of the loop; with --trust
 
 	// market plane
 	mkt            *market.Market

@@ -49,8 +49,8 @@ func (n *Node) loadTrust() error {
 	// book (it checks job records pushed here) and the market's (it checks
 	// calls for bids): one signature check per job serves both.
 	t := &trust{book: book, chain: chain, revs: admission.NewRevocations(n.store)}
-	n.checks = market.NewTicketChecks()
-	book.ShareTickets(n.checks.Signatures())
+	n.checks = newTicketChecks()
+	book.ShareTickets(n.checks)
 	if err := t.revs.LoadInto(book, time.Now()); err != nil {
 		return fmt.Errorf("node: read revocations: %w", err)
 	}

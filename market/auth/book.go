@@ -31,7 +31,7 @@ type Book struct {
 	verified map[[32]byte]time.Time
 	// tickets, when set, is the node's memo of verified ticket
 	// signatures (ShareTickets).
-	tickets *TicketMemo
+	tickets TicketSignatures
 	// tokens remembers the request tokens that verified (VerifyToken).
 	tokens map[[32]byte]Identity
 }

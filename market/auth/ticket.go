@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 )
 
@@ -126,7 +125,7 @@ func (b *Book) VerifyTicket(t *Ticket, now time.Time) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("job ticket: %w", err)
 	}
-	if !b.tickets.verify(t) {
+	if !b.verifySignature(t) {
 		return Identity{}, fmt.Errorf("job ticket of %s: signature does not verify", id.Name)
 	}
 	if t.Time.After(now.Add(Skew)) {
@@ -135,62 +134,45 @@ func (b *Book) VerifyTicket(t *Ticket, now time.Time) (Identity, error) {
 	return id, nil
 }
 
-// TicketMemo remembers the ticket signatures that verified under the key
-// of their own chain's first certificate, for every Book of one node that
-// shares it (ShareTickets), and for whatever goroutine checks a ticket
-// ahead of them (Verify). Whether a signature verifies does not change
-// with revocations: a Book checks the chain, against its own
-// revocations, every time. Safe for concurrent use.
-type TicketMemo struct {
-	mu sync.Mutex
-	m  map[[32]byte]struct{}
+// TicketSignatures checks ticket signatures for a Book, perhaps
+// remembering those that verified: a node shares one memo among its
+// Books and the goroutines that check tickets ahead of its loop (the
+// memo, with its lock, is the node's). Whether a signature verifies does
+// not change with revocations: a Book checks the chain, against its own
+// revocations, every time.
+type TicketSignatures interface {
+	Verify(t *Ticket) bool
 }
 
-// NewTicketMemo is an empty memo.
-func NewTicketMemo() *TicketMemo { return &TicketMemo{m: map[[32]byte]struct{}{}} }
-
-// maxMemoTickets bounds a TicketMemo; it starts afresh when full.
-const maxMemoTickets = 4096
-
-// Verify reports whether t's signature verifies under the key of the
-// first certificate of its chain, and remembers it if so. It says nothing
-// of the chain: Book.VerifyTicket does.
-func (tm *TicketMemo) Verify(t *Ticket) bool { return tm.verify(t) }
-
-// verify is Verify, also on a nil memo (no memory).
-func (tm *TicketMemo) verify(t *Ticket) bool {
+// VerifyTicketSignature reports whether t's signature verifies under the
+// key of the first certificate of its chain. It says nothing of the
+// chain: Book.VerifyTicket does.
+func VerifyTicketSignature(t *Ticket) bool {
 	if len(t.Chain) == 0 || len(t.Chain[0].Key) != ed25519.PublicKeySize {
 		return false
 	}
-	signed := append([]byte(ticketDomain), t.body()...)
-	if tm == nil {
-		return ed25519.Verify(t.Chain[0].Key, signed, t.Sig)
+	return ed25519.Verify(t.Chain[0].Key, append([]byte(ticketDomain), t.body()...), t.Sig)
+}
+
+// TicketSignatureKey is what a memo of verified ticket signatures keys a
+// signature by: the hash of what was signed and the signature.
+func TicketSignatureKey(t *Ticket) [32]byte {
+	return sha256.Sum256(append(append([]byte(ticketDomain), t.body()...), t.Sig...))
+}
+
+func (b *Book) verifySignature(t *Ticket) bool {
+	if b.tickets != nil {
+		return b.tickets.Verify(t)
 	}
-	key := sha256.Sum256(append(signed, t.Sig...))
-	tm.mu.Lock()
-	_, ok := tm.m[key]
-	tm.mu.Unlock()
-	if ok {
-		return true
-	}
-	if !ed25519.Verify(t.Chain[0].Key, signed, t.Sig) {
-		return false
-	}
-	tm.mu.Lock()
-	if len(tm.m) >= maxMemoTickets {
-		clear(tm.m)
-	}
-	tm.m[key] = struct{}{}
-	tm.mu.Unlock()
-	return true
+	return VerifyTicketSignature(t)
 }
 
 // ShareTickets makes b remember the ticket signatures it verifies in tm,
 // and take those verified by anyone sharing it.
-func (b *Book) ShareTickets(tm *TicketMemo) { b.tickets = tm }
+func (b *Book) ShareTickets(tm TicketSignatures) { b.tickets = tm }
 
 // Tickets is the memo b shares, or nil.
-func (b *Book) Tickets() *TicketMemo { return b.tickets }
+func (b *Book) Tickets() TicketSignatures { return b.tickets }
 
 // CheckFresh refuses a ticket signed longer than TicketMaxAge before now:
 // a node accepts a submission only while it is fresh, so that a ticket
