@@ -447,4 +447,3 @@ func TestDetachSpec(t *testing.T) {
 		t.Fatal("a ticket with another spec attached verified")
 	}
 }
-
