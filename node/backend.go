@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,8 +50,20 @@ func (n *Node) startAPI() error {
 			log.Errorw("API server stopped", "err", err)
 		}
 	}()
+	n.onClose(func(bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = n.api.Shutdown(ctx)
+		cancel()
+	})
 	if n.cfg.PublishAPIToken {
-		return n.api.Publish(n.APIAddr())
+		if err := n.api.Publish(n.APIAddr()); err != nil {
+			return err
+		}
+	}
+	// Last: a client that finds api.addr finds the token and a node that
+	// answers.
+	if err := os.WriteFile(filepath.Join(n.cfg.DataDir, apiAddrFile), []byte(n.APIAddr()+"\n"), 0o600); err != nil {
+		return configErr("write %s: %v", apiAddrFile, err)
 	}
 	return nil
 }

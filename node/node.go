@@ -53,7 +53,8 @@ const apiAddrFile = "api.addr"
 // Node is one running Agora node.
 type Node struct {
 	cfg          Config
-	runnerCloser io.Closer     // the task runner this node made, given back at teardown
+	closers      []func(graceful bool) // what New built, to let go of last first (onClose)
+	boot         uint64                // this start's boot counter (nextBoot)
 	ledger       *store.Ledger // the IDs of the jobs stored (ledger.go)
 	ledgerFresh  bool          // the ledger file was made at this start
 	walCopies    []string      // the write-ahead logs as they were at start (ledger.go)
@@ -125,35 +126,89 @@ type memberRecord struct {
 // Close or Kill, whatever becomes of ctx. Errors caused by configuration
 // or environment (bad flags or files, addresses in use, a locked data
 // dir) are *ConfigError.
+//
+// The node is built in steps, in order; each step that holds something
+// registers how to let it go (onClose), and Close, Kill or a failed step
+// lets go of all of it in the reverse order.
 func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	cfg = cfg.withDefaults()
-	listen, err := parseListen(cfg.Listen)
+	in, err := readConfig(&cfg)
 	if err != nil {
 		return nil, err
 	}
+	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue)}
+	n.met = newMarketMetrics(n.reg, n)
+	// The node lives until Close, not until ctx ends: a caller that cancels
+	// ctx on SIGTERM must still get a graceful leave from Close.
+	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			n.teardown(false)
+		}
+	}()
+	for _, step := range []func(*configRead) error{
+		n.openStore,
+		func(*configRead) error { return n.loadTrust() },
+		n.listenAPI,
+		n.discover,
+		n.startHost,
+		func(*configRead) error { return n.startAdmission() },
+		n.startDHT,
+		n.startPubSub,
+		func(*configRead) error { return n.joinRevocations() },
+		n.startGossip,
+		func(in *configRead) error { return n.startMarket(len(in.boot) == 0) },
+		n.startMDNS,
+		n.run,
+		func(*configRead) error { return n.startAPI() },
+	} {
+		if err := step(in); err != nil {
+			return nil, err
+		}
+	}
+	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
+	return n, nil
+}
+
+// configRead is what New reads from its Config before it builds
+// anything.
+type configRead struct {
+	listen    []ma.Multiaddr
+	boot      []peer.AddrInfo
+	overrides *devices.Overrides
+	psk       []byte
+	runner    io.Closer // the task runner New made, which holds its claim on task IDs
+}
+
+// readConfig checks cfg and reads the files it names; it fills in the
+// data dir's absolute path and the task runner.
+func readConfig(cfg *Config) (*configRead, error) {
+	in := &configRead{}
+	var err error
+	if in.listen, err = parseListen(cfg.Listen); err != nil {
+		return nil, err
+	}
 	if cfg.Trust == "" && !cfg.Insecure {
-		if err := admission.CheckExposure(listen); err != nil {
+		if err := admission.CheckExposure(in.listen); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 	}
 	if err := api.CheckExposure(cfg.API, cfg.Insecure); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	boot, err := p2phost.ParseBootstrap(cfg.Bootstrap)
-	if err != nil {
+	if in.boot, err = p2phost.ParseBootstrap(cfg.Bootstrap); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	overrides := cfg.Resources
+	in.overrides = cfg.Resources
 	if cfg.ResourcesFile != "" {
 		ov, err := devices.LoadFile(cfg.ResourcesFile)
 		if err != nil {
 			return nil, &ConfigError{Err: err}
 		}
-		overrides = &ov
+		in.overrides = &ov
 	}
-	var psk []byte
 	if cfg.SwarmKeyFile != "" {
-		if psk, err = p2phost.LoadSwarmKey(cfg.SwarmKeyFile); err != nil {
+		if in.psk, err = p2phost.LoadSwarmKey(cfg.SwarmKeyFile); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 	}
@@ -169,37 +224,47 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if cfg.Runner, err = executor.RunnerFor(cfg.Runner, cfg.Sandbox, cfg.DataDir); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-
-	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue)}
 	if c, ok := cfg.Runner.(io.Closer); ok && given == nil {
-		n.runnerCloser = c // the runner this node made holds its claim on task IDs
+		in.runner = c
 	}
-	n.met = newMarketMetrics(n.reg, n)
-	// The node lives until Close, not until ctx ends: a caller that cancels
-	// ctx on SIGTERM must still get a graceful leave from Close.
-	n.ctx, n.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	defer func() {
-		if err != nil {
-			n.teardown(false)
-		}
-	}()
+	return in, nil
+}
 
-	if n.walCopies, err = preserveWAL(cfg.DataDir); err != nil {
-		return nil, configErr("data dir %s: copy the write-ahead logs before opening them: %v", cfg.DataDir, err)
+// onClose registers how to let go of what a step of New built; teardown
+// runs them last first. graceful: Close, not Kill or a failed start.
+func (n *Node) onClose(f func(graceful bool)) { n.closers = append(n.closers, f) }
+
+// openStore opens the store (after keeping copies of its write-ahead
+// logs, for a damaged store's report), the ledger of the keys it must
+// hold, and the node's buckets; it reads the boot counter.
+func (n *Node) openStore(in *configRead) (err error) {
+	if in.runner != nil {
+		n.onClose(func(bool) { _ = in.runner.Close() })
 	}
-	if n.store, err = store.Open(filepath.Join(cfg.DataDir, "db")); err != nil {
+	dir := n.cfg.DataDir
+	if n.walCopies, err = preserveWAL(dir); err != nil {
+		return configErr("data dir %s: copy the write-ahead logs before opening them: %v", dir, err)
+	}
+	if n.store, err = store.Open(filepath.Join(dir, "db")); err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			dropWALCopies(cfg.DataDir) // another node's live logs
-			return nil, &ConfigError{Err: &dataDirInUse{dir: cfg.DataDir, err: err}}
+			dropWALCopies(dir) // another node's live logs
+			return &ConfigError{Err: &dataDirInUse{dir: dir, err: err}}
 		}
 		if looksDamaged(err) {
-			return nil, n.damaged(err)
+			return n.damaged(err)
 		}
-		return nil, configErr("open store in %s: %v", cfg.DataDir, err)
+		return configErr("open store in %s: %v", dir, err)
 	}
-	if n.ledger, n.ledgerFresh, err = store.OpenLedger(filepath.Join(cfg.DataDir, ledgerFile), false); err != nil {
-		return nil, n.damaged(err)
+	n.onClose(func(graceful bool) {
+		if graceful {
+			_ = os.Remove(filepath.Join(dir, apiAddrFile))
+		}
+		_ = n.store.Close()
+	})
+	if n.ledger, n.ledgerFresh, err = store.OpenLedger(filepath.Join(dir, ledgerFile), false); err != nil {
+		return n.damaged(err)
 	}
+	n.onClose(func(bool) { _ = n.ledger.Close() })
 	n.members = store.NewBucket[memberRecord](n.store, "members")
 	// A job record grows with the job's replicas and their attempts: 740
 	// KB for 1,000 finished replicas, over a plain bucket's value limit.
@@ -210,112 +275,149 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 		WithCodec(market.EncodeJobRecord, market.DecodeJobRecord)
 	n.copies = store.NewBucket[replication.Copy](n.store, "replicas").AllowLarge(replication.MaxFrame+4<<10).
 		WithCodec(replication.EncodeCopy, replication.DecodeCopy)
-	if err := n.loadTrust(); err != nil {
-		return nil, err
-	}
-	bootNo, err := n.nextBoot()
-	if err != nil {
-		return nil, err
-	}
+	n.boot, err = n.nextBoot()
+	return err
+}
 
-	if n.apiLn, err = net.Listen("tcp", cfg.API); err != nil {
-		return nil, configErr("API address %s: %v", cfg.API, err)
+// listenAPI takes the API's address early, so that a taken port fails the
+// start before anything joins the network.
+func (n *Node) listenAPI(*configRead) (err error) {
+	if n.apiLn, err = net.Listen("tcp", n.cfg.API); err != nil {
+		return configErr("API address %s: %v", n.cfg.API, err)
 	}
+	n.onClose(func(bool) {
+		if n.api == nil {
+			_ = n.apiLn.Close()
+		}
+	})
+	return nil
+}
 
-	info, err := devices.Discover(devices.DiscoverOptions{DiskPath: cfg.DataDir, DisableNVML: cfg.DisableNVML})
+// discover finds the node's resources and applies the declared ones.
+func (n *Node) discover(in *configRead) error {
+	info, err := devices.Discover(devices.DiscoverOptions{DiskPath: n.cfg.DataDir, DisableNVML: n.cfg.DisableNVML})
 	if err != nil {
-		return nil, fmt.Errorf("node: discover resources: %w", err)
+		return fmt.Errorf("node: discover resources: %w", err)
 	}
 	n.info = info
 	n.capacity = info.Capacity
-	if overrides != nil {
-		n.capacity = overrides.Apply(n.capacity)
+	if in.overrides != nil {
+		n.capacity = in.overrides.Apply(n.capacity)
 		// A declared CPU count describes another machine than the one
 		// the sampler measures; its load would mislead the predictor.
-		n.cpuDeclared = overrides.CPU != nil
+		n.cpuDeclared = in.overrides.CPU != nil
 	}
 	n.soft.Store(&softState{SoftState: market.SoftState{Free: n.capacity.Clone()}})
+	return nil
+}
 
-	key, err := admission.LoadIdentity(cfg.DataDir)
+// startHost starts the libp2p host with the node's identity.
+func (n *Node) startHost(in *configRead) error {
+	key, err := admission.LoadIdentity(n.cfg.DataDir)
 	if err != nil {
-		return nil, &ConfigError{Err: err}
+		return &ConfigError{Err: err}
 	}
-	n.host, err = p2phost.New(p2phost.Options{Key: key, Listen: listen, PSK: psk, Gater: n.gater,
-		RelayService: cfg.RelayService, RelayAllowed: n.relayAllowed, NATTraversal: cfg.NATTraversal, Relays: boot,
+	cfg := n.cfg
+	n.host, err = p2phost.New(p2phost.Options{Key: key, Listen: in.listen, PSK: in.psk, Gater: n.gater,
+		RelayService: cfg.RelayService, RelayAllowed: n.relayAllowed, NATTraversal: cfg.NATTraversal, Relays: in.boot,
 		NoHolePunching: cfg.NoHolePunching})
 	if err != nil {
-		return nil, &ConfigError{Err: err}
+		return &ConfigError{Err: err}
 	}
+	n.onClose(func(bool) {
+		_ = n.host.Close()
+		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
+	})
+	n.onClose(func(bool) { n.closeTrust() })
 	if err := n.store.PutMeta("peer_id", n.host.ID().String()); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	if err := n.startAdmission(); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// startDHT starts the DHT in server mode under Agora's prefix, with the
+// bootstrap peers only.
+func (n *Node) startDHT(in *configRead) (err error) {
 	n.dht, err = dht.New(n.ph,
 		dht.Mode(dht.ModeServer),
 		dht.ProtocolPrefix(DHTPrefix),
-		dht.BootstrapPeers(boot...))
+		dht.BootstrapPeers(in.boot...))
 	if err != nil {
-		return nil, fmt.Errorf("node: start DHT: %w", err)
+		return fmt.Errorf("node: start DHT: %w", err)
 	}
-	// Agora's router parameters first, so that cfg.PubSubOptions may
-	// override them.
-	score, thresholds := gossip.PeerScore(cfg.Network, n.appScore())
+	n.onClose(func(bool) { _ = n.dht.Close() })
+	return nil
+}
+
+// startPubSub starts gossipsub with Agora's router parameters first, so
+// that cfg.PubSubOptions may override them.
+func (n *Node) startPubSub(*configRead) (err error) {
+	score, thresholds := gossip.PeerScore(n.cfg.Network, n.appScore())
 	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams()),
-		pubsub.WithPeerScore(score, thresholds), gossip.CutOff(n.cutOff)}, cfg.PubSubOptions...)
+		pubsub.WithPeerScore(score, thresholds), gossip.CutOff(n.cutOff)}, n.cfg.PubSubOptions...)
 	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.ph, psOpts...); err != nil {
-		return nil, fmt.Errorf("node: start gossipsub: %w", err)
+		return fmt.Errorf("node: start gossipsub: %w", err)
 	}
-	if err := n.joinRevocations(); err != nil {
-		return nil, err
-	}
-	// Before the market, whose transport tells it of peers heard from.
-	metrics := gossip.NewMetrics(n.reg)
+	return nil
+}
+
+// startGossip joins the advert topic: before the market, whose transport
+// tells it of peers heard from.
+func (n *Node) startGossip(*configRead) (err error) {
+	cfg := n.cfg
 	gcfg := gossip.Config{
 		Network:    cfg.Network,
 		Interval:   cfg.AdvertInterval,
 		RelayDelay: cfg.AdvertRelayDelay,
-		Boot:       bootNo,
+		Boot:       n.boot,
 		Local:      n.localAdvert,
 		OnChange:   n.onAdvert,
 		OnGone:     n.onGone,
-		Metrics:    metrics,
+		Metrics:    gossip.NewMetrics(n.reg),
 		Flooded:    n.cutOff,
 	}
 	if n.trust != nil {
 		gcfg.Cert, gcfg.Admit = n.trust.chain.Encode(), n.trust.adm.AdmitAdvert
 	}
 	if n.gossip, err = gossip.New(n.ph, n.ps, gcfg); err != nil {
-		return nil, err
+		return err
 	}
-	if err := n.startMarket(len(boot) == 0); err != nil {
-		return nil, err
-	}
-	if cfg.MDNS {
-		svc := mdns.NewMdnsService(n.host, "agora-"+cfg.Network, &mdnsNotifee{n: n})
-		if err := svc.Start(); err != nil {
-			return nil, fmt.Errorf("node: start mDNS: %w", err)
-		}
-		n.mdns = svc
-	}
+	n.onClose(func(bool) { _ = n.gossip.Close() })
+	return nil
+}
 
-	if err := n.startAPI(); err != nil { // its token first: a client that finds api.addr finds it too
-		return nil, err
+// startMDNS starts LAN discovery, when asked for.
+func (n *Node) startMDNS(*configRead) error {
+	if !n.cfg.MDNS {
+		return nil
 	}
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, apiAddrFile), []byte(n.APIAddr()+"\n"), 0o600); err != nil {
-		return nil, configErr("write %s: %v", apiAddrFile, err)
+	svc := mdns.NewMdnsService(n.host, "agora-"+n.cfg.Network, &mdnsNotifee{n: n})
+	if err := svc.Start(); err != nil {
+		return fmt.Errorf("node: start mDNS: %w", err)
 	}
+	n.mdns = svc
+	n.onClose(func(bool) { _ = svc.Close() })
+	return nil
+}
+
+// run starts the node's goroutines: the event loop, the join loop, the
+// usage sampler, retention, the advert loops and, with NAT traversal,
+// hole punching. Letting go of them: stop them all and wait.
+func (n *Node) run(in *configRead) error {
+	n.onClose(func(bool) {
+		n.cancel()
+		n.wg.Wait()
+	})
 	n.gossip.Start(n.ctx)
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.loop()
-	go n.joinLoop(boot)
+	go n.joinLoop(in.boot)
 	go n.sampleLoop()
-	if cfg.NATTraversal && !cfg.NoHolePunching {
+	go n.retentionLoop(n.mkt.Config().JobRetention)
+	if n.cfg.NATTraversal && !n.cfg.NoHolePunching {
 		n.wg.Go(func() { p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, nil) })
 	}
-	log.Infow("node started", "peer", n.host.ID(), "addrs", n.host.Addrs(), "api", n.APIAddr(), "resources", n.capacity.String())
-	return n, nil
+	return nil
 }
 
 // nextBoot increments and returns the persisted boot counter, which orders
@@ -428,6 +530,13 @@ func (n *Node) startMarket(noBootstrap bool) error {
 			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
 		},
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
+	n.onClose(func(bool) {
+		// Graceful: the tasks were stopped and waited for already.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = n.ex.Wait(ctx)
+		cancel()
+		n.ex.Close()
+	})
 	n.tr, err = transport.New(n.ph, n.ps, transport.Options{Network: n.cfg.Network, SendDelay: n.cfg.SendDelay, Admitted: n.admitted, Heard: n.gossip.Touch,
 		Deliver: func(from market.NodeID, msg market.Msg) {
 			n.checks.Prepare(market.TicketOf(msg)) // here, not on the loop
@@ -436,6 +545,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err != nil {
 		return fmt.Errorf("node: market transport: %w", err)
 	}
+	n.onClose(func(bool) { n.tr.Close() })
 	n.repl = replication.New(n.ph, replication.Options{Copies: n.copies, Check: n.checkReplica, Refused: n.countRefused,
 		Stored: n.copiesStored, Timeout: m.Config().QueryTimeout})
 	// Reclaim first: the market takes nothing over before its view has
@@ -452,8 +562,6 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	n.apply(m.Ready())
 	n.soft.Store(&softState{SoftState: m.SoftState()})
 	n.query = query.New(n.ph, n.answer)
-	n.wg.Add(1)
-	go n.retentionLoop(m.Config().JobRetention)
 	if len(jobs) > 0 {
 		log.Infow("restored jobs", "count", len(jobs))
 	}
@@ -539,60 +647,20 @@ func (n *Node) teardown(graceful bool) {
 		// write it to the mesh before the host closes its connections.
 		time.Sleep(150 * time.Millisecond)
 	}
-	if n.api != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = n.api.Shutdown(ctx)
-		cancel()
-	} else if n.apiLn != nil {
-		_ = n.apiLn.Close()
-	}
 	if graceful && n.mkt != nil && n.calls != nil {
 		_ = n.call(func() { n.saveHistory() })
-	}
-	if n.ex != nil {
-		if graceful {
+		if n.ex != nil {
+			// While the loop runs, so that the stops reach the managers.
 			n.ex.StopAll("node stopping")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = n.ex.Wait(ctx)
+			cancel()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = n.ex.Wait(ctx)
-		cancel()
 	}
-	if n.cancel != nil {
-		n.cancel()
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i](graceful)
 	}
-	if n.ex != nil {
-		n.ex.Close()
-	}
-	if n.runnerCloser != nil {
-		_ = n.runnerCloser.Close()
-	}
-	if n.tr != nil {
-		n.tr.Close()
-	}
-	if n.gossip != nil {
-		_ = n.gossip.Close()
-	}
-	n.closeTrust()
-	n.wg.Wait()
-	if n.mdns != nil {
-		_ = n.mdns.Close()
-	}
-	if n.dht != nil {
-		_ = n.dht.Close()
-	}
-	if n.host != nil {
-		_ = n.host.Close()
-		_ = n.host.Network().ResourceManager().Close() // the host leaves it open
-	}
-	if n.ledger != nil {
-		_ = n.ledger.Close()
-	}
-	if n.store != nil {
-		if graceful {
-			_ = os.Remove(filepath.Join(n.cfg.DataDir, apiAddrFile))
-		}
-		_ = n.store.Close()
-	}
+	n.cancel()
 	select {
 	case <-n.closed:
 	default:
