@@ -52,27 +52,27 @@ const apiAddrFile = "api.addr"
 
 // Node is one running Agora node.
 type Node struct {
-	cfg          Config
-	closers      []func(graceful bool) // what New built, to let go of last first (onClose)
-	boot         uint64                // this start's boot counter (nextBoot)
-	ledger       *store.Ledger // the IDs of the jobs stored (ledger.go)
-	ledgerFresh  bool          // the ledger file was made at this start
-	walCopies    []string      // the write-ahead logs as they were at start (ledger.go)
-	store        *store.Store
-	host         host.Host
-	ph           host.Host                           // what every protocol but admission runs on
-	trust        *trust                              // nil without --trust
-	relayAdm     atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
-	dht          *dht.IpfsDHT
-	ps           *pubsub.PubSub
-	gossip       *gossip.Service
-	gater        *admission.Gater
-	reg          *prometheus.Registry
-	met          *marketMetrics
-	info         devices.Info
-	capacity     resource.Vector
-	members      *store.Bucket[memberRecord]
-	mdns         interface{ Close() error }
+	cfg         Config
+	closers     []func(graceful bool) // what New built, to let go of last first (onClose)
+	boot        uint64                // this start's boot counter (nextBoot)
+	ledger      *store.Ledger         // the IDs of the jobs stored (ledger.go)
+	ledgerFresh bool                  // the ledger file was made at this start
+	walCopies   []string              // the write-ahead logs as they were at start (ledger.go)
+	store       *store.Store
+	host        host.Host
+	ph          host.Host                           // what every protocol but admission runs on
+	trust       *trust                              // nil without --trust
+	relayAdm    atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
+	dht         *dht.IpfsDHT
+	ps          *pubsub.PubSub
+	gossip      *gossip.Service
+	gater       *admission.Gater
+	reg         *prometheus.Registry
+	met         *marketMetrics
+	info        devices.Info
+	capacity    resource.Vector
+	members     *store.Bucket[memberRecord]
+	mdns        interface{ Close() error }
 
 	api    *api.Server
 	apiLn  net.Listener
