@@ -156,14 +156,16 @@ func New(cfg Config) (*Market, error) {
 			book.ShareTickets(s)
 		}
 	}
-	return &Market{
+	m := &Market{
 		book: book, checks: checks,
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
 		takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
 		yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]ClaimRank{},
-	}, nil
+	}
+	m.rep.cfg, m.rep.env = &m.cfg, m
+	return m, nil
 }
 
 // Config returns the market's configuration with defaults applied.
@@ -233,7 +235,7 @@ func (m *Market) flushSaves() {
 			if j, ok := m.jobs[id]; ok {
 				c := j.Clone()
 				m.saves = append(m.saves, SaveJob{Job: c})
-				m.noteSaved(c)
+				m.rep.note(c)
 				if j.State.Terminal() {
 					m.retire(j)
 				}
@@ -247,7 +249,7 @@ func (m *Market) flushSaves() {
 // then everything else in the order it arose.
 func (m *Market) Ready() []Effect {
 	m.flushSaves()
-	if e := m.urgentCopies(); e != nil {
+	if e := m.rep.urgentCopies(m.now); e != nil {
 		m.out = append(m.out, e)
 	}
 	if len(m.out) == 0 && len(m.saves) == 0 {

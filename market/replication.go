@@ -20,8 +20,13 @@ import (
 // goes instead: a final record that reached no replica would leave it
 // holding an unfinished job to take over.
 
-// replication is the manager's state of its records' copies.
+// replication is the manager's state of its records' copies, behind its
+// own boundary: what it needs of the rest of the market is copyEnv, and
+// the market calls it with the time.
 type replication struct {
+	cfg *Config
+	env copyEnv
+
 	pending map[string]JobRecord // latest saved record of each job, not sent yet
 	urgent  []string             // jobs to copy in this Ready (new submissions)
 	batch   uint64               // the last batch's number
@@ -38,116 +43,133 @@ type replication struct {
 	sentAt    map[string]time.Time // when each job's record last went
 }
 
+// copyEnv is what replication needs of the market: the job table, the
+// view and the event log.
+type copyEnv interface {
+	// record is the record of a job this node holds, or nil.
+	record(job string) *JobRecord
+	// activeJobs are the unfinished jobs, in submission order.
+	activeJobs() []string
+	// closestPeers are the r live peers closest to job, skip left out.
+	closestPeers(job string, r int, skip NodeID) []NodeID
+	// Live says whether a node is this one or in the view.
+	Live(id NodeID) bool
+	// event records a line of a job's history.
+	event(job, text string)
+}
+
+// record is a job's record here, or nil (copyEnv).
+func (m *Market) record(job string) *JobRecord { return m.jobs[job] }
+
 // sentBatch is a Replicate effect awaiting Replicated.
 type sentBatch struct {
 	at      time.Time
 	records map[string]ReplicaCopy
 }
 
-// replicating reports whether this node copies its job records.
-func (m *Market) replicating() bool { return m.cfg.JobReplicas > 0 }
+// on reports whether this node copies its job records.
+func (r *replication) on() bool { return r.cfg.JobReplicas > 0 }
 
-// noteSaved queues the saved record j of a job this node manages for
-// copying, and copies it at once when the job was just submitted.
-func (m *Market) noteSaved(j JobRecord) {
-	if !m.replicating() || j.Manager != m.cfg.Self {
+// note queues the saved record j of a job this node manages for copying.
+func (r *replication) note(j JobRecord) {
+	if !r.on() || j.Manager != r.cfg.Self {
 		return
 	}
-	if m.rep.pending == nil {
-		m.rep.pending = map[string]JobRecord{}
+	if r.pending == nil {
+		r.pending = map[string]JobRecord{}
 	}
-	m.rep.pending[j.ID] = j
+	r.pending[j.ID] = j
 }
 
 // urgentCopies takes the new jobs' records out of the pending ones and
 // returns their Replicate effect, or nil.
-func (m *Market) urgentCopies() Effect {
-	if len(m.rep.urgent) == 0 {
+func (r *replication) urgentCopies(now time.Time) Effect {
+	if len(r.urgent) == 0 {
 		return nil
 	}
 	var recs []JobRecord
-	for _, id := range m.rep.urgent {
-		if j, ok := m.rep.pending[id]; ok {
+	for _, id := range r.urgent {
+		if j, ok := r.pending[id]; ok {
 			recs = append(recs, j)
-			delete(m.rep.pending, id)
+			delete(r.pending, id)
 		}
 	}
-	m.rep.urgent = m.rep.urgent[:0]
-	return m.replicate(recs)
+	r.urgent = r.urgent[:0]
+	return r.replicate(now, recs)
 }
 
-// replicateDue sends the periodic batch when it is due: the changed
-// records, if the last batch was answered.
-func (m *Market) replicateDue() {
-	if len(m.rep.pending) == 0 || m.rep.open != 0 || m.now.Before(m.rep.next) {
-		return
+// due returns the periodic batch when it is due: the changed records, if
+// the last batch was answered; nil otherwise.
+func (r *replication) due(now time.Time) Effect {
+	if len(r.pending) == 0 || r.open != 0 || now.Before(r.next) {
+		return nil
 	}
-	recs := make([]JobRecord, 0, len(m.rep.pending))
-	for _, j := range m.rep.pending {
+	recs := make([]JobRecord, 0, len(r.pending))
+	for _, j := range r.pending {
 		recs = append(recs, j)
 	}
 	sort.Slice(recs, func(a, b int) bool { return recs[a].ID < recs[b].ID })
-	clear(m.rep.pending)
-	m.rep.next = m.now.Add(m.cfg.ReplicateEvery)
-	if e := m.replicate(recs); e != nil {
-		m.rep.open = m.rep.batch
-		m.emit(e)
+	clear(r.pending)
+	r.next = now.Add(r.cfg.ReplicateEvery)
+	e := r.replicate(now, recs)
+	if e != nil {
+		r.open = r.batch
 	}
+	return e
 }
 
 // replicate builds the Replicate effect of recs with their replica peers,
 // or nil when no record has a peer to go to.
-func (m *Market) replicate(recs []JobRecord) Effect {
-	b := &sentBatch{at: m.now, records: make(map[string]ReplicaCopy, len(recs))}
+func (r *replication) replicate(now time.Time, recs []JobRecord) Effect {
+	b := &sentBatch{at: now, records: make(map[string]ReplicaCopy, len(recs))}
 	out := Replicate{Records: make([]ReplicaCopy, 0, len(recs))}
 	for _, j := range recs {
-		peers := m.closestPeers(j.ID, m.cfg.JobReplicas, "")
-		drop := m.replicaSetMoved(j.ID, peers)
+		peers := r.env.closestPeers(j.ID, r.cfg.JobReplicas, "")
+		drop := r.setMoved(j.ID, peers)
 		if len(peers)+len(drop) == 0 {
 			continue
 		}
 		c := ReplicaCopy{Record: j, Peers: peers, Drop: drop}
 		out.Records = append(out.Records, c)
 		b.records[j.ID] = c
-		if m.rep.sentAt == nil {
-			m.rep.sentAt = map[string]time.Time{}
+		if r.sentAt == nil {
+			r.sentAt = map[string]time.Time{}
 		}
-		m.rep.sentAt[j.ID] = m.now
+		r.sentAt[j.ID] = now
 	}
 	if len(out.Records) == 0 {
 		return nil
 	}
-	m.rep.batch++
-	out.Batch = m.rep.batch
-	if m.rep.sent == nil {
-		m.rep.sent = map[uint64]*sentBatch{}
+	r.batch++
+	out.Batch = r.batch
+	if r.sent == nil {
+		r.sent = map[uint64]*sentBatch{}
 	}
-	m.rep.sent[out.Batch] = b
+	r.sent[out.Batch] = b
 	return out
 }
 
-// replicaSetMoved records peers as job's replica set and returns the
-// members of its earlier sets not in it that are still to drop their
-// copies.
-func (m *Market) replicaSetMoved(job string, peers []NodeID) []NodeID {
-	if m.rep.sets == nil {
-		m.rep.sets, m.rep.drop = map[string][]NodeID{}, map[string][]NodeID{}
+// setMoved records peers as job's replica set and returns the members of
+// its earlier sets not in it that are still to drop their copies.
+func (r *replication) setMoved(job string, peers []NodeID) []NodeID {
+	if r.sets == nil {
+		r.sets, r.drop = map[string][]NodeID{}, map[string][]NodeID{}
 	}
-	if old := m.rep.sets[job]; !slices.Equal(old, peers) {
-		drop := m.rep.drop[job]
+	if old := r.sets[job]; !slices.Equal(old, peers) {
+		drop := r.drop[job]
 		for _, p := range old {
 			if !slices.Contains(peers, p) && !slices.Contains(drop, p) {
 				drop = append(drop, p)
 			}
 		}
 		drop = slices.DeleteFunc(drop, func(p NodeID) bool { return slices.Contains(peers, p) })
-		m.rep.sets[job], m.rep.drop[job] = peers, drop
+		r.sets[job], r.drop[job] = peers, drop
 	}
 	// Only the live ones can be told; one that is gone is told when it
 	// is back (dropsFor).
 	var live []NodeID
-	for _, p := range m.rep.drop[job] {
-		if m.Live(p) {
+	for _, p := range r.drop[job] {
+		if r.env.Live(p) {
 			live = append(live, p)
 		}
 	}
@@ -156,37 +178,37 @@ func (m *Market) replicaSetMoved(job string, peers []NodeID) []NodeID {
 
 // dropsFor queues again the records of the jobs whose copy peer p still
 // holds and must drop: p came back into the view.
-func (m *Market) dropsFor(p NodeID) {
-	for job, drop := range m.rep.drop {
-		if j := m.jobs[job]; j != nil && slices.Contains(drop, p) {
-			if _, queued := m.rep.pending[job]; !queued {
-				m.noteSaved(j.Clone())
+func (r *replication) dropsFor(p NodeID) {
+	for job, drop := range r.drop {
+		if j := r.env.record(job); j != nil && slices.Contains(drop, p) {
+			if _, queued := r.pending[job]; !queued {
+				r.note(j.Clone())
 			}
 		}
 	}
 }
 
-// forgetCopies forgets what replication keeps of a job this node no
-// longer manages.
-func (m *Market) forgetCopies(job string) {
-	delete(m.rep.sets, job)
-	delete(m.rep.drop, job)
-	delete(m.rep.pending, job)
-	delete(m.rep.tries, job)
-	delete(m.rep.sentAt, job)
+// forget forgets what replication keeps of a job this node no longer
+// manages.
+func (r *replication) forget(job string) {
+	delete(r.sets, job)
+	delete(r.drop, job)
+	delete(r.pending, job)
+	delete(r.tries, job)
+	delete(r.sentAt, job)
 }
 
-// refreshCopies queues again, every CopyRefresh, the records of the
-// unfinished jobs whose copies went out longer ago than that.
-func (m *Market) refreshCopies() {
-	if !m.replicating() || m.cfg.CopyRefresh < 0 || m.now.Before(m.rep.refreshAt) {
+// refresh queues again, every CopyRefresh, the records of the unfinished
+// jobs whose copies went out longer ago than that.
+func (r *replication) refresh(now time.Time) {
+	if !r.on() || r.cfg.CopyRefresh < 0 || now.Before(r.refreshAt) {
 		return
 	}
-	m.rep.refreshAt = m.now.Add(m.cfg.CopyRefresh)
-	for _, id := range m.activeJobs() {
-		j := m.jobs[id]
-		if _, queued := m.rep.pending[id]; !queued && !m.now.Before(m.rep.sentAt[id].Add(m.cfg.CopyRefresh)) && j.Manager == m.cfg.Self {
-			m.noteSaved(j.Clone())
+	r.refreshAt = now.Add(r.cfg.CopyRefresh)
+	for _, id := range r.env.activeJobs() {
+		j := r.env.record(id)
+		if _, queued := r.pending[id]; !queued && !now.Before(r.sentAt[id].Add(r.cfg.CopyRefresh)) && j.Manager == r.cfg.Self {
+			r.note(j.Clone())
 		}
 	}
 }
@@ -198,13 +220,17 @@ func (m *Market) refreshCopies() {
 func (m *Market) Replicated(now time.Time, batch uint64, stored map[string]int) {
 	m.enter(now)
 	defer m.leave()
-	b := m.rep.sent[batch]
+	m.rep.replicated(batch, stored)
+}
+
+func (r *replication) replicated(batch uint64, stored map[string]int) {
+	b := r.sent[batch]
 	if b == nil {
-		return // answered late, after it was given up (expireBatches)
+		return // answered late, after it was given up (expire)
 	}
-	delete(m.rep.sent, batch)
-	if batch == m.rep.open {
-		m.rep.open = 0
+	delete(r.sent, batch)
+	if batch == r.open {
+		r.open = 0
 	}
 	ids := make([]string, 0, len(b.records))
 	for id := range b.records {
@@ -214,58 +240,58 @@ func (m *Market) Replicated(now time.Time, batch uint64, stored map[string]int) 
 	for _, id := range ids {
 		c := b.records[id]
 		if stored[id] >= len(c.Peers)+len(c.Drop) {
-			delete(m.rep.tries, id)
-			if d := slices.DeleteFunc(m.rep.drop[id], func(p NodeID) bool { return slices.Contains(c.Drop, p) }); len(d) > 0 {
-				m.rep.drop[id] = d
+			delete(r.tries, id)
+			if d := slices.DeleteFunc(r.drop[id], func(p NodeID) bool { return slices.Contains(c.Drop, p) }); len(d) > 0 {
+				r.drop[id] = d
 			} else {
-				delete(m.rep.drop, id)
+				delete(r.drop, id)
 			}
 			continue
 		}
-		if m.rep.tries == nil {
-			m.rep.tries = map[string]int{}
+		if r.tries == nil {
+			r.tries = map[string]int{}
 		}
-		m.rep.tries[id]++
-		if m.rep.tries[id] > m.cfg.ReplicateTries {
-			m.event(id, fmt.Sprintf("job record stored by %d of %d peers (replica set %v, told to drop their copies %v) after %d tries; giving up until it changes", stored[id], len(c.Peers)+len(c.Drop), c.Peers, c.Drop, m.cfg.ReplicateTries))
-			delete(m.rep.tries, id)
+		r.tries[id]++
+		if r.tries[id] > r.cfg.ReplicateTries {
+			r.env.event(id, fmt.Sprintf("job record stored by %d of %d peers (replica set %v, told to drop their copies %v) after %d tries; giving up until it changes", stored[id], len(c.Peers)+len(c.Drop), c.Peers, c.Drop, r.cfg.ReplicateTries))
+			delete(r.tries, id)
 			continue
 		}
-		if _, newer := m.rep.pending[id]; !newer && m.jobs[id] != nil {
-			m.noteSaved(c.Record)
+		if _, newer := r.pending[id]; !newer && r.env.record(id) != nil {
+			r.note(c.Record)
 		}
 	}
 }
 
-// expireBatches gives up on batches not answered within twice the query
+// expire gives up on batches not answered within twice the query
 // timeout, as if no peer had stored them, so that a lost answer does not
 // stop the copies.
-func (m *Market) expireBatches() {
+func (r *replication) expire(now time.Time) {
 	var late []uint64
-	for batch, b := range m.rep.sent {
-		if m.now.Sub(b.at) >= 2*m.cfg.QueryTimeout {
+	for batch, b := range r.sent {
+		if now.Sub(b.at) >= 2*r.cfg.QueryTimeout {
 			late = append(late, batch)
 		}
 	}
 	slices.Sort(late)
 	for _, batch := range late {
-		m.Replicated(m.now, batch, nil)
+		r.replicated(batch, nil)
 	}
 }
 
-// nextCopies is when replication next has work: the next periodic batch
-// (the zero time: at once), or giving up on an unanswered one; ok is
-// false when it has none.
-func (m *Market) nextCopies() (at time.Time, ok bool) {
-	// Records touched since the last Ready will be pending after the next.
-	if (len(m.rep.pending) > 0 || (m.replicating() && len(m.dirty) > 0)) && m.rep.open == 0 {
-		at, ok = m.rep.next, true
+// nextAt is when replication next has work: the next periodic batch (the
+// zero time: at once), or giving up on an unanswered one; ok is false
+// when it has none. changed: records were saved since the last Ready
+// (they will be pending after the next); active: some job is unfinished.
+func (r *replication) nextAt(changed, active bool) (at time.Time, ok bool) {
+	if (len(r.pending) > 0 || (r.on() && changed)) && r.open == 0 {
+		at, ok = r.next, true
 	}
-	if m.replicating() && m.cfg.CopyRefresh >= 0 && len(m.active) > 0 && (!ok || m.rep.refreshAt.Before(at)) {
-		at, ok = m.rep.refreshAt, true
+	if r.on() && r.cfg.CopyRefresh >= 0 && active && (!ok || r.refreshAt.Before(at)) {
+		at, ok = r.refreshAt, true
 	}
-	for _, b := range m.rep.sent {
-		if t := b.at.Add(2 * m.cfg.QueryTimeout); !ok || t.Before(at) {
+	for _, b := range r.sent {
+		if t := b.at.Add(2 * r.cfg.QueryTimeout); !ok || t.Before(at) {
 			at, ok = t, true
 		}
 	}

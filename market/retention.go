@@ -47,7 +47,7 @@ func (m *Market) forgetFinished() {
 		delete(m.outranked, r.id)
 		m.forgetDisputes(r.id)
 		m.stale++
-		m.forgetCopies(r.id)
+		m.rep.forget(r.id)
 		m.emit(ForgetJob{Job: r.id})
 	}
 	clear(m.retired[:due])

@@ -401,8 +401,8 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 			// still claim (and must be let).
 			delete(m.takenFrom, j.ID)
 		}
-		if m.replicating() {
-			m.noteSaved(j.Clone()) // copies again, over the other's
+		if m.rep.on() {
+			m.rep.note(j.Clone()) // copies again, over the other's
 		}
 		return
 	}
@@ -436,7 +436,7 @@ func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 		m.endJobWith(j, JobCancelled, "superseded: "+why, tell)
 	}
 	m.event(j.ID, why+"; giving it up")
-	if m.replicating() {
+	if m.rep.on() {
 		// The holders of this node's copies drop them: a copy naming this
 		// node as manager would be adopted again if this node left.
 		var drop []NodeID
@@ -464,6 +464,6 @@ func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 	delete(m.takenFrom, j.ID)
 	delete(m.adoptedAt, j.ID)
 	m.stale++
-	m.forgetCopies(j.ID)
+	m.rep.forget(j.ID)
 	m.emit(ForgetJob{Job: j.ID, KeepEvents: true})
 }

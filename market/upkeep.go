@@ -22,9 +22,13 @@ type upkeepItem struct {
 
 var upkeepBeforeLeases = []upkeepItem{
 	{"reclaim", (*Market).reclaimDue, (*Market).nextReclaim},
-	{"copies", (*Market).refreshCopies, (*Market).nextCopies},
-	{"replicate", (*Market).replicateDue, nil},
-	{"batches", (*Market).expireBatches, nil},
+	{"copies", func(m *Market) { m.rep.refresh(m.now) }, func(m *Market) (time.Time, bool) { return m.rep.nextAt(len(m.dirty) > 0, len(m.active) > 0) }},
+	{"replicate", func(m *Market) {
+		if e := m.rep.due(m.now); e != nil {
+			m.emit(e)
+		}
+	}, nil},
+	{"batches", func(m *Market) { m.rep.expire(m.now) }, nil},
 	{"rehome", (*Market).rehomeDue, (*Market).nextRehome},
 	{"claims", (*Market).claimsDue, (*Market).nextClaim},
 	{"recheck", (*Market).recheckCopies, func(m *Market) (time.Time, bool) { return m.copies.recheck, !m.copies.recheck.IsZero() }},

@@ -45,8 +45,8 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	p.hash = sha256.Sum256([]byte(p.ID))
 	m.view[p.ID] = &p
 	m.peerAdvertised(&p)
-	if m.replicating() {
-		m.dropsFor(p.ID)
+	if m.rep.on() {
+		m.rep.dropsFor(p.ID)
 	}
 	m.peerBack(p.ID)
 	m.headMoved()
