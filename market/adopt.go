@@ -40,7 +40,7 @@ func (m *Market) adopt(rec JobRecord) {
 	}
 	m.active = append(m.active, j.ID)
 	m.dl.activate(j.ID)
-	m.retimeJob(j.ID)
+	m.dl.retimeJob(j.ID)
 	why := "manager " + string(old) + " is gone"
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
@@ -48,7 +48,7 @@ func (m *Market) adopt(rec JobRecord) {
 		case TaskAwarded, TaskRunning:
 			if t.Node != old {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-				m.retimeJob(t.Key.Job)
+				m.dl.retimeJob(t.Key.Job)
 				continue
 			}
 			if j.isGang(t.Key.Task) {
@@ -58,7 +58,7 @@ func (m *Market) adopt(rec JobRecord) {
 			m.move(&j, t, lost(m.now, why))
 		case TaskPending:
 			t.NotBefore = m.now.Add(m.cfg.AdoptGrace)
-			m.retimeJob(t.Key.Job)
+			m.dl.retimeJob(t.Key.Job)
 			m.inherited[t.Key] = t.Epoch
 		}
 	}

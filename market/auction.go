@@ -201,7 +201,7 @@ func (m *Market) liveAuction(id AuctionID) *auction {
 	if a == nil || a.id != id {
 		return nil
 	}
-	m.retimeAuction(id.Key) // the caller may change it
+	m.dl.retimeAuction(id.Key) // the caller may change it
 	return a
 }
 

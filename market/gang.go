@@ -189,7 +189,7 @@ func (m *Market) liveGang(id AuctionID) *gangAuction {
 	if g == nil || g.id() != id {
 		return nil
 	}
-	m.retimeGang(gangID(id.Key.Job, id.Key.Task)) // the caller may change it
+	m.dl.retimeGang(gangID(id.Key.Job, id.Key.Task)) // the caller may change it
 	return g
 }
 
@@ -201,7 +201,7 @@ func (m *Market) gangTick() {
 	m.dl.gangs.popDue(m.now, func(k timerKey) { ids = append(ids, k.id) })
 	sort.Strings(ids)
 	for _, id := range ids {
-		m.retimeGang(id)
+		m.dl.retimeGang(id)
 		g := m.gangs[id]
 		switch {
 		case g == nil:

@@ -391,7 +391,7 @@ func (m *Market) headMoved() {
 	if g == nil || g.holding || g.nextAt.IsZero() || !m.now.Before(g.nextAt) {
 		return
 	}
-	m.retimeGang(h.Gang)
+	m.dl.retimeGang(h.Gang)
 	if room, _ := m.viewRoom(g); room >= g.size {
 		g.nextAt = m.now
 	}

@@ -36,7 +36,7 @@ func (m *Market) submit(id string, js spec.Job, owner string, ticket []byte) {
 	m.jobOrder = append(m.jobOrder, id)
 	m.active = append(m.active, id)
 	m.dl.activate(id)
-	m.retimeJob(id)
+	m.dl.retimeJob(id)
 	m.touch(id)
 	m.rep.urgent = append(m.rep.urgent, id)
 	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
@@ -63,7 +63,7 @@ func (m *Market) restore(jobs []JobRecord) {
 		}
 		m.active = append(m.active, j.ID)
 		m.dl.activate(j.ID)
-		m.retimeJob(j.ID)
+		m.dl.retimeJob(j.ID)
 		j.Manager = m.cfg.Self
 		var ended []TaskStatus // attempts here that finished while the node was down
 		for i := range j.Tasks {
@@ -85,7 +85,7 @@ func (m *Market) restore(jobs []JobRecord) {
 					// Its process outlived the node's crash and was
 					// re-attached (Resume): it runs on, and reports.
 					t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-					m.retimeJob(t.Key.Job)
+					m.dl.retimeJob(t.Key.Job)
 					continue
 				}
 				if r := m.c.resultOf[resultID{t.Key, t.Epoch, t.Attempts}]; r != nil && !j.isGang(t.Key.Task) {
@@ -106,7 +106,7 @@ func (m *Market) restore(jobs []JobRecord) {
 				m.move(&j, t, lost(m.now, "node restarted"))
 			} else if t.State == TaskAwarded || t.State == TaskRunning {
 				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
-				m.retimeJob(t.Key.Job)
+				m.dl.retimeJob(t.Key.Job)
 			}
 		}
 		for _, st := range ended {

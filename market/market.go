@@ -213,7 +213,7 @@ func (m *Market) event(job, text string) {
 // however many calls touched it since the last Ready.
 func (m *Market) touch(job string) {
 	m.dirty[job] = true
-	m.retimeJob(job)
+	m.dl.retimeJob(job)
 }
 
 // flushSaves turns dirty jobs into SaveJob effects, in job ID order. It

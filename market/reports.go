@@ -62,11 +62,11 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	// Lease renewals: a report of the state the manager already has.
 	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
 		t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-		m.retimeJob(t.Key.Job)
+		m.dl.retimeJob(t.Key.Job)
 		return
 	}
 	t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-	m.retimeJob(t.Key.Job)
+	m.dl.retimeJob(t.Key.Job)
 	m.touch(j.ID)
 	switch s.State {
 	case TaskRunning:

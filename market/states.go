@@ -152,7 +152,7 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 			t.Epoch = c.epoch
 		}
 		t.Node, t.LeaseUntil = c.node, m.now.Add(m.cfg.LeaseTimeout)
-		m.retimeJob(t.Key.Job)
+		m.dl.retimeJob(t.Key.Job)
 		t.Attempts++
 		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: c.node, State: TaskAwarded, Awarded: m.now})
 		m.jobStarted(j)
@@ -224,7 +224,7 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 // pending makes t pending, to be placed from notBefore on.
 func (m *Market) pending(t *TaskRecord, notBefore time.Time) {
 	t.Node, t.NotBefore, t.Ready = "", notBefore, notBefore
-	m.retimeJob(t.Key.Job)
+	m.dl.retimeJob(t.Key.Job)
 	m.dropAuction(t.Key)
 }
 

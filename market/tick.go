@@ -51,7 +51,7 @@ func (m *Market) Tick(now time.Time) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].s < keys[j].s })
 	for _, kn := range keys {
 		k := kn.k
-		m.retimeAuction(k)
+		m.dl.retimeAuction(k)
 		a, ok := m.auctions[k]
 		if !ok {
 			continue

@@ -191,40 +191,40 @@ func (d *deadlines) activate(job string) {
 
 // retimeAuction, retimeGang and retimeJob mark what may have changed its
 // deadline: its timer is computed again before it is next read.
-func (m *Market) retimeAuction(k TaskKey) {
-	if m.dl.markedAuctions == nil {
-		m.dl.markedAuctions = map[TaskKey]struct{}{}
+func (d *deadlines) retimeAuction(k TaskKey) {
+	if d.markedAuctions == nil {
+		d.markedAuctions = map[TaskKey]struct{}{}
 	}
-	m.dl.markedAuctions[k] = struct{}{}
+	d.markedAuctions[k] = struct{}{}
 }
 
-func (m *Market) retimeGang(id string) {
-	if m.dl.markedGangs == nil {
-		m.dl.markedGangs = map[string]struct{}{}
+func (d *deadlines) retimeGang(id string) {
+	if d.markedGangs == nil {
+		d.markedGangs = map[string]struct{}{}
 	}
-	m.dl.markedGangs[id] = struct{}{}
+	d.markedGangs[id] = struct{}{}
 }
 
-func (m *Market) retimeJob(id string) {
-	if m.dl.markedJobs == nil {
-		m.dl.markedJobs = map[string]struct{}{}
+func (d *deadlines) retimeJob(id string) {
+	if d.markedJobs == nil {
+		d.markedJobs = map[string]struct{}{}
 	}
-	m.dl.markedJobs[id] = struct{}{}
+	d.markedJobs[id] = struct{}{}
 }
 
 // putAuction and dropAuction add and remove a replica's auction; a job
 // whose pending replica loses its auction is placed again (its timer).
 func (m *Market) putAuction(a *auction) {
 	m.auctions[a.id.Key] = a
-	m.retimeAuction(a.id.Key)
-	m.retimeJob(a.id.Key.Job)
+	m.dl.retimeAuction(a.id.Key)
+	m.dl.retimeJob(a.id.Key.Job)
 }
 
 func (m *Market) dropAuction(k TaskKey) {
 	if _, ok := m.auctions[k]; ok {
 		delete(m.auctions, k)
-		m.retimeAuction(k)
-		m.retimeJob(k.Job)
+		m.dl.retimeAuction(k)
+		m.dl.retimeJob(k.Job)
 	}
 }
 
@@ -232,16 +232,16 @@ func (m *Market) dropAuction(k TaskKey) {
 func (m *Market) putGang(g *gangAuction) {
 	id := gangID(g.job, g.task)
 	m.gangs[id] = g
-	m.retimeGang(id)
-	m.retimeJob(g.job)
+	m.dl.retimeGang(id)
+	m.dl.retimeJob(g.job)
 }
 
 func (m *Market) dropGang(job, task string) {
 	id := gangID(job, task)
 	if _, ok := m.gangs[id]; ok {
 		delete(m.gangs, id)
-		m.retimeGang(id)
-		m.retimeJob(job)
+		m.dl.retimeGang(id)
+		m.dl.retimeJob(job)
 	}
 }
 
@@ -354,7 +354,7 @@ func (m *Market) dueJobs() []*JobRecord {
 	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(m.dl.order[a], m.dl.order[b]) })
 	out := make([]*JobRecord, 0, len(ids))
 	for _, id := range ids {
-		m.retimeJob(id)
+		m.dl.retimeJob(id)
 		if j := m.jobs[id]; j != nil && !j.State.Terminal() {
 			out = append(out, j)
 		}

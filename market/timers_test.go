@@ -91,7 +91,7 @@ func TestTickPlacesRetriesInTimeOrder(t *testing.T) {
 		m.jobs[id] = &j
 		m.active = append(m.active, id)
 		m.dl.activate(id)
-		m.retimeJob(id)
+		m.dl.retimeJob(id)
 	}
 	var opened []string
 	for n, next := 0, m.NextTick(); !next.IsZero() && len(opened) < len(at); n, next = n+1, m.NextTick() {

@@ -90,10 +90,10 @@ func (m *Market) lostPeer(id NodeID, why string) {
 	}
 	for k, a := range m.auctions {
 		a.gone(id)
-		m.retimeAuction(k)
+		m.dl.retimeAuction(k)
 	}
 	for gid, g := range m.gangs {
 		g.gone(id)
-		m.retimeGang(gid)
+		m.dl.retimeGang(gid)
 	}
 }
