@@ -377,7 +377,7 @@ func (m *Market) awardNext(a *auction) {
 	spec := signedTask(&j.Spec, ts, j.Owner, false).withDecisions(TaskSpec{TaskOffer: a.offer,
 		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
 	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
-		Ticket: m.ticketFor(j, b.Bidder), Direct: a.direct})
+		Ticket: m.tix.forPeer(j, b.Bidder), Direct: a.direct})
 }
 
 // previous lists a replica's earlier placements, oldest first, at most
@@ -402,7 +402,7 @@ const maxPrevious = 64
 // does not (its cache evicted it).
 func (m *Market) onNoBidTicket(nb NoBid) {
 	if nb.NeedTicket {
-		m.ticketLost(nb.Auction.Key.Job, nb.Bidder)
+		m.tix.lost(nb.Auction.Key.Job, nb.Bidder)
 	}
 }
 

@@ -41,7 +41,7 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
 		return
 	}
-	if m.trusted() && !m.vouch(cfp) {
+	if m.tix.trusted() && !m.vouch(cfp) {
 		return
 	}
 	m.refreshHead()
@@ -189,6 +189,6 @@ func (m *Market) onAward(a Award) {
 	}
 	c.accepted++
 	m.send(a.Manager, reply)
-	c.enqueue(&contract{spec: a.Task, manager: a.Manager, awarder: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.ticketOf(key.Job)})
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, awarder: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.tix.raw(key.Job)})
 	m.schedule()
 }

@@ -337,7 +337,7 @@ func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
 		offer.Key = t.Key
 		spec := signedTask(&j.Spec, ts, j.Owner, true).withDecisions(TaskSpec{TaskOffer: offer,
 			Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
-		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.ticketFor(j, n)})
+		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.tix.forPeer(j, n)})
 	}
 }
 

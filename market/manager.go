@@ -14,7 +14,7 @@ import (
 func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	m.enter(now)
 	defer m.leave()
-	if m.trusted() {
+	if m.tix.trusted() {
 		return errUnsigned
 	}
 	if _, dup := m.jobs[id]; dup {

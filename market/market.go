@@ -127,10 +127,9 @@ type Market struct {
 	lastBeat  time.Time
 	draining  bool
 
-	// trust (trust.go): nil book in an open network
-	book   *auth.Book
-	checks TicketReader // with book
-	trust  ticketCache
+	// tix is what this node knows of job tickets (tickets.go; trust.go
+	// says what it checks with them)
+	tix    tickets
 	stolen time.Time // when this node last asked for work to steal
 }
 
@@ -157,7 +156,7 @@ func New(cfg Config) (*Market, error) {
 		}
 	}
 	m := &Market{
-		book: book, checks: checks,
+		tix: tickets{self: cfg.Self, book: book, checks: checks},
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
 		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},

@@ -59,7 +59,7 @@ func (m *Market) call(r *round, cfp CFP, cands []candidate, n int) {
 		}
 		r.invited[c.id] = true
 		if j := m.jobs[cfp.Auction.Key.Job]; j != nil {
-			cfp.Ticket = m.ticketFor(j, c.id)
+			cfp.Ticket = m.tix.forPeer(j, c.id)
 		}
 		m.send(c.id, cfp)
 	}

@@ -256,6 +256,6 @@ func (m *Market) endJobState(j *JobRecord, st JobState, reason string) {
 		panic(fmt.Sprintf("market: job %s cannot go from %s to %s", j.ID, j.State, st))
 	}
 	j.State, j.Reason, j.Finished = st, reason, m.now
-	m.ticketDone(j.ID)
+	m.tix.done(j.ID)
 	delete(m.adoptedAt, j.ID)
 }

@@ -164,10 +164,10 @@ func (m *Market) mayMove(k *contract, thief *Peer) bool {
 	if couldHold(thief.Site, thief.Labels, thief.Limits, thief.Capacity, k.spec.Request) != "" {
 		return false
 	}
-	if !m.trusted() {
+	if !m.tix.trusted() {
 		return true
 	}
-	info := m.trust.jobs[k.spec.Key.Job]
+	info := m.tix.jobs[k.spec.Key.Job]
 	return info != nil && auth.CheckTask(info.user.Name, info.user.Quota, k.spec.Key.Task, k.spec.Request, k.spec.Priority, thief.Site) == nil
 }
 

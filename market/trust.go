@@ -27,27 +27,6 @@ import (
 // manager decides (derive); an award it did not bid for is declined (but for a replica stolen for it, which it asked for). The
 // checks are cached per job; a revocation empties the cache.
 
-// ticketCacheSize bounds the jobs whose checked ticket a contractor
-// keeps; an evicted one is asked for again (NoBid.NeedTicket).
-const ticketCacheSize = 1024
-
-// ticketCache is a contractor's checked tickets and a manager's record
-// of which peers it gave each job's ticket.
-type ticketCache struct {
-	jobs  map[string]*ticketInfo
-	order []string // insertion order, for eviction
-	sent  map[string]map[NodeID]bool
-}
-
-// ticketInfo is a checked ticket.
-type ticketInfo struct {
-	digest [32]byte
-	raw    []byte
-	ticket auth.Ticket
-	user   auth.Identity
-	spec   *spec.Job
-}
-
 // Refusal reasons the market reports (Refused); docs/security.md says
 // what each stops.
 const (
@@ -66,9 +45,6 @@ func (m *Market) refuse(reason string, from NodeID, job, text string) {
 	m.event(job, text)
 }
 
-// trusted reports whether the market runs with an authority.
-func (m *Market) trusted() bool { return m.book != nil }
-
 // errUnsigned refuses a plain submission in a network with an authority.
 var errUnsigned = errors.New("this network runs signed jobs only: submit with a credential (agora submit --credential)")
 
@@ -78,10 +54,10 @@ var errUnsigned = errors.New("this network runs signed jobs only: submit with a 
 func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	m.enter(now)
 	defer m.leave()
-	if !m.trusted() {
+	if !m.tix.trusted() {
 		return "", errors.New("this node has no authority to check a signed job against (start it with --trust)")
 	}
-	info, err := m.checkTicket(raw, true)
+	info, err := m.tix.check(m.now, raw, true)
 	if err != nil {
 		return "", err
 	}
@@ -95,7 +71,7 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	if _, dup := m.jobs[id]; dup {
 		return "", fmt.Errorf("job %s was submitted already", id)
 	}
-	m.remember(id, info)
+	m.tix.remember(id, info)
 	m.submit(id, *info.spec, info.user.Name, raw)
 	return id, nil
 }
@@ -106,103 +82,18 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 func (m *Market) Revoked(now time.Time, r auth.Revocation) {
 	m.enter(now)
 	defer m.leave()
-	if !m.trusted() {
+	if !m.tix.trusted() {
 		return
 	}
-	added, err := m.book.Revoke(r, m.now)
+	added, err := m.tix.book.Revoke(r, m.now)
 	if err != nil {
 		m.event("", fmt.Sprintf("revocation of %s refused: %v", r.Target, err))
 		return
 	}
 	if added {
-		m.recheckTickets()
+		m.tix.recheck(m.now)
 		m.event("", fmt.Sprintf("revocation of %s taken", r.Target))
 	}
-}
-
-// recheckTickets drops the checked tickets that no longer verify. The
-// others stay: a manager never sends itself a job's ticket, nor a
-// contractor one it sent before, so a ticket dropped for no reason would
-// be refused where it is needed next.
-func (m *Market) recheckTickets() {
-	tc := &m.trust
-	kept := tc.order[:0]
-	for _, job := range tc.order {
-		info := tc.jobs[job]
-		if info == nil {
-			continue
-		}
-		if _, err := m.book.VerifyTicket(&info.ticket, m.now); err != nil {
-			delete(tc.jobs, job)
-			continue
-		}
-		kept = append(kept, job)
-	}
-	tc.order = kept
-}
-
-// checkTicket decodes and verifies a ticket and reads the spec it signs
-// (canonical: the node the job is submitted to checks its canonical form
-// and validity, spec.FromCanonical). The parts that depend on the bytes
-// alone may have been done ahead (TicketChecks).
-func (m *Market) checkTicket(raw []byte, canonical bool) (*ticketInfo, error) {
-	t, err := auth.DecodeTicket(raw)
-	if err != nil {
-		return nil, err
-	}
-	user, err := m.book.VerifyTicket(&t, m.now)
-	if err != nil {
-		return nil, err
-	}
-	js, err := m.checks.Spec(t.Spec, canonical)
-	if err != nil {
-		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
-	}
-	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, ticket: t, user: user, spec: js}, nil
-}
-
-// remember caches a checked ticket for job.
-func (m *Market) remember(job string, info *ticketInfo) {
-	tc := &m.trust
-	if tc.jobs == nil {
-		tc.jobs = map[string]*ticketInfo{}
-	}
-	if _, ok := tc.jobs[job]; !ok {
-		tc.order = append(tc.order, job)
-		for len(tc.order) > ticketCacheSize {
-			delete(tc.jobs, tc.order[0])
-			tc.order = tc.order[1:]
-		}
-	}
-	tc.jobs[job] = info
-}
-
-// errNeedTicket is a job whose ticket this node does not hold.
-var errNeedTicket = errors.New("no ticket of the job here")
-
-// jobTicket returns job's checked ticket: raw, checked now (and cached)
-// unless the cache holds it already, or the cached one when raw is nil.
-// The cached check lapses when a certificate of its chain expires.
-func (m *Market) jobTicket(job string, raw []byte) (*ticketInfo, error) {
-	info := m.trust.jobs[job]
-	if raw != nil && (info == nil || info.digest != sha256.Sum256(raw)) {
-		checked, err := m.checkTicket(raw, false)
-		if err != nil {
-			return nil, err
-		}
-		if id := checked.ticket.JobID(); id != job {
-			return nil, fmt.Errorf("job ticket names job %s, not %s", id, job)
-		}
-		m.remember(job, checked)
-		info = checked
-	}
-	if info == nil {
-		return nil, errNeedTicket
-	}
-	if !m.now.Before(info.user.NotAfter) {
-		return nil, fmt.Errorf("the credential of %s that signed job %s expired", info.user.Name, job)
-	}
-	return info, nil
 }
 
 // checkOffer checks that a call for bids asks what the job's ticket
@@ -350,36 +241,6 @@ func same(x, y reflect.Value) bool {
 	return reflect.DeepEqual(x.Interface(), y.Interface())
 }
 
-// ticketFor is the ticket a manager attaches to a message for job to
-// peer to: the job's ticket the first time, nil once the peer has it
-// (or in an open network, or to itself, whose contractor shares the
-// manager's checks).
-func (m *Market) ticketFor(j *JobRecord, to NodeID) []byte {
-	if !m.trusted() || len(j.Ticket) == 0 || to == m.cfg.Self {
-		return nil
-	}
-	tc := &m.trust
-	if tc.sent == nil {
-		tc.sent = map[string]map[NodeID]bool{}
-	}
-	if tc.sent[j.ID] == nil {
-		tc.sent[j.ID] = map[NodeID]bool{}
-	}
-	if tc.sent[j.ID][to] {
-		return nil
-	}
-	tc.sent[j.ID][to] = true
-	return j.Ticket
-}
-
-// ticketLost records that peer does not hold job's ticket after all.
-func (m *Market) ticketLost(job string, peer NodeID) {
-	delete(m.trust.sent[job], peer)
-}
-
-// ticketDone forgets whom a finished job's ticket went to.
-func (m *Market) ticketDone(job string) { delete(m.trust.sent, job) }
-
 // HeldCopy is what a node holds of a job whose record a peer pushes: the
 // manager of its copy and the nodes that copy was replicated to.
 type HeldCopy struct {
@@ -499,7 +360,7 @@ func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (
 func (m *Market) vouch(cfp CFP) bool {
 	job := cfp.Auction.Key.Job
 	nb := NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Permanent: true}
-	info, err := m.jobTicket(job, cfp.Ticket)
+	info, err := m.tix.job(m.now, job, cfp.Ticket)
 	switch {
 	case errors.Is(err, errNeedTicket):
 		nb.Reason, nb.NeedTicket, nb.Permanent = "no ticket of job "+job+" here", true, false
@@ -564,10 +425,10 @@ func (m *Market) mayHold(h Hold) (TaskSpec, string) {
 // hold runs, derived from its job's ticket; in an open one the
 // message's own.
 func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (TaskSpec, string) {
-	if !m.trusted() {
+	if !m.tix.trusted() {
 		return s, ""
 	}
-	info, err := m.jobTicket(s.Key.Job, ticket)
+	info, err := m.tix.job(m.now, s.Key.Job, ticket)
 	var d TaskSpec
 	if err == nil {
 		d, err = m.derive(info, s, gang)
@@ -582,32 +443,24 @@ func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (
 	return d, ""
 }
 
-// ticketOf is the raw ticket this node checked for job, or nil.
-func (m *Market) ticketOf(job string) []byte {
-	if info := m.trust.jobs[job]; info != nil {
-		return info.raw
-	}
-	return nil
-}
-
 // startable checks again, as a queued replica starts, that its job's
 // ticket still holds (a revocation or an expiry since the award).
 func (m *Market) startable(k *contract) error {
-	if !m.trusted() || k.ticket == nil {
+	if !m.tix.trusted() || k.ticket == nil {
 		return nil
 	}
 	raw := k.ticket
-	if _, ok := m.trust.jobs[k.spec.Key.Job]; ok {
+	if _, ok := m.tix.jobs[k.spec.Key.Job]; ok {
 		raw = nil // checked when the award came; a revocation since empties the cache
 	}
-	_, err := m.jobTicket(k.spec.Key.Job, raw)
+	_, err := m.tix.job(m.now, k.spec.Key.Job, raw)
 	return err
 }
 
 // withTicket is a broadcast call for bids with its job's ticket: its
 // audience is unknown.
 func (m *Market) withTicket(cfp CFP) CFP {
-	if j := m.jobs[cfp.Auction.Key.Job]; m.trusted() && j != nil {
+	if j := m.jobs[cfp.Auction.Key.Job]; m.tix.trusted() && j != nil {
 		cfp.Ticket = j.Ticket
 	}
 	return cfp
