@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/agora-sched/agora/market/spec"
 )
 
 // TestSyncEffectsWaitsForCommits: job records a burst of turns handed to
@@ -16,16 +14,7 @@ func TestSyncEffectsWaitsForCommits(t *testing.T) {
 	n := startNodes(t, 1)[0]
 	var ids []string
 	for i := range 20 {
-		js, err := spec.Parse(fmt.Appendf(nil, `{"name": "burst-%d", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "100m"}}]}`, i), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := newJobID()
-		ids = append(ids, id)
-		var serr error
-		if err := n.call(func() { serr = n.mkt.Submit(time.Now(), id, *js) }); err != nil || serr != nil {
-			t.Fatalf("submit: %v %v", err, serr)
-		}
+		ids = append(ids, submitOnLoop(t, n, fmt.Sprintf(`{"name": "burst-%d", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "100m"}}]}`, i)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -10,7 +10,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/agora-sched/agora/market"
-	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
@@ -50,16 +49,7 @@ func TestExitsSurviveANetworkFlood(t *testing.T) {
 	const jobs = 30
 	var ids []string
 	for i := range jobs {
-		js, err := spec.Parse(fmt.Appendf(nil, `{"name": "flood-%d", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 0.%d"], "resources": {"cpu": "100m"}}]}`, i, i%5), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := newJobID()
-		ids = append(ids, id)
-		var serr error
-		if err := n.call(func() { serr = n.mkt.Submit(time.Now(), id, *js) }); err != nil || serr != nil {
-			t.Fatalf("submit: %v %v", err, serr)
-		}
+		ids = append(ids, submitOnLoop(t, n, fmt.Sprintf(`{"name": "flood-%d", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 0.%d"], "resources": {"cpu": "100m"}}]}`, i, i%5)))
 	}
 	states := func() (done int, failed []string) {
 		_ = n.call(func() {

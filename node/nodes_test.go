@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
@@ -34,4 +35,20 @@ func startNodes(t testing.TB, count int) []*Node {
 		waitfor.Cond(t, 15*time.Second, fmt.Sprintf("node %s to see %d peers", n.ID(), count-1), func() bool { return len(n.Peers()) >= count-1 })
 	}
 	return nodes
+}
+
+// submitOnLoop submits the job spec text straight to n's market, on its
+// loop (no replication wait), and returns the job's ID.
+func submitOnLoop(t testing.TB, n *Node, text string) string {
+	t.Helper()
+	js, err := spec.Parse([]byte(text), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newJobID()
+	var serr error
+	if err := n.call(func() { serr = n.mkt.Submit(time.Now(), id, *js) }); err != nil || serr != nil {
+		t.Fatalf("submit: %v %v", err, serr)
+	}
+	return id
 }
