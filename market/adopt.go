@@ -17,53 +17,53 @@ import (
 // current state (catchUp) if it comes within the grace. This node's own
 // tasks of the job report here at once. Adopting a job this node already
 // manages does nothing.
-func (m *Market) adopt(rec JobRecord) {
-	if _, ok := m.jobs[rec.ID]; ok {
+func (fo *failover) adopt(rec JobRecord) {
+	if _, ok := fo.jobs[rec.ID]; ok {
 		return
 	}
 	j := rec.Clone()
 	old := j.Manager
-	j.Manager = m.cfg.Self
-	j.EpochTag = epochTag(m.cfg.Self, j.ID, m.now)
-	m.jobs[j.ID] = &j
-	if m.adoptedAt == nil {
-		m.adoptedAt = map[string]time.Time{}
+	j.Manager = fo.cfg.Self
+	j.EpochTag = epochTag(fo.cfg.Self, j.ID, fo.now)
+	fo.jobs[j.ID] = &j
+	if fo.adoptedAt == nil {
+		fo.adoptedAt = map[string]time.Time{}
 	}
-	m.adoptedAt[j.ID] = m.now
-	m.takenFrom[j.ID] = old
-	m.jobOrder = append(m.jobOrder, j.ID)
-	m.touch(j.ID)
-	delete(m.rehome, j.ID)
-	m.rehomeTo(j.ID, m.cfg.Self)
+	fo.adoptedAt[j.ID] = fo.now
+	fo.sp.takenFrom[j.ID] = old
+	fo.jobOrder = append(fo.jobOrder, j.ID)
+	fo.touch(j.ID)
+	delete(fo.rehome, j.ID)
+	fo.rehomeTo(j.ID, fo.cfg.Self)
 	if j.State.Terminal() {
 		return
 	}
-	m.active = append(m.active, j.ID)
-	m.dl.activate(j.ID)
-	m.dl.retimeJob(j.ID)
+	fo.active = append(fo.active, j.ID)
+	fo.dl.activate(j.ID)
+	fo.dl.retimeJob(j.ID)
 	why := "manager " + string(old) + " is gone"
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		switch t.State {
 		case TaskAwarded, TaskRunning:
 			if t.Node != old {
-				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-				m.dl.retimeJob(t.Key.Job)
+				t.LeaseUntil = fo.now.Add(fo.cfg.LeaseTimeout)
+				fo.dl.retimeJob(t.Key.Job)
 				continue
 			}
 			if j.isGang(t.Key.Task) {
-				m.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: old, State: TaskPreempted, ExitCode: -1, Reason: why})
+				fo.gang.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: old, State: TaskPreempted, ExitCode: -1, Reason: why})
 				continue
 			}
-			m.move(&j, t, lost(m.now, why))
+			fo.move(&j, t, lost(fo.now, why))
 		case TaskPending:
-			t.NotBefore = m.now.Add(m.cfg.AdoptGrace)
-			m.dl.retimeJob(t.Key.Job)
-			m.inherited[t.Key] = t.Epoch
+			t.NotBefore = fo.now.Add(fo.cfg.AdoptGrace)
+			fo.dl.retimeJob(t.Key.Job)
+			fo.auc.inherited[t.Key] = t.Epoch
 		}
 	}
-	m.event(j.ID, fmt.Sprintf("took over as manager from %s", old))
-	m.placeReady()
+	fo.event(j.ID, fmt.Sprintf("took over as manager from %s", old))
+	fo.auc.placeReady()
 }
 
 // fromPreviousManager says whether an executor's report is of an award
@@ -83,7 +83,7 @@ func (m *Market) adopt(rec JobRecord) {
 //
 // Gangs are left out: they are placed whole, and a gang member's late
 // report is handled as stale.
-func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
+func (fo *failover) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
 	if t.State.Terminal() || j.State.Terminal() {
 		return false
 	}
@@ -99,10 +99,10 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	}
 	live := s.State == TaskAwarded || s.State == TaskRunning
 	if s.Epoch > t.Epoch {
-		at, adopted := m.adoptedAt[j.ID]
-		return adopted && live && epochSteps(t.Epoch, s.Epoch) <= maxEpochGap && m.now.Sub(at) <= m.catchUpWindow()
+		at, adopted := fo.adoptedAt[j.ID]
+		return adopted && live && epochSteps(t.Epoch, s.Epoch) <= maxEpochGap && fo.now.Sub(at) <= fo.catchUpWindow()
 	}
-	e, ok := m.inherited[t.Key]
+	e, ok := fo.auc.inherited[t.Key]
 	return ok && t.State == TaskPending && s.Epoch == e && e == t.Epoch && live
 }
 
@@ -112,14 +112,14 @@ func (m *Market) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatus) 
 // reporting executor at the report's epoch, and the report is then
 // applied as usual. Without it this node would place the replica again
 // and cancel the executor's run as stale (or ignore its result).
-func (m *Market) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
+func (fo *failover) catchUp(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node != s.Node {
-		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
+		fo.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded"})
 	}
-	m.dropAuction(t.Key)
-	delete(m.inherited, t.Key)
-	m.move(j, t, change{ev: evTakeOver, node: s.Node, epoch: s.Epoch})
-	m.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))
+	fo.dropAuction(t.Key)
+	delete(fo.auc.inherited, t.Key)
+	fo.move(j, t, change{ev: evTakeOver, node: s.Node, epoch: s.Epoch})
+	fo.event(j.ID, fmt.Sprintf("%s: %s reports epoch %d, awarded by the previous manager after the adopted record; taken over", t.Key, s.Node, s.Epoch))
 }
 
 // Bounds on taking over an award the adopted record did not show.
@@ -133,6 +133,6 @@ const (
 // catchUpWindow is how long after an adoption executors' reports of the
 // previous manager's late awards are taken: they re-home and renew their
 // leases within a few seconds.
-func (m *Market) catchUpWindow() time.Duration {
-	return m.cfg.AdoptGrace + 2*m.cfg.LeaseTimeout
+func (fo *failover) catchUpWindow() time.Duration {
+	return fo.cfg.AdoptGrace + 2*fo.cfg.LeaseTimeout
 }

@@ -25,26 +25,26 @@ type auction struct {
 
 // placeReady opens an auction for every pending replica without one whose
 // back-off has passed: those of the jobs whose timers are due.
-func (m *Market) placeReady() {
+func (au *auctioneer) placeReady() {
 	var lacking []inputLack
-	for j, t := range tasksOf(m.dueJobs()) {
-		if t.State != TaskPending || m.auctions[t.Key] != nil || m.now.Before(t.NotBefore) {
+	for j, t := range tasksOf(au.dueJobs()) {
+		if t.State != TaskPending || au.auctions[t.Key] != nil || au.now.Before(t.NotBefore) {
 			continue
 		}
-		if why := m.unresolved(j, t); why != "" {
+		if why := au.unresolved(j, t); why != "" {
 			lacking = append(lacking, inputLack{j, t, why})
 			continue
 		}
 		if j.isGang(t.Key.Task) {
 			if t.Key.Replica == 0 {
-				m.placeGang(j, t.Key.Task)
+				au.gang.placeGang(j, t.Key.Task)
 			}
 			continue
 		}
-		m.openAuction(j, t)
+		au.openAuction(j, t)
 	}
 	for _, l := range lacking {
-		m.failLacking(l)
+		au.failLacking(l)
 	}
 }
 
@@ -52,25 +52,25 @@ func (m *Market) placeReady() {
 // or, when there is none, what the manager learned of this job type from
 // completions on any node: a contractor that never ran the type then bids
 // with the cluster's experience instead of a blind default.
-func (m *Market) offer(j *JobRecord, t *TaskRecord) TaskOffer {
+func (au *auctioneer) offer(j *JobRecord, t *TaskRecord) TaskOffer {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	est := ts.Estimate
 	if est <= 0 {
-		if p := m.learned.Predict(j.Spec.Type, 0); p.Source == "history" {
+		if p := au.learned.Predict(j.Spec.Type, 0); p.Source == "history" {
 			est = p.Runtime
 		}
 	}
 	return TaskOffer{Key: t.Key, Type: j.Spec.Type, Priority: j.Spec.Priority, Deadline: j.Spec.Deadline,
-		Estimate: est, Request: ts.Request, Inputs: m.inputSizes(j, ts)}
+		Estimate: est, Request: ts.Request, Inputs: au.inputSizes(j, ts)}
 }
 
-func (m *Market) openAuction(j *JobRecord, t *TaskRecord) {
-	delete(m.inherited, t.Key)
-	t.Epoch = m.nextEpoch(j, t.Epoch)
-	m.touch(j.ID)
-	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t)}
-	m.putAuction(a)
-	m.sendCFPs(a, t)
+func (au *auctioneer) openAuction(j *JobRecord, t *TaskRecord) {
+	delete(au.inherited, t.Key)
+	t.Epoch = au.nextEpoch(j, t.Epoch)
+	au.touch(j.ID)
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: au.offer(j, t)}
+	au.putAuction(a)
+	au.sendCFPs(a, t)
 }
 
 // candidate is a peer ranked for a CFP.
@@ -85,8 +85,8 @@ type candidate struct {
 // sendCFPs invites the best D·2^round candidates from the view (this node
 // included), and broadcasts as well when fewer than D feasible candidates
 // are known.
-func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
-	a.open(m.now, m.cfg.BidWindow)
+func (au *auctioneer) sendCFPs(a *auction, t *TaskRecord) {
+	a.open(au.now, au.cfg.BidWindow)
 	a.closed, a.ranked, a.awardee, a.nextAt, a.direct = false, nil, nil, time.Time{}, false
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
@@ -94,19 +94,19 @@ func (m *Market) sendCFPs(a *auction, t *TaskRecord) {
 			tried[h.Node] = true
 		}
 	}
-	cands := m.candidates(a.offer, tried)
-	n := m.cfg.D << min(a.id.Round, 10)
+	cands := au.candidates(a.offer, tried)
+	n := au.cfg.D << min(a.id.Round, 10)
 	if !a.offer.Request.GPU.Wants() {
 		inviteOneGPUNode(cands, n)
 	}
-	cfp := CFP{Auction: a.id, Manager: m.cfg.Self, Task: a.offer}
+	cfp := CFP{Auction: a.id, Manager: au.cfg.Self, Task: a.offer}
 	// A lone node (no peer in its view) asks only itself: the round
 	// closes as soon as its own answer is in, with no window to wait out.
-	if len(cands) < m.cfg.D && len(m.view) > 0 {
+	if len(cands) < au.cfg.D && len(au.view) > 0 {
 		a.broadcast = true
-		m.emit(Broadcast{Msg: m.withTicket(cfp)})
+		au.emit(Broadcast{Msg: au.tix.withTicket(cfp)})
 	}
-	m.call(&a.round, cfp, cands, n)
+	au.call(&a.round, cfp, cands, n)
 }
 
 // inviteOneGPUNode makes sure that the first n candidates for a task
@@ -135,22 +135,22 @@ func inviteOneGPUNode(cands []candidate, n int) {
 // the share of the node's GPUs it would leave free, for a request without
 // GPUs the share of the node's GPUs that is free (least first) — then at
 // random (seeded).
-func (m *Market) candidates(o TaskOffer, tried map[NodeID]bool) []candidate {
+func (au *auctioneer) candidates(o TaskOffer, tried map[NodeID]bool) []candidate {
 	req, inputs := o.Request, o.Inputs
-	m.refreshHead()
+	au.gang.refreshHead()
 	var cands []candidate
 	consider := func(id NodeID, site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, wait time.Duration, holds func(string) bool) {
 		if couldHold(site, labels, lim, capv, req) != "" {
 			return
 		}
-		c := candidate{id: id, tried: tried[id], wait: wait, tie: m.rng.Int63()}
+		c := candidate{id: id, tried: tried[id], wait: wait, tie: au.rng.Int63()}
 		if _, why := resource.Fit(free, req); why == "" {
 			c.wait = 0
 		} else if c.wait <= 0 {
 			c.wait = time.Millisecond
 		}
 		// Data it lacks has to move first (locality).
-		c.wait += m.transferTime(lacking(inputs, holds))
+		c.wait += au.transferTime(lacking(inputs, holds))
 		if gpu := capv.GPUShare(); req.GPU.Wants() && gpu > 0 {
 			want := req.GPU.Share
 			if req.GPU.Count > 0 && (want == 0 || req.GPU.Count > 1) {
@@ -164,15 +164,15 @@ func (m *Market) candidates(o TaskOffer, tried map[NodeID]bool) []candidate {
 		}
 		cands = append(cands, c)
 	}
-	consider(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.freeFor(o, m.c.free, m.Reserved()), m.PredictedWait(m.now), m.cfg.Holds)
-	ids := make([]NodeID, 0, len(m.view))
-	for id := range m.view {
+	consider(au.cfg.Self, au.cfg.Site, au.cfg.Labels, au.cfg.Limits, au.con.capacity, au.gang.freeFor(o, au.con.free, au.gang.reserved()), au.gang.predictedWait(au.now), au.cfg.Holds)
+	ids := make([]NodeID, 0, len(au.view))
+	for id := range au.view {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		p := m.view[id]
-		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, m.freeFor(o, p.Free, p.Reserved), p.PredictedWait, p.holds)
+		p := au.view[id]
+		consider(p.ID, p.Site, p.Labels, p.Limits, p.Capacity, au.gang.freeFor(o, p.Free, p.Reserved), p.PredictedWait, p.holds)
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
@@ -196,43 +196,43 @@ func (m *Market) candidates(o TaskOffer, tried map[NodeID]bool) []candidate {
 // answer, while with several bidders a fresh round finds the best.
 func (a *auction) broadcastPending() bool { return a.broadcast && !a.closed }
 
-func (m *Market) liveAuction(id AuctionID) *auction {
-	a := m.auctions[id.Key]
+func (au *auctioneer) liveAuction(id AuctionID) *auction {
+	a := au.auctions[id.Key]
 	if a == nil || a.id != id {
 		return nil
 	}
-	m.dl.retimeAuction(id.Key) // the caller may change it
+	au.dl.retimeAuction(id.Key) // the caller may change it
 	return a
 }
 
-func (m *Market) onBid(b Bid) { m.onAnswer(b.Auction, b.Bidder, &b, nil) }
+func (au *auctioneer) onBid(b Bid) { au.onAnswer(b.Auction, b.Bidder, &b, nil) }
 
-func (m *Market) onNoBid(nb NoBid) {
-	m.onNoBidTicket(nb)
-	m.onAnswer(nb.Auction, nb.Bidder, nil, &nb)
+func (au *auctioneer) onNoBid(nb NoBid) {
+	au.onNoBidTicket(nb)
+	au.onAnswer(nb.Auction, nb.Bidder, nil, &nb)
 }
 
 // onAnswer records a bidder's first answer (a bid, or with b nil the
 // refusal nb) to the gang or single-task auction it names, if that round
 // is still taking answers, and closes a single-task round once everyone
 // invited answered.
-func (m *Market) onAnswer(id AuctionID, bidder NodeID, b *Bid, nb *NoBid) {
-	if g := m.liveGang(id); g != nil {
+func (au *auctioneer) onAnswer(id AuctionID, bidder NodeID, b *Bid, nb *NoBid) {
+	if g := au.gang.liveGang(id); g != nil {
 		if !g.holding && g.nextAt.IsZero() {
 			g.take(bidder, b, nb)
 		}
 		return
 	}
-	if a := m.liveAuction(id); a != nil && !a.closed && a.take(bidder, b, nb) {
-		m.maybeClose(a)
+	if a := au.liveAuction(id); a != nil && !a.closed && a.take(bidder, b, nb) {
+		au.maybeClose(a)
 	}
 }
 
 // maybeClose closes the auction early once every invited node answered
 // (never for a broadcast, whose audience is unknown).
-func (m *Market) maybeClose(a *auction) {
+func (au *auctioneer) maybeClose(a *auction) {
 	if !a.broadcast && !a.silent() {
-		m.closeAuction(a)
+		au.closeAuction(a)
 	}
 }
 
@@ -243,7 +243,7 @@ func (m *Market) maybeClose(a *auction) {
 // class's earliest finish come first — the score chooses among bids that
 // are about as fast, it cannot trade a whole wave of waiting for a better
 // fit — then highest score, earliest finish, lowest node ID.
-func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
+func (au *auctioneer) rank(a *auction, t *TaskRecord) []Bid {
 	tried := map[NodeID]bool{}
 	for _, h := range t.History {
 		if h.State == TaskFailed {
@@ -252,7 +252,7 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 	}
 	soon := false
 	for _, b := range a.bids {
-		if !b.Preempt && !b.Start.After(m.now.Add(m.cfg.PreemptWait)) {
+		if !b.Preempt && !b.Start.After(au.now.Add(au.cfg.PreemptWait)) {
 			soon = true
 		}
 	}
@@ -261,7 +261,7 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 		if tried[b.Bidder] {
 			c += 8
 		}
-		if soon && (b.Preempt || b.Start.After(m.now.Add(m.cfg.PreemptWait))) {
+		if soon && (b.Preempt || b.Start.After(au.now.Add(au.cfg.PreemptWait))) {
 			c += 4
 		}
 		if !soon && !b.Preempt {
@@ -278,7 +278,7 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 	}
 	key := func(b Bid) int {
 		c := class(b)
-		tol := max(m.cfg.BidSlack, b.Runtime/4)
+		tol := max(au.cfg.BidSlack, b.Runtime/4)
 		if b.Finish.After(best[c].Add(tol)) {
 			c++
 		}
@@ -307,45 +307,45 @@ func (m *Market) rank(a *auction, t *TaskRecord) []Bid {
 // BidSlack without evicting. On a loaded node a late bid from an idle peer
 // beats an early one from a busy peer — and this node's own bid, which
 // arrives instantly, must not win by default.
-func (m *Market) windowEnd(a *auction) {
-	if !a.broadcast && a.mayWait(m.now, m.cfg.MaxBidWindow) {
+func (au *auctioneer) windowEnd(a *auction) {
+	if !a.broadcast && a.mayWait(au.now, au.cfg.MaxBidWindow) {
 		good := false
 		for _, b := range a.bids {
-			if !b.Preempt && !b.Start.After(m.now.Add(m.cfg.BidSlack)) {
+			if !b.Preempt && !b.Start.After(au.now.Add(au.cfg.BidSlack)) {
 				good = true
 			}
 		}
 		if !good || len(a.answered) < min(2, len(a.invited)) {
-			a.closeAt = m.now.Add(m.cfg.BidWindow / 2)
+			a.closeAt = au.now.Add(au.cfg.BidWindow / 2)
 			return
 		}
 	}
-	m.closeAuction(a)
+	au.closeAuction(a)
 }
 
-func (m *Market) closeAuction(a *auction) {
+func (au *auctioneer) closeAuction(a *auction) {
 	a.closed = true
-	j, t := m.find(a.id.Key)
+	j, t := au.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		m.dropAuction(a.id.Key)
+		au.dropAuction(a.id.Key)
 		return
 	}
 	if len(a.bids) == 0 {
-		if m.now.Sub(t.Ready) >= m.cfg.SchedulingTimeout {
-			m.failUnplaceable(j, t, a)
+		if au.now.Sub(t.Ready) >= au.cfg.SchedulingTimeout {
+			au.mgr.failUnplaceable(j, t, a)
 			return
 		}
-		back := m.cfg.RoundBackoff << min(a.id.Round, 5)
-		a.nextAt = m.now.Add(min(back, 2*time.Second))
+		back := au.cfg.RoundBackoff << min(a.id.Round, 5)
+		a.nextAt = au.now.Add(min(back, 2*time.Second))
 		return
 	}
-	a.ranked = m.rank(a, t)
+	a.ranked = au.rank(a, t)
 	if len(a.ranked) > 0 {
 		b := a.ranked[0]
-		m.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start %s score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, startText(b.Start.Sub(m.now)), b.Score))
-		m.emit(RoundClosed{Auction: a.id, Opened: a.start, Closed: m.now, Bids: len(a.bids), Invited: len(a.invited)})
+		au.event(a.id.Key.Job, fmt.Sprintf("%s: round %d closed with %d bids, %d refusals of %d invited; best %s start %s score %.3f", a.id.Key, a.id.Round, len(a.bids), len(a.nobids), len(a.invited), b.Bidder, startText(b.Start.Sub(au.now)), b.Score))
+		au.emit(RoundClosed{Auction: a.id, Opened: a.start, Closed: au.now, Bids: len(a.bids), Invited: len(a.invited)})
 	}
-	m.awardNext(a)
+	au.awardNext(a)
 }
 
 // startText says when a bid's start lies from now: "now" for a start
@@ -360,24 +360,24 @@ func startText(d time.Duration) string {
 
 // awardNext sends the award to the best remaining bid, or opens a new
 // round when every bidder declined.
-func (m *Market) awardNext(a *auction) {
-	j, t := m.find(a.id.Key)
+func (au *auctioneer) awardNext(a *auction) {
+	j, t := au.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		m.dropAuction(a.id.Key)
+		au.dropAuction(a.id.Key)
 		return
 	}
 	if len(a.ranked) == 0 {
-		a.nextAt = m.now.Add(m.cfg.RoundBackoff)
+		a.nextAt = au.now.Add(au.cfg.RoundBackoff)
 		return
 	}
 	b := a.ranked[0]
 	a.ranked = a.ranked[1:]
-	a.awardee, a.awardBy, a.unanswered = &b, m.now.Add(m.cfg.AwardTimeout), false
+	a.awardee, a.awardBy, a.unanswered = &b, au.now.Add(au.cfg.AwardTimeout), false
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := signedTask(&j.Spec, ts, j.Owner, false).withDecisions(TaskSpec{TaskOffer: a.offer,
-		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
-	m.send(b.Bidder, Award{Auction: a.id, Manager: m.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
-		Ticket: m.tix.forPeer(j, b.Bidder), Direct: a.direct})
+		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: au.inputRefs(j, ts)})
+	au.send(b.Bidder, Award{Auction: a.id, Manager: au.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
+		Ticket: au.tix.forPeer(j, b.Bidder), Direct: a.direct})
 }
 
 // previous lists a replica's earlier placements, oldest first, at most
@@ -400,20 +400,20 @@ const maxPrevious = 64
 
 // ticketLost forgets that a peer holds a job's ticket when it says it
 // does not (its cache evicted it).
-func (m *Market) onNoBidTicket(nb NoBid) {
+func (au *auctioneer) onNoBidTicket(nb NoBid) {
 	if nb.NeedTicket {
-		m.tix.lost(nb.Auction.Key.Job, nb.Bidder)
+		au.tix.lost(nb.Auction.Key.Job, nb.Bidder)
 	}
 }
 
-func (m *Market) newRound(a *auction) {
-	_, t := m.find(a.id.Key)
+func (au *auctioneer) newRound(a *auction) {
+	_, t := au.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
-		m.dropAuction(a.id.Key)
+		au.dropAuction(a.id.Key)
 		return
 	}
 	a.id.Round++
-	m.sendCFPs(a, t)
+	au.sendCFPs(a, t)
 }
 
 // awardUnanswered handles an award with no answer by its deadline. The
@@ -425,40 +425,40 @@ func (m *Market) newRound(a *auction) {
 // the award — taking any word of it as its answer (onTaskStatus), and
 // only then places the replica again, in a new auction with the next
 // epoch, which makes a start of this one that surfaces later stale.
-func (m *Market) awardUnanswered(a *auction) {
+func (au *auctioneer) awardUnanswered(a *auction) {
 	k, who := a.id.Key, a.awardee.Bidder
 	if !a.unanswered {
 		a.unanswered = true
-		a.awardBy = a.awardBy.Add(max(m.cfg.LeaseTimeout-m.cfg.AwardTimeout, 0))
-		m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s yet; waiting for word of it until %s", k, who, a.awardBy.Format("15:04:05.000")))
+		a.awardBy = a.awardBy.Add(max(au.cfg.LeaseTimeout-au.cfg.AwardTimeout, 0))
+		au.event(k.Job, fmt.Sprintf("%s: no answer to award from %s yet; waiting for word of it until %s", k, who, a.awardBy.Format("15:04:05.000")))
 		return
 	}
-	m.event(k.Job, fmt.Sprintf("%s: no answer to award from %s; placing again with a new epoch", k, who))
-	m.send(who, CancelTask{Key: k, Epoch: a.id.Epoch, Reason: "award withdrawn: no answer"})
-	m.dropAuction(k) // placeReady opens the next auction, with the next epoch
+	au.event(k.Job, fmt.Sprintf("%s: no answer to award from %s; placing again with a new epoch", k, who))
+	au.send(who, CancelTask{Key: k, Epoch: a.id.Epoch, Reason: "award withdrawn: no answer"})
+	au.dropAuction(k) // placeReady opens the next auction, with the next epoch
 }
 
-func (m *Market) onAwardReply(r AwardReply) {
-	a := m.liveAuction(r.Auction)
+func (au *auctioneer) onAwardReply(r AwardReply) {
+	a := au.liveAuction(r.Auction)
 	if a == nil || a.awardee == nil || a.awardee.Bidder != r.Bidder {
 		return
 	}
-	j, t := m.find(a.id.Key)
+	j, t := au.find(a.id.Key)
 	if t == nil || t.State != TaskPending {
 		if r.Accept { // the task moved on meanwhile: withdraw
-			m.send(r.Bidder, CancelTask{Key: a.id.Key, Epoch: a.id.Epoch, Reason: "award withdrawn"})
+			au.send(r.Bidder, CancelTask{Key: a.id.Key, Epoch: a.id.Epoch, Reason: "award withdrawn"})
 		}
-		m.dropAuction(a.id.Key)
+		au.dropAuction(a.id.Key)
 		return
 	}
 	if !r.Accept {
-		m.event(a.id.Key.Job, fmt.Sprintf("%s: %s declined the award: %s", a.id.Key, r.Bidder, r.Reason))
+		au.event(a.id.Key.Job, fmt.Sprintf("%s: %s declined the award: %s", a.id.Key, r.Bidder, r.Reason))
 		a.awardee = nil
-		m.awardNext(a)
+		au.awardNext(a)
 		return
 	}
-	m.dropAuction(a.id.Key)
-	m.move(j, t, change{ev: evAward, node: r.Bidder})
-	m.noteAward(t, *a.awardee, r.Start)
-	m.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))
+	au.dropAuction(a.id.Key)
+	au.move(j, t, change{ev: evAward, node: r.Bidder})
+	au.noteAward(t, *a.awardee, r.Start)
+	au.event(j.ID, fmt.Sprintf("%s: awarded to %s (attempt %d, epoch %d)", t.Key, r.Bidder, t.Attempts, t.Epoch))
 }

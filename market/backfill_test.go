@@ -36,7 +36,7 @@ func TestQueueHeadProtected(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.now = t0
-			c := &m.c
+			c := m.con
 			run := &contract{spec: spec1("run", gpu1), started: t0, runtime: 10 * time.Minute, running: true}
 			al, why := resource.Fit(c.free, gpu1)
 			if why != "" {
@@ -47,7 +47,7 @@ func TestQueueHeadProtected(t *testing.T) {
 			c.running[run.spec.Key] = run
 			whole := resource.Request{CPU: 8000, GPU: resource.GPURequest{Count: 4}}
 			c.enqueue(&contract{spec: spec1("head", whole), runtime: 2 * time.Hour})
-			m.schedule()
+			m.con.schedule()
 			if len(c.running) != 1 {
 				t.Fatalf("%d running, want only the first task", len(c.running))
 			}
@@ -56,7 +56,7 @@ func TestQueueHeadProtected(t *testing.T) {
 			k := &contract{spec: TaskSpec{TaskOffer: offer}, runtime: tc.rt}
 			predicted := c.predictStart(offer, t0) // no history: the estimate
 			c.enqueue(k)
-			m.schedule()
+			m.con.schedule()
 			_, started := c.running[offer.Key]
 			if started != tc.startup {
 				t.Errorf("started = %v, want %v", started, tc.startup)
@@ -89,10 +89,10 @@ func TestLoneQueuedTaskStolen(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.now = t0
-			m.c.free.CPU = 0 // everything is taken by work not modelled here
-			m.c.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			m.con.free.CPU = 0 // everything is taken by work not modelled here
+			m.con.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
 			m.Advert(t0, Peer{ID: "thief", Capacity: cpuNode(4)})
-			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 2 * tc.freeCPU, Memory: 2 << 30}, Max: 1})
+			m.con.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 2 * tc.freeCPU, Memory: 2 << 30}, Max: 1})
 			if got := transfers(m.Ready()) == 1; got != tc.given {
 				t.Errorf("transferred = %v, want %v", got, tc.given)
 			}
@@ -125,10 +125,10 @@ func TestQueuedGPUShareStolen(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.now = t0
-			m.c.free.CPU = 0 // its running work holds the CPU
-			m.c.enqueue(&contract{spec: spec1("q", tc.req), manager: "mgr", runtime: time.Minute})
+			m.con.free.CPU = 0 // its running work holds the CPU
+			m.con.enqueue(&contract{spec: spec1("q", tc.req), manager: "mgr", runtime: time.Minute})
 			m.Advert(t0, Peer{ID: "thief", Capacity: gpuNode(8, max(tc.thiefCards, 1), 80<<30, "A100")})
-			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 8000, Memory: 8 << 30,
+			m.con.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 8000, Memory: 8 << 30,
 				GPU: resource.GPURequest{Count: 2 * tc.thiefCards}}, Max: 1})
 			if got := transfers(m.Ready()) == 1; got != tc.given {
 				t.Errorf("transferred = %v, want %v", got, tc.given)
@@ -169,13 +169,13 @@ func TestStealNeedsAThiefThatCanHoldIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.now = t0
-			m.c.free.CPU = 0
-			m.c.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
-			m.c.enqueue(&contract{spec: spec1("r", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			m.con.free.CPU = 0
+			m.con.enqueue(&contract{spec: spec1("q", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
+			m.con.enqueue(&contract{spec: spec1("r", resource.Request{CPU: 2000}), manager: "mgr", runtime: time.Minute})
 			if tc.thief != nil {
 				m.Advert(t0, *tc.thief)
 			}
-			m.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 64000, Memory: 64 << 30}, Max: 2})
+			m.con.onStealRequest(StealRequest{Thief: "thief", Room: resource.Request{CPU: 64000, Memory: 64 << 30}, Max: 2})
 			effs := m.Ready()
 			if got := transfers(effs) > 0; got != tc.given {
 				t.Fatalf("transferred = %v, want %v", got, tc.given)

@@ -42,18 +42,18 @@ func BenchmarkBid(b *testing.B) {
 			for i := 0; i < load; i++ {
 				k := &contract{spec: TaskSpec{TaskOffer: TaskOffer{Key: TaskKey{Job: "j", Task: fmt.Sprint(i)}, Request: resource.Request{CPU: 1000}}}, runtime: time.Duration(i+1) * time.Second}
 				if i < 64 {
-					m.c.free.Take(k.spec.Request, resource.Allocation{})
+					m.con.free.Take(k.spec.Request, resource.Allocation{})
 					k.running, k.started = true, t0
-					m.c.running[k.spec.Key] = k
+					m.con.running[k.spec.Key] = k
 				} else {
-					m.c.enqueue(k)
+					m.con.enqueue(k)
 				}
 			}
 			m.now = t0
 			o := TaskOffer{Key: TaskKey{Job: "x", Task: "y"}, Request: resource.Request{CPU: 2000}, Priority: 5}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				_ = m.makeBid(AuctionID{Key: o.Key}, o)
+				_ = m.con.makeBid(AuctionID{Key: o.Key}, o)
 			}
 		})
 	}

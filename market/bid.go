@@ -9,54 +9,53 @@ import (
 
 // onCFP answers a call for proposals: a NoBid when the node could never
 // run the task, else a Bid with its score and predicted start and finish.
-func (m *Market) onCFP(from NodeID, cfp CFP) {
-	c := &m.c
+func (c *contractor) onCFP(from NodeID, cfp CFP) {
 	o := cfp.Task
-	if m.draining {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "node draining"})
+	if c.draining {
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self, Reason: "node draining"})
 		return
 	}
-	if why := resource.Constraints(m.cfg.Site, m.cfg.Labels, o.Request); why != "" {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+	if why := resource.Constraints(c.cfg.Site, c.cfg.Labels, o.Request); why != "" {
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
 	if _, why := resource.Fit(c.wholeCapacity(), o.Request); why != "" {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
-	if why := m.cfg.Limits.Refusal(o.Request); why != "" {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: why, Permanent: true})
+	if why := c.cfg.Limits.Refusal(o.Request); why != "" {
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self, Reason: why, Permanent: true})
 		return
 	}
-	if held, total := m.heldInputs(o.Inputs); c.capacity.Disk > 0 && total-held > c.free.Disk {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self,
+	if held, total := c.auc.heldInputs(o.Inputs); c.capacity.Disk > 0 && total-held > c.free.Disk {
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self,
 			Reason: fmt.Sprintf("disk: its inputs need %s more, %s free", resource.FormatSize(total-held), resource.FormatSize(c.free.Disk))})
 		return
 	}
 	if o.Request.GPU.Wants() {
-		m.c.mix.observe(o.Request) // see demandMix on why GPU work only
+		c.mix.observe(o.Request) // see demandMix on why GPU work only
 	}
-	m.dropSuperseded(o.Key, cfp.Auction.Epoch)
+	c.dropSuperseded(o.Key, cfp.Auction.Epoch)
 	if _, busy := c.running[o.Key]; busy || c.queued(o.Key) {
-		m.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Reason: "already holds this task"})
+		c.send(cfp.Manager, NoBid{Auction: cfp.Auction, Bidder: c.cfg.Self, Reason: "already holds this task"})
 		return
 	}
-	if m.tix.trusted() && !m.vouch(cfp) {
+	if c.tix.trusted() && !c.tix.vouch(cfp) {
 		return
 	}
-	m.refreshHead()
-	b := m.makeBid(cfp.Auction, o)
+	c.gang.refreshHead()
+	b := c.makeBid(cfp.Auction, o)
 	if o.GangSize > 1 {
 		b.Preempt = false
-		if b.Slots = c.gangSlots(o, m.now); b.Slots > 0 {
-			b.Start, b.Finish = m.now, m.now.Add(b.Runtime)
-		} else if !b.Start.After(m.now) {
-			b.Start = m.now.Add(time.Millisecond) // room only after reservations
+		if b.Slots = c.gangSlots(o, c.now); b.Slots > 0 {
+			b.Start, b.Finish = c.now, c.now.Add(b.Runtime)
+		} else if !b.Start.After(c.now) {
+			b.Start = c.now.Add(time.Millisecond) // room only after reservations
 			b.Finish = b.Start.Add(b.Runtime)
 		}
 	}
-	c.madeBid(cfp.Auction, m.now)
-	m.send(cfp.Manager, b)
+	c.madeBid(cfp.Auction, c.now)
+	c.send(cfp.Manager, b)
 }
 
 // dropSuperseded forgets a queued contract for key of an epoch older than
@@ -64,12 +63,11 @@ func (m *Market) onCFP(from NodeID, cfp CFP) {
 // while this node was slow to renew it), so the old contract can never
 // run — its start would be rejected as stale — and holding it would make
 // this node refuse the new placement as "already holds this task".
-func (m *Market) dropSuperseded(key TaskKey, epoch uint64) {
-	c := &m.c
+func (c *contractor) dropSuperseded(key TaskKey, epoch uint64) {
 	for _, k := range c.queue {
 		if k.spec.Key == key && k.spec.Epoch < epoch {
 			c.dequeue(key)
-			m.event("", fmt.Sprintf("%s: queued epoch %d dropped, superseded by epoch %d", key, k.spec.Epoch, epoch))
+			c.event("", fmt.Sprintf("%s: queued epoch %d dropped, superseded by epoch %d", key, k.spec.Epoch, epoch))
 			return
 		}
 	}
@@ -107,37 +105,35 @@ func (c *contractor) queued(key TaskKey) bool {
 }
 
 // makeBid computes this node's bid for an offer at the current time.
-func (m *Market) makeBid(id AuctionID, o TaskOffer) Bid {
-	c := &m.c
-	now := m.now
+func (c *contractor) makeBid(id AuctionID, o TaskOffer) Bid {
+	now := c.now
 	rt := c.predictRuntime(o, now)
 	start := c.predictStart(o, now)
 	preempt := false
-	if start.Sub(now) > m.cfg.PreemptWait && c.victims(o.Request, o.Priority, m.cfg.PreemptMargin) != nil {
+	if start.Sub(now) > c.cfg.PreemptWait && c.victims(o.Request, o.Priority, c.cfg.PreemptMargin) != nil {
 		start, preempt = now, true
 	}
-	held, total := m.heldInputs(o.Inputs)
-	start = start.Add(m.transferTime(total - held))
+	held, total := c.auc.heldInputs(o.Inputs)
+	start = start.Add(c.auc.transferTime(total - held))
 	finish := start.Add(rt)
 	in := ScoreInput{Now: now, Offer: o, Capacity: c.capacity, Free: c.free, Start: start, Finish: finish,
-		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: m.cfg.Weights}
+		Runtime: rt, SuccessRate: c.successRate(o.Type), Weights: c.cfg.Weights}
 	if !start.After(now) && !preempt {
-		in.FragDelta, in.FragKnown = m.c.mix.fragDelta(c.free, o.Request)
+		in.FragDelta, in.FragKnown = c.mix.fragDelta(c.free, o.Request)
 	}
-	score := m.scorer.Score(in)
+	score := c.scorer.Score(in)
 	if total > 0 {
 		// Locality: half the score is the share of the input held here.
 		score = 0.5*score + 0.5*float64(held)/float64(total)
 	}
-	return Bid{Auction: id, Bidder: m.cfg.Self, Score: score, Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
+	return Bid{Auction: id, Bidder: c.cfg.Self, Score: score, Start: start, Finish: finish, Runtime: rt, Preempt: preempt}
 }
 
 // onAward accepts an award if the node can still honour its bid (start no
 // later than bid start + slack, or the eviction still works), else declines.
-func (m *Market) onAward(a Award) {
-	c := &m.c
+func (c *contractor) onAward(a Award) {
 	key := a.Task.Key
-	reply := AwardReply{Auction: a.Auction, Bidder: m.cfg.Self}
+	reply := AwardReply{Auction: a.Auction, Bidder: c.cfg.Self}
 	if start, ok := c.tookAward(a); ok {
 		// A repeat of an award this node accepted (the network delivered
 		// it twice): accepted again. Its bid is spent, and refused as
@@ -145,34 +141,34 @@ func (m *Market) onAward(a Award) {
 		// manager award the same epoch to the next bidder — one attempt
 		// started on two nodes (the fault campaign's seed 435).
 		reply.Accept, reply.Start = true, start
-		m.send(a.Manager, reply)
+		c.send(a.Manager, reply)
 		return
 	}
-	if m.draining {
+	if c.draining {
 		reply.Reason = "node draining"
-		m.send(a.Manager, reply)
+		c.send(a.Manager, reply)
 		return
 	}
-	task, why := m.mayTake(a)
+	task, why := c.tix.mayTake(a)
 	if why != "" {
 		reply.Reason = why
-		m.send(a.Manager, reply)
+		c.send(a.Manager, reply)
 		return
 	}
 	a.Task = task
-	m.dropSuperseded(key, a.Task.Epoch)
+	c.dropSuperseded(key, a.Task.Epoch)
 	if _, busy := c.running[key]; busy || c.queued(key) {
 		reply.Reason = "already holds this task"
-		m.send(a.Manager, reply)
+		c.send(a.Manager, reply)
 		return
 	}
-	m.refreshHead()
-	rt := c.predictRuntime(a.Task.TaskOffer, m.now)
-	slack := max(m.cfg.BidSlack, rt/10)
-	start := c.predictStart(a.Task.TaskOffer, m.now)
+	c.gang.refreshHead()
+	rt := c.predictRuntime(a.Task.TaskOffer, c.now)
+	slack := max(c.cfg.BidSlack, rt/10)
+	start := c.predictStart(a.Task.TaskOffer, c.now)
 	ok := !start.After(a.Bid.Start.Add(slack))
 	preempt := false
-	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, m.cfg.PreemptMargin) != nil {
+	if !ok && a.Bid.Preempt && c.victims(a.Task.Request, a.Task.Priority, c.cfg.PreemptMargin) != nil {
 		ok, preempt = true, true
 	}
 	// The manager's only bid: run it even if later than bid, but a bid
@@ -180,15 +176,15 @@ func (m *Market) onAward(a Award) {
 	ok = ok || a.Last
 	if !ok {
 		reply.Reason = fmt.Sprintf("state changed: would start %v later than bid", start.Sub(a.Bid.Start).Round(time.Millisecond))
-		m.send(a.Manager, reply)
+		c.send(a.Manager, reply)
 		return
 	}
 	reply.Accept, reply.Start = true, start
 	if preempt {
-		reply.Start = m.now
+		reply.Start = c.now
 	}
 	c.accepted++
-	m.send(a.Manager, reply)
-	c.enqueue(&contract{spec: a.Task, manager: a.Manager, awarder: a.Manager, accepted: m.now, beat: m.now, runtime: rt, preempt: preempt, ticket: m.tix.raw(key.Job)})
-	m.schedule()
+	c.send(a.Manager, reply)
+	c.enqueue(&contract{spec: a.Task, manager: a.Manager, awarder: a.Manager, accepted: c.now, beat: c.now, runtime: rt, preempt: preempt, ticket: c.tix.raw(key.Job)})
+	c.schedule()
 }

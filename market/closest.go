@@ -66,11 +66,11 @@ func cmpNode(a, b NodeID) int {
 // closestPeers returns the r peers of the view (this node excluded, and
 // those in skip) nearest to key, as Closest orders them (every one when
 // r < 0), using each view entry's cached digest.
-func (m *Market) closestPeers(key string, r int, skip NodeID) []NodeID {
+func (sh *shared) closestPeers(key string, r int, skip NodeID) []NodeID {
 	k := sha256.Sum256([]byte(key))
-	cs := make([]keyed, 0, len(m.view))
-	for id, p := range m.view {
-		if id != skip && id != m.cfg.Self {
+	cs := make([]keyed, 0, len(sh.view))
+	for id, p := range sh.view {
+		if id != skip && id != sh.cfg.Self {
 			cs = append(cs, keyed{id: id, dist: xorDist(p.hash, k)})
 		}
 	}

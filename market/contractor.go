@@ -50,6 +50,19 @@ func ahead(a, b *contract) bool {
 
 // contractor is the bidding and executing half of a node's market.
 type contractor struct {
+	*shared
+	auc  *auctioneer
+	gang *gangManager
+	sp   *splits
+	tix  *tickets
+
+	lastSteal time.Time
+	stealGap  time.Duration
+	stealMark int       // accepted at the last steal request
+	stolen    time.Time // when this node last asked for work to steal
+	lastBeat  time.Time
+	draining  bool
+
 	capacity resource.Vector
 	free     resource.Vector
 	queue    []*contract
@@ -89,8 +102,8 @@ type resultID struct {
 	attempt int
 }
 
-func newContractor(capv resource.Vector, rc predict.RuntimeConfig) contractor {
-	return contractor{
+func newContractor(capv resource.Vector, rc predict.RuntimeConfig) *contractor {
+	return &contractor{
 		capacity: capv.Clone(), free: capv.Clone(), running: map[TaskKey]*contract{},
 		runtime: predict.NewRuntime(rc), load: predict.NewLoad(0, 0), runs: map[string][2]int{},
 		holds: map[TaskKey]*hold{}, reserves: map[string]*reservation{}, resultOf: map[resultID]*pendingResult{},
@@ -358,4 +371,31 @@ func (c *contractor) bidFor(id AuctionID, now time.Time, consume bool) bool {
 		c.bids[id] = bidMark{at: b.at, spent: true}
 	}
 	return ok && !b.spent && now.Sub(b.at) <= bidMemory
+}
+
+// working reports whether the contractor holds work of job: a task
+// queued, running or held, or a final report its manager has not
+// acknowledged.
+func (c *contractor) working(job string) bool {
+	for _, k := range c.running {
+		if k.spec.Key.Job == job {
+			return true
+		}
+	}
+	for _, k := range c.queue {
+		if k.spec.Key.Job == job {
+			return true
+		}
+	}
+	for _, h := range c.holds {
+		if h.k.spec.Key.Job == job {
+			return true
+		}
+	}
+	for _, r := range c.results {
+		if r.st.Key.Job == job && !r.acked {
+			return true
+		}
+	}
+	return false
 }

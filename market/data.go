@@ -62,12 +62,12 @@ func UploadKey(manifest string) string { return "data/" + manifest }
 // to it. A producer without outputs on record (it cannot be: it
 // succeeded before this task was ready) yields no reference; the
 // executor then fails the attempt naming the input.
-func (m *Market) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
+func (au *auctioneer) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
 	var out []InputRef
 	for i, in := range ts.Inputs {
 		switch {
 		case in.Data != "":
-			holders := append([]NodeID{m.cfg.Self}, m.closestPeers(UploadKey(in.Data), max(m.cfg.DataReplicas, 0)+1, "")...)
+			holders := append([]NodeID{au.cfg.Self}, au.closestPeers(UploadKey(in.Data), max(au.cfg.DataReplicas, 0)+1, "")...)
 			out = append(out, InputRef{Input: i, DataRef: DataRef{Manifest: in.Data, Holders: holders}, Upload: true, Path: in.Path})
 		case in.From != "":
 			prod, _ := j.Spec.Task(in.From)
@@ -95,13 +95,13 @@ func (m *Market) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
 
 // inputSizes are a task's inputs for its offer: each manifest once, with
 // its bytes.
-func (m *Market) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
+func (au *auctioneer) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
 	if len(ts.Inputs) == 0 {
 		return nil
 	}
 	var out []DataRef
 	seen := map[string]bool{}
-	for _, r := range m.inputRefs(j, ts) {
+	for _, r := range au.inputRefs(j, ts) {
 		if !seen[r.Manifest] {
 			seen[r.Manifest] = true
 			out = append(out, DataRef{Manifest: r.Manifest, Bytes: r.Bytes})
@@ -111,19 +111,19 @@ func (m *Market) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
 }
 
 // heldInputs sums the bytes of the inputs this node holds, and of all.
-func (m *Market) heldInputs(in []DataRef) (held, total int64) {
+func (au *auctioneer) heldInputs(in []DataRef) (held, total int64) {
 	for _, d := range in {
 		total += d.Bytes
 	}
-	return total - lacking(in, m.cfg.Holds), total
+	return total - lacking(in, au.cfg.Holds), total
 }
 
 // transferTime is how long moving n bytes takes at Config.DataRate.
-func (m *Market) transferTime(n int64) time.Duration {
+func (au *auctioneer) transferTime(n int64) time.Duration {
 	if n <= 0 {
 		return 0
 	}
-	return time.Duration(float64(n) / float64(m.cfg.DataRate) * float64(time.Second))
+	return time.Duration(float64(n) / float64(au.cfg.DataRate) * float64(time.Second))
 }
 
 // lacking is the bytes of inputs a node does not hold (holds nil: none).
@@ -150,8 +150,8 @@ func (p *Peer) holds(id string) bool {
 // overDataLimit says why a success's outputs take the job past
 // Config.JobDataLimit, or "": the job's outputs are then failed whole,
 // not retried, since another attempt would make as much.
-func (m *Market) overDataLimit(j *JobRecord, out *DataRef) string {
-	if m.cfg.JobDataLimit <= 0 || out == nil {
+func (au *auctioneer) overDataLimit(j *JobRecord, out *DataRef) string {
+	if au.cfg.JobDataLimit <= 0 || out == nil {
 		return ""
 	}
 	total := out.Bytes
@@ -160,10 +160,10 @@ func (m *Market) overDataLimit(j *JobRecord, out *DataRef) string {
 			total += o.Bytes
 		}
 	}
-	if total <= m.cfg.JobDataLimit {
+	if total <= au.cfg.JobDataLimit {
 		return ""
 	}
-	return fmt.Sprintf("the job's outputs would hold %d bytes, over the limit of %d per job", total, m.cfg.JobDataLimit)
+	return fmt.Sprintf("the job's outputs would hold %d bytes, over the limit of %d per job", total, au.cfg.JobDataLimit)
 }
 
 // signedInputs checks an award's inputs against the signed task: each
@@ -206,7 +206,7 @@ type inputLack struct {
 // (a producer replica that succeeded with no outputs on record: an
 // executor that does not keep outputs), or "". Started without them, the
 // task would run on missing files.
-func (m *Market) unresolved(j *JobRecord, t *TaskRecord) string {
+func (au *auctioneer) unresolved(j *JobRecord, t *TaskRecord) string {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	if ts == nil {
 		return ""
@@ -229,12 +229,12 @@ func (m *Market) unresolved(j *JobRecord, t *TaskRecord) string {
 }
 
 // failLacking fails a replica whose inputs cannot be had, and its job.
-func (m *Market) failLacking(l inputLack) {
+func (au *auctioneer) failLacking(l inputLack) {
 	if l.j.State.Terminal() || l.t.State != TaskPending {
 		return
 	}
-	m.move(l.j, l.t, change{ev: evFail, exit: -1, reason: l.why})
+	au.move(l.j, l.t, change{ev: evFail, exit: -1, reason: l.why})
 	full := fmt.Sprintf("task %s cannot start: %s", l.t.Key.Task, l.why)
-	m.event(l.j.ID, full)
-	m.endJob(l.j, JobFailed, full)
+	au.event(l.j.ID, full)
+	au.mgr.endJob(l.j, JobFailed, full)
 }

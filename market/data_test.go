@@ -165,7 +165,7 @@ func TestCandidatesPreferHolders(t *testing.T) {
 		m.Advert(t0, p)
 	}
 	for range 5 {
-		cands := m.candidates(TaskOffer{Request: resource.Request{CPU: 1000}, Inputs: []DataRef{{Manifest: in, Bytes: 50 << 20}}}, nil)
+		cands := m.auc.candidates(TaskOffer{Request: resource.Request{CPU: 1000}, Inputs: []DataRef{{Manifest: in, Bytes: 50 << 20}}}, nil)
 		if len(cands) != 4 || cands[0].id != "c" {
 			t.Fatalf("candidates %+v: want c, which holds the input, first", cands)
 		}

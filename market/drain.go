@@ -12,11 +12,11 @@ import "time"
 func (m *Market) Drain(now time.Time) {
 	m.enter(now)
 	defer m.leave()
-	if m.draining {
+	c := m.con
+	if m.con.draining {
 		return
 	}
-	m.draining = true
-	c := &m.c
+	m.con.draining = true
 	for _, k := range c.queue {
 		m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self,
 			State: TaskPreempted, ExitCode: -1, Reason: "node draining", Time: m.now})
@@ -37,10 +37,10 @@ func (m *Market) Drain(now time.Time) {
 }
 
 // Draining reports whether Drain was called.
-func (m *Market) Draining() bool { return m.draining }
+func (m *Market) Draining() bool { return m.con.draining }
 
 // Idle reports whether this node holds no task: nothing queued, running
 // or held.
 func (m *Market) Idle() bool {
-	return len(m.c.queue) == 0 && len(m.c.running) == 0 && len(m.c.holds) == 0
+	return len(m.con.queue) == 0 && len(m.con.running) == 0 && len(m.con.holds) == 0
 }

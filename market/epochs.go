@@ -33,7 +33,7 @@ import (
 // again.
 
 // nextEpoch is the epoch of a replica's next attempt after e, in job j.
-func (m *Market) nextEpoch(j *JobRecord, e uint64) uint64 {
+func (sh *shared) nextEpoch(j *JobRecord, e uint64) uint64 {
 	hi := e >> epochTagBits
 	if hi+1 >= 1<<(32-epochTagBits) || (j.EpochTag == 0 && hi == 0) {
 		return e + 1

@@ -12,14 +12,13 @@ import (
 // starts if it is predicted to end before the reservations can be
 // honoured (backfill). Behind the first contract that cannot start, a
 // contract starts only if it does not delay that one (headGuard).
-func (m *Market) schedule() {
-	c := &m.c
-	m.refreshHead()
-	roomAt := c.reservedRoomAt(m.now)
+func (c *contractor) schedule() {
+	c.gang.refreshHead()
+	roomAt := c.reservedRoomAt(c.now)
 	var guard *headGuard
 	for i := 0; i < len(c.queue); {
 		k := c.queue[i]
-		if _, gone := m.gone[k.manager]; gone {
+		if _, gone := c.sp.gone[k.manager]; gone {
 			// Its manager left the view (cut off, or gone until a copy
 			// holder takes the job over and the contract re-homes): it
 			// may have placed the replica again, its lease unrenewed.
@@ -30,30 +29,30 @@ func (m *Market) schedule() {
 			i++
 			continue
 		}
-		al, ok := c.canStart(k.spec.Request, k.runtime, k.spec.Estimate, m.now, roomAt)
-		if ok && guard != nil && !guard.admits(k.spec.Request, al, m.now.Add(k.runtime)) {
+		al, ok := c.canStart(k.spec.Request, k.runtime, k.spec.Estimate, c.now, roomAt)
+		if ok && guard != nil && !guard.admits(k.spec.Request, al, c.now.Add(k.runtime)) {
 			ok = false
 		} else if !ok && guard == nil {
-			guard = c.guardFor(k, m.now)
+			guard = c.guardFor(k, c.now)
 		}
 		if ok {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			if err := m.startable(k); err != nil {
-				m.refuse(RefuseTicket, k.manager, k.spec.Key.Job, fmt.Sprintf("%s: not started: %v", k.spec.Key, err))
-				m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskFailed, ExitCode: -1, Reason: "not started: job ticket: " + err.Error(), Time: m.now})
+			if err := c.tix.startable(k); err != nil {
+				c.tix.refuse(RefuseTicket, k.manager, k.spec.Key.Job, fmt.Sprintf("%s: not started: %v", k.spec.Key, err))
+				c.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: c.cfg.Self, State: TaskFailed, ExitCode: -1, Reason: "not started: job ticket: " + err.Error(), Time: c.now})
 				continue
 			}
 			c.free.Take(k.spec.Request, al)
-			k.alloc, k.started, k.running, k.beat = al, m.now, true, m.now
+			k.alloc, k.started, k.running, k.beat = al, c.now, true, c.now
 			c.running[k.spec.Key] = k
-			m.emit(StartTask{Task: k.spec, Alloc: al, Manager: k.manager})
-			m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+			c.emit(StartTask{Task: k.spec, Alloc: al, Manager: k.manager})
+			c.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: c.cfg.Self, State: TaskRunning, Time: c.now})
 			continue
 		}
 		if k.preempt {
-			for _, v := range c.victims(k.spec.Request, k.spec.Priority, m.cfg.PreemptMargin) {
+			for _, v := range c.victims(k.spec.Request, k.spec.Priority, c.cfg.PreemptMargin) {
 				v.stopReason = "preempted"
-				m.emit(StopTask{Key: v.spec.Key, Epoch: v.spec.Epoch, Reason: fmt.Sprintf("preempted by %s (priority %d > %d)", k.spec.Key, k.spec.Priority, v.spec.Priority), Grace: m.cfg.PreemptGrace})
+				c.emit(StopTask{Key: v.spec.Key, Epoch: v.spec.Epoch, Reason: fmt.Sprintf("preempted by %s (priority %d > %d)", k.spec.Key, k.spec.Priority, v.spec.Priority), Grace: c.cfg.PreemptGrace})
 			}
 			k.preempt = false
 		}
@@ -63,25 +62,24 @@ func (m *Market) schedule() {
 
 // onCancelTask drops a queued contract or stops a running one.
 // Only the task's manager may cancel it.
-func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
-	c := &m.c
+func (c *contractor) onCancelTask(from NodeID, ct CancelTask) {
 	if h := c.holds[ct.Key]; h != nil && h.k.spec.Epoch == ct.Epoch && from == h.k.manager {
 		delete(c.holds, ct.Key)
 		c.free.Give(h.k.spec.Request, h.k.alloc)
-		m.schedule()
+		c.schedule()
 		return
 	}
 	if k, ok := c.running[ct.Key]; ok && k.spec.Epoch == ct.Epoch && from == k.manager {
 		if k.stopReason == "" {
 			k.stopReason = "cancelled"
-			m.emit(StopTask{Key: ct.Key, Epoch: ct.Epoch, Reason: ct.Reason, Grace: m.cfg.PreemptGrace})
+			c.emit(StopTask{Key: ct.Key, Epoch: ct.Epoch, Reason: ct.Reason, Grace: c.cfg.PreemptGrace})
 		}
 		return
 	}
 	for _, k := range c.queue {
 		if k.spec.Key == ct.Key && k.spec.Epoch == ct.Epoch && from == k.manager {
 			c.dequeue(ct.Key)
-			m.send(k.manager, TaskStatus{Key: ct.Key, Epoch: ct.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskCancelled, ExitCode: -1, Reason: ct.Reason, Time: m.now})
+			c.send(k.manager, TaskStatus{Key: ct.Key, Epoch: ct.Epoch, Attempt: k.spec.Attempt, Node: c.cfg.Self, State: TaskCancelled, ExitCode: -1, Reason: ct.Reason, Time: c.now})
 			return
 		}
 	}
@@ -92,7 +90,7 @@ func (m *Market) onCancelTask(from NodeID, ct CancelTask) {
 func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode int, reason string, outputs *DataRef) {
 	m.enter(now)
 	defer m.leave()
-	c := &m.c
+	c := m.con
 	k, ok := c.running[key]
 	if !ok || k.spec.Epoch != epoch {
 		m.event(key.Job, fmt.Sprintf("exit of unknown task %s epoch %d ignored", key, epoch))
@@ -129,9 +127,9 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 	// maxResultRepeats times.
 	st.AckWanted = true
 	m.send(k.manager, st)
-	m.addResult(&pendingResult{to: k.manager, awarder: k.awarder, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
+	m.con.addResult(&pendingResult{to: k.manager, awarder: k.awarder, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
 		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
-	m.schedule()
+	m.con.schedule()
 }
 
 // pendingResult is a final report being repeated to its manager.
@@ -157,8 +155,7 @@ type pendingResult struct {
 const maxResultRepeats = 6
 
 // addResult keeps a final report for repeating.
-func (m *Market) addResult(r *pendingResult) {
-	c := &m.c
+func (c *contractor) addResult(r *pendingResult) {
 	c.results = append(c.results, r)
 	c.resultOf[r.id()] = r
 	if c.resultsDue.IsZero() || r.next.Before(c.resultsDue) {
@@ -169,31 +166,30 @@ func (m *Market) addResult(r *pendingResult) {
 // repeatResults sends the final reports whose repeat is due, and drops
 // those repeated maxResultRepeats times and the acknowledged ones whose
 // time is up.
-func (m *Market) repeatResults() {
-	c := &m.c
-	if len(c.results) == 0 || m.now.Before(c.resultsDue) {
+func (c *contractor) repeatResults() {
+	if len(c.results) == 0 || c.now.Before(c.resultsDue) {
 		return
 	}
 	keep := c.results[:0]
 	var due time.Time
 	for _, r := range c.results {
-		if !m.now.Before(r.next) {
+		if !c.now.Before(r.next) {
 			if r.acked {
-				m.dropResult(r)
+				c.dropResult(r)
 				continue
 			}
-			m.send(r.to, r.st)
-			if m.now.Sub(r.st.Time) < m.cfg.LeaseTimeout {
+			c.send(r.to, r.st)
+			if c.now.Sub(r.st.Time) < c.cfg.LeaseTimeout {
 				// Still within a lease of the end: the manager hears from
 				// this replica as often as while it ran. Backing off at
 				// once, three lost reports let the lease lapse before the
 				// fourth, and the replica ran again elsewhere (the fault
 				// campaign's seed 593).
-				r.next = m.now.Add(m.cfg.LeaseEvery)
+				r.next = c.now.Add(c.cfg.LeaseEvery)
 			} else {
 				r.sent++
 				r.gap *= 2
-				r.next = m.now.Add(r.gap)
+				r.next = c.now.Add(r.gap)
 			}
 		}
 		if r.sent < maxResultRepeats {
@@ -202,7 +198,7 @@ func (m *Market) repeatResults() {
 				due = r.next
 			}
 		} else {
-			m.dropResult(r)
+			c.dropResult(r)
 		}
 	}
 	clear(c.results[len(keep):])
@@ -212,33 +208,32 @@ func (m *Market) repeatResults() {
 func (r *pendingResult) id() resultID { return resultID{r.st.Key, r.st.Epoch, r.st.Attempt} }
 
 // dropResult forgets r's index entry (repeatResults drops r itself).
-func (m *Market) dropResult(r *pendingResult) {
-	if m.c.resultOf[r.id()] == r {
-		delete(m.c.resultOf, r.id())
+func (c *contractor) dropResult(r *pendingResult) {
+	if c.resultOf[r.id()] == r {
+		delete(c.resultOf, r.id())
 	}
 }
 
 // onResultAck stops repeating the final report the manager acknowledged.
-func (m *Market) onResultAck(from NodeID, a ResultAck) {
-	if r := m.c.resultOf[resultID{a.Key, a.Epoch, a.Attempt}]; r != nil && r.to == from && !r.acked {
+func (c *contractor) onResultAck(from NodeID, a ResultAck) {
+	if r := c.resultOf[resultID{a.Key, a.Epoch, a.Attempt}]; r != nil && r.to == from && !r.acked {
 		r.acked, r.next = true, r.expires
 	}
 }
 
 // heartbeat renews the lease of every task this node holds (queued or
 // running) with its manager, every LeaseEvery.
-func (m *Market) heartbeat() {
-	c := &m.c
-	if m.now.Sub(m.lastBeat) < m.cfg.LeaseEvery/4 {
+func (c *contractor) heartbeat() {
+	if c.now.Sub(c.lastBeat) < c.cfg.LeaseEvery/4 {
 		return // renewals are due at most every LeaseEvery; look four times as often
 	}
-	m.lastBeat = m.now
+	c.lastBeat = c.now
 	beat := func(k *contract, st TaskState) {
-		if m.now.Sub(k.beat) < m.cfg.LeaseEvery {
+		if c.now.Sub(k.beat) < c.cfg.LeaseEvery {
 			return
 		}
-		k.beat = m.now
-		m.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: st, Time: m.now})
+		k.beat = c.now
+		c.send(k.manager, TaskStatus{Key: k.spec.Key, Epoch: k.spec.Epoch, Attempt: k.spec.Attempt, Node: c.cfg.Self, State: st, Time: c.now})
 	}
 	keys := make([]TaskKey, 0, len(c.running))
 	for k := range c.running {
@@ -260,11 +255,10 @@ func sortKeys(keys []TaskKey) { slices.SortFunc(keys, TaskKey.Compare) }
 
 // nextBeat is when heartbeat next renews a lease: the earliest renewal
 // due, but no sooner than a quarter of LeaseEvery after it last looked.
-func (m *Market) nextBeat() (time.Time, bool) {
-	c := &m.c
+func (c *contractor) nextBeat() (time.Time, bool) {
 	var beat time.Time
 	due := func(k *contract) {
-		if t := k.beat.Add(m.cfg.LeaseEvery); beat.IsZero() || t.Before(beat) {
+		if t := k.beat.Add(c.cfg.LeaseEvery); beat.IsZero() || t.Before(beat) {
 			beat = t
 		}
 	}
@@ -279,7 +273,7 @@ func (m *Market) nextBeat() (time.Time, bool) {
 	if beat.IsZero() {
 		return beat, false
 	}
-	if gate := m.lastBeat.Add(m.cfg.LeaseEvery / 4); gate.After(beat) {
+	if gate := c.lastBeat.Add(c.cfg.LeaseEvery / 4); gate.After(beat) {
 		beat = gate
 	}
 	return beat, true

@@ -55,7 +55,7 @@ type copies struct {
 // lifeSign is how long a copy's push counts as a sign of its manager's
 // life: as long as the view waits for an advert before it takes a silent
 // peer for gone (gossip.DefaultMisses intervals).
-func (m *Market) lifeSign() time.Duration { return 3 * m.cfg.AdvertInterval }
+func (sh *shared) lifeSign() time.Duration { return 3 * sh.cfg.AdvertInterval }
 
 // ReplicaStored tells the market that this node holds a copy of rec, with
 // its replica set, for rec's manager: the caller stored it (a manager
@@ -71,10 +71,10 @@ func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
 	defer m.leave()
 	if j := m.jobs[rec.ID]; j != nil && rec.Manager != m.cfg.Self {
 		m.emit(DropReplica{Job: rec.ID})
-		m.claim(rec.Manager, j, false)
+		m.sp.claim(rec.Manager, j, false)
 		return
 	}
-	if prev, ok := m.copies.manager[rec.ID]; ok && prev != rec.Manager && prev != m.cfg.Self && m.Live(prev) && m.Live(rec.Manager) {
+	if prev, ok := m.fo.copies.manager[rec.ID]; ok && prev != rec.Manager && prev != m.cfg.Self && m.live(prev) && m.live(rec.Manager) {
 		// Two live managers push copies of one job: a cut split them and
 		// they have not met (one took the job over from a copy of a
 		// record the other's rival gave up, say). Each is told of the
@@ -83,11 +83,11 @@ func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
 		m.send(rec.Manager, ManagerAnswer{Job: rec.ID, From: m.cfg.Self, Successor: prev})
 		m.send(prev, ManagerAnswer{Job: rec.ID, From: m.cfg.Self, Successor: rec.Manager})
 	}
-	if m.copies.manager == nil {
-		m.copies.manager = map[string]NodeID{}
+	if m.fo.copies.manager == nil {
+		m.fo.copies.manager = map[string]NodeID{}
 	}
-	m.copies.manager[rec.ID] = rec.Manager
-	m.storeCopy(rec, peers, false)
+	m.fo.copies.manager[rec.ID] = rec.Manager
+	m.fo.storeCopy(rec, peers, false)
 }
 
 // ReplicaLoaded tells the market of a copy of rec this node found in its
@@ -98,127 +98,127 @@ func (m *Market) ReplicaStored(now time.Time, rec JobRecord, peers []NodeID) {
 func (m *Market) ReplicaLoaded(now time.Time, rec JobRecord, peers []NodeID) {
 	m.enter(now)
 	defer m.leave()
-	m.storeCopy(rec, peers, true)
+	m.fo.storeCopy(rec, peers, true)
 }
 
-func (m *Market) storeCopy(rec JobRecord, peers []NodeID, loaded bool) {
-	if m.copies.open == nil {
-		m.copies.open = map[string]*heldCopy{}
+func (fo *failover) storeCopy(rec JobRecord, peers []NodeID, loaded bool) {
+	if fo.copies.open == nil {
+		fo.copies.open = map[string]*heldCopy{}
 	}
-	if !slices.Contains(peers, m.cfg.Self) {
-		delete(m.copies.open, rec.ID) // the manager moved its copies elsewhere
-		delete(m.copies.manager, rec.ID)
+	if !slices.Contains(peers, fo.cfg.Self) {
+		delete(fo.copies.open, rec.ID) // the manager moved its copies elsewhere
+		delete(fo.copies.manager, rec.ID)
 		return
 	}
 	if rec.State.Terminal() {
-		delete(m.copies.open, rec.ID)
-		if m.cfg.JobRetention >= 0 {
+		delete(fo.copies.open, rec.ID)
+		if fo.cfg.JobRetention >= 0 {
 			at := rec.Finished
 			if at.IsZero() {
-				at = m.now
+				at = fo.now
 			}
-			heap.Push(&m.copies.done, doneCopy{at: at, job: rec.ID})
+			heap.Push(&fo.copies.done, doneCopy{at: at, job: rec.ID})
 		}
 		return
 	}
 	c := &heldCopy{rec: rec, peers: peers, loaded: loaded}
 	if !loaded {
-		c.pushed = m.now
+		c.pushed = fo.now
 	}
-	m.copies.open[rec.ID] = c
-	m.considerAdopt(rec.ID)
+	fo.copies.open[rec.ID] = c
+	fo.considerAdopt(rec.ID)
 }
 
 // replicaPeerGone checks, when peer id left the view, the copies whose
 // manager it was or whose replica set it was in: this node may now be the
 // closest live member of a set whose manager is gone.
-func (m *Market) replicaPeerGone(id NodeID) {
+func (fo *failover) replicaPeerGone(id NodeID) {
 	var ids []string
-	for job, c := range m.copies.open {
+	for job, c := range fo.copies.open {
 		if c.rec.Manager == id || slices.Contains(c.peers, id) {
 			ids = append(ids, job)
 		}
 	}
 	sort.Strings(ids)
 	for _, job := range ids {
-		m.considerAdopt(job)
+		fo.considerAdopt(job)
 	}
 }
 
 // considerAdopt takes job over if its manager is gone and this node is
 // the closest live member of its copy's replica set.
-func (m *Market) considerAdopt(job string) {
-	c := m.copies.open[job]
-	if c == nil || c.loaded || !m.settled() || m.Live(c.rec.Manager) {
+func (fo *failover) considerAdopt(job string) {
+	c := fo.copies.open[job]
+	if c == nil || c.loaded || !fo.settled() || fo.live(c.rec.Manager) {
 		return
 	}
-	if m.jobs[job] != nil { // managed here already
-		delete(m.copies.open, job)
-		m.emit(DropReplica{Job: job})
+	if fo.jobs[job] != nil { // managed here already
+		delete(fo.copies.open, job)
+		fo.emit(DropReplica{Job: job})
 		return
 	}
-	if at := c.pushed.Add(m.lifeSign()); !c.pushed.IsZero() && m.now.Before(at) {
-		if m.copies.recheck.IsZero() || at.Before(m.copies.recheck) {
-			m.copies.recheck = at
+	if at := c.pushed.Add(fo.lifeSign()); !c.pushed.IsZero() && fo.now.Before(at) {
+		if fo.copies.recheck.IsZero() || at.Before(fo.copies.recheck) {
+			fo.copies.recheck = at
 		}
 		return
 	}
 	for _, p := range Closest(job, c.peers, -1) {
-		if !m.Live(p) {
+		if !fo.live(p) {
 			continue
 		}
-		if p == m.cfg.Self {
-			delete(m.copies.open, job)
-			delete(m.copies.manager, job)
-			m.adopt(c.rec)
-			m.emit(DropReplica{Job: job})
+		if p == fo.cfg.Self {
+			delete(fo.copies.open, job)
+			delete(fo.copies.manager, job)
+			fo.adopt(c.rec)
+			fo.emit(DropReplica{Job: job})
 		}
 		return
 	}
 }
 
 // adoptSettled considers every copy held, once the view has settled.
-func (m *Market) adoptSettled() {
-	ids := make([]string, 0, len(m.copies.open))
-	for id := range m.copies.open {
+func (fo *failover) adoptSettled() {
+	ids := make([]string, 0, len(fo.copies.open))
+	for id := range fo.copies.open {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		m.considerAdopt(id)
+		fo.considerAdopt(id)
 	}
 }
 
 // recheckCopies considers again, once due, the copies whose adoption
 // waited for a sign of life of their manager to age.
-func (m *Market) recheckCopies() {
-	if m.copies.recheck.IsZero() || m.now.Before(m.copies.recheck) {
+func (fo *failover) recheckCopies() {
+	if fo.copies.recheck.IsZero() || fo.now.Before(fo.copies.recheck) {
 		return
 	}
-	m.copies.recheck = time.Time{}
-	m.adoptSettled()
+	fo.copies.recheck = time.Time{}
+	fo.adoptSettled()
 }
 
 // expireCopies drops the copies of jobs that finished a retention ago.
-func (m *Market) expireCopies() {
-	if m.cfg.JobRetention < 0 {
+func (fo *failover) expireCopies() {
+	if fo.cfg.JobRetention < 0 {
 		return
 	}
-	for len(m.copies.done) > 0 && !m.copies.done[0].at.Add(m.cfg.JobRetention).After(m.now) {
-		d := heap.Pop(&m.copies.done).(doneCopy)
-		if m.copies.open[d.job] == nil { // not unfinished again
-			m.emit(DropReplica{Job: d.job, Expired: true})
-			delete(m.copies.manager, d.job)
+	for len(fo.copies.done) > 0 && !fo.copies.done[0].at.Add(fo.cfg.JobRetention).After(fo.now) {
+		d := heap.Pop(&fo.copies.done).(doneCopy)
+		if fo.copies.open[d.job] == nil { // not unfinished again
+			fo.emit(DropReplica{Job: d.job, Expired: true})
+			delete(fo.copies.manager, d.job)
 		}
 	}
 }
 
 // nextExpiry is when expireCopies next has work; ok is false for never.
-func (m *Market) nextExpiry() (time.Time, bool) {
-	if m.cfg.JobRetention < 0 || len(m.copies.done) == 0 {
+func (fo *failover) nextExpiry() (time.Time, bool) {
+	if fo.cfg.JobRetention < 0 || len(fo.copies.done) == 0 {
 		return time.Time{}, false
 	}
-	return m.copies.done[0].at.Add(m.cfg.JobRetention), true
+	return fo.copies.done[0].at.Add(fo.cfg.JobRetention), true
 }
 
 // doneCopy is a finished job's copy waiting out the retention.

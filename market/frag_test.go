@@ -200,12 +200,12 @@ func TestBidsAvoidFragmenting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.c.free = free
+		m.con.free = free
 		for range 4 {
-			m.c.mix.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
+			m.con.mix.observe(resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}})
 		}
 		m.now = t0
-		return m.makeBid(AuctionID{}, TaskOffer{Key: TaskKey{Job: "j", Task: "t"},
+		return m.con.makeBid(AuctionID{}, TaskOffer{Key: TaskKey{Job: "j", Task: "t"},
 			Request: resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 250}}}).Score
 	}
 	// Both have 1,450 free in all; on a the task leaves 450 + 750, on b
@@ -235,8 +235,8 @@ func TestMixLearnsGPUCallsForBids(t *testing.T) {
 	m.Step(t0, "mgr", cfp("half", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}))
 	m.Step(t0, "mgr", cfp("half2", resource.Request{CPU: 1000, GPU: resource.GPURequest{Share: 500}}))
 	want := []demandClass{{cpu: 1000, share: 500, w: 2}}
-	if !slices.Equal(m.c.mix.classes, want) || m.c.mix.total != 2 {
-		t.Fatalf("mix %+v (total %v), want %+v", m.c.mix.classes, m.c.mix.total, want)
+	if !slices.Equal(m.con.mix.classes, want) || m.con.mix.total != 2 {
+		t.Fatalf("mix %+v (total %v), want %+v", m.con.mix.classes, m.con.mix.total, want)
 	}
 }
 
@@ -263,7 +263,7 @@ func TestCPUTasksPreferNodesWithoutFreeGPUs(t *testing.T) {
 		m.Advert(t0, p)
 	}
 	var got []NodeID
-	for _, c := range m.candidates(TaskOffer{Request: resource.Request{CPU: 2000}}, nil) {
+	for _, c := range m.auc.candidates(TaskOffer{Request: resource.Request{CPU: 2000}}, nil) {
 		got = append(got, c.id)
 	}
 	if len(got) != 4 || !slices.Contains(got[:2], "b-cpu") || !slices.Contains(got[:2], "d-gpu-busy") || !slices.Equal(got[2:], []NodeID{"c-gpu-half", "a-gpu-idle"}) {

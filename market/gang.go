@@ -58,11 +58,11 @@ type gangAuction struct {
 // doubles up to a third of ReserveTTL; after Config.GangForceEvery
 // skips one runs regardless. A waiting gang of 64 would otherwise invite 128 nodes every
 // few seconds for hours.
-func (m *Market) gangBlocked(g *gangAuction) bool {
-	if m.cfg.GangForceEvery > 0 && g.idle >= m.cfg.GangForceEvery {
+func (gs *gangManager) gangBlocked(g *gangAuction) bool {
+	if gs.cfg.GangForceEvery > 0 && g.idle >= gs.cfg.GangForceEvery {
 		return false
 	}
-	room, capable := m.viewRoom(g)
+	room, capable := gs.viewRoom(g)
 	need := g.size
 	if g.pack {
 		need = 1
@@ -71,11 +71,11 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 		return false
 	}
 	g.idle++
-	back := min(m.cfg.RoundBackoff<<min(g.idle+g.roundNo, 16), m.cfg.ReserveTTL/3)
-	back += time.Duration(m.rng.Int63n(int64(back)/2 + 1))
-	g.nextAt = m.now.Add(back)
-	if len(g.reserved) > 0 && g.nextAt.After(g.reservedUntil.Add(-m.cfg.ReserveTTL/3)) {
-		m.renewReserve(g)
+	back := min(gs.cfg.RoundBackoff<<min(g.idle+g.roundNo, 16), gs.cfg.ReserveTTL/3)
+	back += time.Duration(gs.rng.Int63n(int64(back)/2 + 1))
+	g.nextAt = gs.now.Add(back)
+	if len(g.reserved) > 0 && g.nextAt.After(g.reservedUntil.Add(-gs.cfg.ReserveTTL/3)) {
+		gs.renewReserve(g)
 	}
 	return true
 }
@@ -86,13 +86,13 @@ func (m *Market) gangBlocked(g *gangAuction) bool {
 // room beside that reservation: counting its whole free room made gangs
 // call, round after round, nodes that could only refuse them (millions of
 // calls for bids on an SWF replay).
-func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
+func (gs *gangManager) viewRoom(g *gangAuction) (room, capable int) {
 	req, id := g.offer.Request, gangID(g.job, g.task)
-	m.refreshHead()
+	gs.refreshHead()
 	// A gang whose estimate ends by the head's shadow time may use the
 	// room the head's nodes keep (head.go).
 	lends := ""
-	if h := m.c.head; h != nil && h.known && h.Gang != id && g.offer.Estimate > 0 && !m.now.Add(g.offer.Estimate).After(h.shadow) {
+	if h := gs.con.head; h != nil && h.known && h.Gang != id && g.offer.Estimate > 0 && !gs.now.Add(g.offer.Estimate).After(h.shadow) {
 		lends = h.Gang
 	}
 	count := func(site string, labels map[string]string, lim resource.Enforcement, capv, free resource.Vector, r ReservedRoom) {
@@ -107,18 +107,18 @@ func (m *Market) viewRoom(g *gangAuction) (room, capable int) {
 			room++
 		}
 	}
-	count(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, m.c.free, m.Reserved())
-	for _, p := range m.view {
+	count(gs.cfg.Site, gs.cfg.Labels, gs.cfg.Limits, gs.con.capacity, gs.con.free, gs.reserved())
+	for _, p := range gs.view {
 		count(p.Site, p.Labels, p.Limits, p.Capacity, p.Free, p.Reserved)
 	}
 	return room, capable
 }
 
 // renewReserve (re)sends the gang's reservations, for ReserveTTL.
-func (m *Market) renewReserve(g *gangAuction) {
-	g.reservedUntil = m.now.Add(m.cfg.ReserveTTL)
+func (gs *gangManager) renewReserve(g *gangAuction) {
+	g.reservedUntil = gs.now.Add(gs.cfg.ReserveTTL)
 	for _, n := range g.reserved {
-		m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: g.reservedUntil, Since: g.ready})
+		gs.send(n, Reserve{Auction: g.id(), Manager: gs.cfg.Self, Request: g.offer.Request, Priority: g.offer.Priority, Until: g.reservedUntil, Since: g.ready})
 	}
 }
 
@@ -130,9 +130,9 @@ func (g *gangAuction) id() AuctionID {
 
 // placeGang opens a gang auction when every replica of the task is
 // pending and past its back-off.
-func (m *Market) placeGang(j *JobRecord, task string) {
+func (gs *gangManager) placeGang(j *JobRecord, task string) {
 	id := gangID(j.ID, task)
-	if m.gangs[id] != nil {
+	if gs.gangs[id] != nil {
 		return
 	}
 	ts, _ := j.Spec.Task(task)
@@ -143,7 +143,7 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 		if t.Key.Task != task {
 			continue
 		}
-		if t.State != TaskPending || m.now.Before(t.NotBefore) {
+		if t.State != TaskPending || gs.now.Before(t.NotBefore) {
 			return
 		}
 		recs = append(recs, t)
@@ -155,79 +155,79 @@ func (m *Market) placeGang(j *JobRecord, task string) {
 	for _, t := range recs {
 		epoch = max(epoch, t.Epoch)
 	}
-	epoch = m.nextEpoch(j, epoch)
+	epoch = gs.nextEpoch(j, epoch)
 	for _, t := range recs {
 		t.Epoch = epoch
 	}
-	m.touch(j.ID)
-	offer := m.offer(j, recs[0])
+	gs.touch(j.ID)
+	offer := gs.auc.offer(j, recs[0])
 	offer.GangSize, offer.Pack = replicas, ts.Pack
-	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: m.now, ready: m.readyTime(j, task)}
-	m.putGang(g)
-	m.gangCFPs(g)
+	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: gs.now, ready: gs.readyTime(j, task)}
+	gs.putGang(g)
+	gs.gangCFPs(g)
 }
 
 // gangCFPs invites candidates for a gang round: enough for the gang and
 // then some (max(d, 2·size)·2^round), broadcasting when the view is thin.
-func (m *Market) gangCFPs(g *gangAuction) {
-	g.open(m.now, m.cfg.BidWindow)
+func (gs *gangManager) gangCFPs(g *gangAuction) {
+	g.open(gs.now, gs.cfg.BidWindow)
 	g.holding, g.holders, g.holdOK, g.nextAt = false, nil, nil, time.Time{}
-	cands := m.candidates(g.offer, nil)
-	n := max(m.cfg.D, 2*g.size) << min(g.roundNo, 10)
-	cfp := CFP{Auction: g.id(), Manager: m.cfg.Self, Task: g.offer}
-	if len(cands) < max(m.cfg.D, g.size) {
-		m.emit(Broadcast{Msg: m.withTicket(cfp)})
+	cands := gs.auc.candidates(g.offer, nil)
+	n := max(gs.cfg.D, 2*g.size) << min(g.roundNo, 10)
+	cfp := CFP{Auction: g.id(), Manager: gs.cfg.Self, Task: g.offer}
+	if len(cands) < max(gs.cfg.D, g.size) {
+		gs.emit(Broadcast{Msg: gs.tix.withTicket(cfp)})
 	}
-	m.call(&g.round, cfp, cands, n)
+	gs.auc.call(&g.round, cfp, cands, n)
 	if len(g.invited) == 0 {
-		g.closeAt = m.now.Add(m.cfg.MaxBidWindow)
+		g.closeAt = gs.now.Add(gs.cfg.MaxBidWindow)
 	}
 }
 
-func (m *Market) liveGang(id AuctionID) *gangAuction {
-	g := m.gangs[gangID(id.Key.Job, id.Key.Task)]
+func (gs *gangManager) liveGang(id AuctionID) *gangAuction {
+	g := gs.gangs[gangID(id.Key.Job, id.Key.Task)]
 	if g == nil || g.id() != id {
 		return nil
 	}
-	m.dl.retimeGang(gangID(id.Key.Job, id.Key.Task)) // the caller may change it
+	gs.dl.retimeGang(gangID(id.Key.Job, id.Key.Task)) // the caller may change it
 	return g
 }
 
 // gangTick advances the gang auctions whose timers are due: closes
 // windows, times out holds, opens new rounds.
-func (m *Market) gangTick() {
-	m.setTimers()
+func (gs *gangManager) gangTick() {
+	gs.setTimers()
 	var ids []string
-	m.dl.gangs.popDue(m.now, func(k timerKey) { ids = append(ids, k.id) })
+	gs.dl.gangs.popDue(gs.now, func(k timerKey) { ids = append(ids, k.id) })
 	sort.Strings(ids)
 	for _, id := range ids {
-		m.dl.retimeGang(id)
-		g := m.gangs[id]
+		gs.dl.retimeGang(id)
+		g := gs.gangs[id]
 		switch {
 		case g == nil:
-		case g.holding && !m.now.Before(g.holdBy):
-			m.event(g.job, fmt.Sprintf("%s: gang holds unanswered; releasing", id))
-			m.abortHolds(g)
-		case !g.holding && g.nextAt.IsZero() && !m.now.Before(g.closeAt):
-			if g.mayWait(m.now, m.cfg.MaxBidWindow) {
-				g.closeAt = m.now.Add(m.cfg.BidWindow / 2)
+		case g.holding && !gs.now.Before(g.holdBy):
+			gs.event(g.job, fmt.Sprintf("%s: gang holds unanswered; releasing", id))
+			gs.abortHolds(g)
+		case !g.holding && g.nextAt.IsZero() && !gs.now.Before(g.closeAt):
+			if g.mayWait(gs.now, gs.cfg.MaxBidWindow) {
+				g.closeAt = gs.now.Add(gs.cfg.BidWindow / 2)
 				continue
 			}
-			m.closeGang(g)
-		case !g.holding && !g.nextAt.IsZero() && !m.now.Before(g.nextAt):
-			if m.gangBlocked(g) {
+			gs.closeGang(g)
+		case !g.holding && !g.nextAt.IsZero() && !gs.now.Before(g.nextAt):
+			if gs.gangBlocked(g) {
 				continue
 			}
 			g.idle = 0
 			g.roundNo++
-			m.gangCFPs(g)
+			gs.gangCFPs(g)
 		}
 	}
 }
 
 // closeGang picks holders from the bids, or backs off, reserves or fails.
-func (m *Market) closeGang(g *gangAuction) {
-	j := m.jobs[g.job]
+func (gs *gangManager) closeGang(g *gangAuction) {
+	j := gs.jobs[g.job]
 	sort.SliceStable(g.bids, func(a, b int) bool {
 		x, y := g.bids[a], g.bids[b]
 		if x.Slots > 0 != (y.Slots > 0) {
@@ -255,11 +255,11 @@ func (m *Market) closeGang(g *gangAuction) {
 		}
 	}
 	if len(holders) == g.size {
-		m.takeHolds(g, holders)
+		gs.takeHolds(g, holders)
 		return
 	}
-	ready := m.readyTime(j, g.task)
-	if capable < g.size && m.now.Sub(ready) >= m.cfg.SchedulingTimeout {
+	ready := gs.readyTime(j, g.task)
+	if capable < g.size && gs.now.Sub(ready) >= gs.cfg.SchedulingTimeout {
 		// One round's bids can fall short because a bidder is down or a
 		// bid was lost; the gang fails only when the view, too, knows too
 		// few nodes that could ever hold a replica.
@@ -267,34 +267,34 @@ func (m *Market) closeGang(g *gangAuction) {
 		if g.pack {
 			need = 1
 		}
-		if _, known := m.viewRoom(g); known < need {
-			m.failGang(j, g, capable)
+		if _, known := gs.viewRoom(g); known < need {
+			gs.failGang(j, g, capable)
 			return
 		}
 	}
-	back := m.cfg.RoundBackoff << min(g.roundNo, 4)
+	back := gs.cfg.RoundBackoff << min(g.roundNo, 4)
 	back = min(back, 2*time.Second)
-	if capable >= g.size && m.now.Sub(g.since) >= m.cfg.GangReserveAfter {
-		m.reserveFor(g)
+	if capable >= g.size && gs.now.Sub(g.since) >= gs.cfg.GangReserveAfter {
+		gs.reserveFor(g)
 		// Reserved nodes take no new work: look again about when the
 		// size-th best bidder expects room (half that wait, so the start
 		// is not late), at least every RoundBackoff and often enough to
 		// renew the reservation.
 		// When no bidder can say (room is held by reservations ahead of
 		// this one), back off exponentially instead.
-		back = m.cfg.RoundBackoff
-		if wait := m.gangRoomIn(g); wait > 2*back {
+		back = gs.cfg.RoundBackoff
+		if wait := gs.gangRoomIn(g); wait > 2*back {
 			back = wait / 2
 		} else if g.slotsBid() < g.size {
-			back = m.cfg.RoundBackoff << min(g.roundNo, 16)
+			back = gs.cfg.RoundBackoff << min(g.roundNo, 16)
 		}
-		back = min(back, m.cfg.ReserveTTL/3) // with the jitter below, renewed before it lapses
+		back = min(back, gs.cfg.ReserveTTL/3) // with the jitter below, renewed before it lapses
 	}
-	back += time.Duration(m.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
-	g.nextAt = m.now.Add(back)
+	back += time.Duration(gs.rng.Int63n(int64(back) + 1)) // randomized: competing gangs drift apart
+	g.nextAt = gs.now.Add(back)
 }
 
-func (m *Market) readyTime(j *JobRecord, task string) time.Time {
+func (gs *gangManager) readyTime(j *JobRecord, task string) time.Time {
 	var r time.Time
 	for _, t := range j.Tasks {
 		if t.Key.Task == task && (r.IsZero() || t.Ready.After(r)) {
@@ -305,7 +305,7 @@ func (m *Market) readyTime(j *JobRecord, task string) time.Time {
 }
 
 // reserveFor asks the gang's best candidates to keep room for a replica.
-func (m *Market) reserveFor(g *gangAuction) {
+func (gs *gangManager) reserveFor(g *gangAuction) {
 	var nodes []NodeID
 	for _, b := range g.bids {
 		if len(nodes) < g.size {
@@ -313,45 +313,45 @@ func (m *Market) reserveFor(g *gangAuction) {
 		}
 	}
 	if len(g.reserved) == 0 {
-		m.event(g.job, fmt.Sprintf("%s/%s: gang waited %v; reserving %d nodes", g.job, g.task, m.now.Sub(g.since).Round(time.Millisecond), len(nodes)))
+		gs.event(g.job, fmt.Sprintf("%s/%s: gang waited %v; reserving %d nodes", g.job, g.task, gs.now.Sub(g.since).Round(time.Millisecond), len(nodes)))
 	}
 	for _, n := range g.reserved {
 		if !slices.Contains(nodes, n) { // dropped from the set: free it now, not at expiry
-			m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
+			gs.send(n, Reserve{Auction: g.id(), Manager: gs.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
 		}
 	}
 	g.reserved = nodes
-	m.renewReserve(g)
+	gs.renewReserve(g)
 }
 
 // takeHolds starts phase one: a Hold to every chosen holder.
-func (m *Market) takeHolds(g *gangAuction, holders []NodeID) {
-	j := m.jobs[g.job]
+func (gs *gangManager) takeHolds(g *gangAuction, holders []NodeID) {
+	j := gs.jobs[g.job]
 	ts, _ := j.Spec.Task(g.task)
 	g.holding, g.holders, g.holdOK = true, holders, make([]bool, len(holders))
-	g.holdBy = m.now.Add(m.cfg.AwardTimeout)
-	expires := m.now.Add(m.cfg.HoldExpiry)
+	g.holdBy = gs.now.Add(gs.cfg.AwardTimeout)
+	expires := gs.now.Add(gs.cfg.HoldExpiry)
 	for r, n := range holders {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
 		offer := g.offer
 		offer.Key = t.Key
 		spec := signedTask(&j.Spec, ts, j.Owner, true).withDecisions(TaskSpec{TaskOffer: offer,
-			Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r, Previous: previous(t), Inputs: m.inputRefs(j, ts)})
-		m.send(n, Hold{Auction: g.id(), Manager: m.cfg.Self, Task: spec, Expires: expires, Ticket: m.tix.forPeer(j, n)})
+			Epoch: g.epoch, Attempt: t.Attempts + 1, Rank: r, Previous: previous(t), Inputs: gs.auc.inputRefs(j, ts)})
+		gs.send(n, Hold{Auction: g.id(), Manager: gs.cfg.Self, Task: spec, Expires: expires, Ticket: gs.tix.forPeer(j, n)})
 	}
 }
 
-func (m *Market) onHoldReply(r HoldReply) {
-	g := m.liveGang(r.Auction)
+func (gs *gangManager) onHoldReply(r HoldReply) {
+	g := gs.liveGang(r.Auction)
 	if g == nil || !g.holding || r.Replica < 0 || r.Replica >= len(g.holders) || g.holders[r.Replica] != r.Bidder {
 		if r.OK { // a hold nobody waits for any more: give it back
-			m.send(r.Bidder, Release{Key: TaskKey{Job: r.Auction.Key.Job, Task: r.Auction.Key.Task, Replica: r.Replica}, Epoch: r.Auction.Epoch})
+			gs.send(r.Bidder, Release{Key: TaskKey{Job: r.Auction.Key.Job, Task: r.Auction.Key.Task, Replica: r.Replica}, Epoch: r.Auction.Epoch})
 		}
 		return
 	}
 	if !r.OK {
-		m.event(g.job, fmt.Sprintf("%s/%s: hold for rank %d refused by %s: %s", g.job, g.task, r.Replica, r.Bidder, r.Reason))
-		m.abortHolds(g)
+		gs.event(g.job, fmt.Sprintf("%s/%s: hold for rank %d refused by %s: %s", g.job, g.task, r.Replica, r.Bidder, r.Reason))
+		gs.abortHolds(g)
 		return
 	}
 	g.holdOK[r.Replica] = true
@@ -360,58 +360,58 @@ func (m *Market) onHoldReply(r HoldReply) {
 			return
 		}
 	}
-	m.commitGang(g)
+	gs.commitGang(g)
 }
 
 // abortHolds releases every hold of the attempt at once and backs off.
-func (m *Market) abortHolds(g *gangAuction) {
+func (gs *gangManager) abortHolds(g *gangAuction) {
 	for r, n := range g.holders {
-		m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
+		gs.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
 	}
 	g.holding = false
-	back := m.cfg.RoundBackoff + time.Duration(m.rng.Int63n(int64(4*m.cfg.RoundBackoff)+1))
-	g.nextAt = m.now.Add(back)
+	back := gs.cfg.RoundBackoff + time.Duration(gs.rng.Int63n(int64(4*gs.cfg.RoundBackoff)+1))
+	g.nextAt = gs.now.Add(back)
 }
 
 // commitGang is phase two: every replica starts with its rank.
-func (m *Market) commitGang(g *gangAuction) {
-	j := m.jobs[g.job]
-	m.dropGang(g.job, g.task)
+func (gs *gangManager) commitGang(g *gangAuction) {
+	j := gs.jobs[g.job]
+	gs.dropGang(g.job, g.task)
 	for r, n := range g.holders {
 		t := j.task(TaskKey{Job: g.job, Task: g.task, Replica: r})
-		m.move(j, t, change{ev: evAward, node: n})
-		m.send(n, Commit{Key: t.Key, Epoch: g.epoch, Rank: r, Peers: g.holders})
+		gs.move(j, t, change{ev: evAward, node: n})
+		gs.send(n, Commit{Key: t.Key, Epoch: g.epoch, Rank: r, Peers: g.holders})
 	}
 	if len(g.reserved) > 0 {
 		for _, n := range g.reserved {
-			m.send(n, Reserve{Auction: g.id(), Manager: m.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
+			gs.send(n, Reserve{Auction: g.id(), Manager: gs.cfg.Self, Request: g.offer.Request, Until: time.Time{}})
 		}
 	}
-	m.event(j.ID, fmt.Sprintf("%s/%s: gang of %d committed on %v (epoch %d) after %v", g.job, g.task, g.size, g.holders, g.epoch, m.now.Sub(g.since).Round(time.Millisecond)))
+	gs.event(j.ID, fmt.Sprintf("%s/%s: gang of %d committed on %v (epoch %d) after %v", g.job, g.task, g.size, g.holders, g.epoch, gs.now.Sub(g.since).Round(time.Millisecond)))
 }
 
 // failGang fails a gang no set of nodes can ever hold.
-func (m *Market) failGang(j *JobRecord, g *gangAuction, capable int) {
-	m.dropGang(g.job, g.task)
+func (gs *gangManager) failGang(j *JobRecord, g *gangAuction, capable int) {
+	gs.dropGang(g.job, g.task)
 	why := fmt.Sprintf("gang of %d replicas needs %d distinct nodes that can each hold one, only %d can", g.size, g.size, capable)
 	if capable == 0 {
-		why = m.unplaceableReason(&auction{offer: g.offer, round: round{nobids: g.nobids}})
+		why = gs.mgr.unplaceableReason(&auction{offer: g.offer, round: round{nobids: g.nobids}})
 	}
 	full := fmt.Sprintf("task %s cannot be scheduled: %s", g.task, why)
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		if t.Key.Task == g.task {
-			m.move(j, t, change{ev: evFail, exit: -1, reason: why})
+			gs.move(j, t, change{ev: evFail, exit: -1, reason: why})
 		}
 	}
-	m.event(j.ID, full)
-	m.endJob(j, JobFailed, full)
+	gs.event(j.ID, full)
+	gs.mgr.endJob(j, JobFailed, full)
 }
 
 // gangReplicaEnded handles a replica of a running gang that stopped
 // without success: the others are stopped and the whole gang is placed
 // again; a failure counts once for the gang.
-func (m *Market) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
+func (gs *gangManager) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
 	ts, _ := j.Spec.Task(t.Key.Task)
 	failed := s.State == TaskFailed
 	if failed {
@@ -422,11 +422,11 @@ func (m *Market) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
 		}
 	}
 	final := failed && t.Failures > ts.Retries
-	c := change{ev: evGangRequeue, at: m.now, exit: s.ExitCode, reason: s.Reason}
+	c := change{ev: evGangRequeue, at: gs.now, exit: s.ExitCode, reason: s.Reason}
 	if final {
 		c.ev = evGangFail
 	} else if failed {
-		c.at = m.now.Add(min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax))
+		c.at = gs.now.Add(min(gs.cfg.RetryBase<<min(t.Failures-1, 20), gs.cfg.RetryMax))
 	}
 	why := fmt.Sprintf("gang member rank %d %s", t.Key.Replica, s.State)
 	for i := range j.Tasks {
@@ -438,18 +438,18 @@ func (m *Market) gangReplicaEnded(j *JobRecord, t *TaskRecord, s TaskStatus) {
 		if o.Key != t.Key {
 			c.ended = attemptEnd{TaskCancelled, -1, why}
 			if o.State == TaskAwarded || o.State == TaskRunning {
-				m.send(o.Node, CancelTask{Key: o.Key, Epoch: o.Epoch, Reason: why})
+				gs.send(o.Node, CancelTask{Key: o.Key, Epoch: o.Epoch, Reason: why})
 			}
 		}
-		m.move(j, o, c)
+		gs.move(j, o, c)
 	}
 	if final {
 		reason := fmt.Sprintf("task %s failed after %d attempts: rank %d exited with code %d: %s", t.Key.Task, t.Attempts, t.Key.Replica, s.ExitCode, s.Reason)
-		m.event(j.ID, reason)
-		m.endJob(j, JobFailed, reason)
+		gs.event(j.ID, reason)
+		gs.mgr.endJob(j, JobFailed, reason)
 		return
 	}
-	m.event(j.ID, fmt.Sprintf("%s: rank %d %s on %s (exit %d: %s); gang placed again", t.Key.Task, t.Key.Replica, s.State, s.Node, s.ExitCode, s.Reason))
+	gs.event(j.ID, fmt.Sprintf("%s: rank %d %s on %s (exit %d: %s); gang placed again", t.Key.Task, t.Key.Replica, s.State, s.Node, s.ExitCode, s.Reason))
 }
 
 // slotsBid is how many replicas the round's bidders could start now.
@@ -463,7 +463,7 @@ func (g *gangAuction) slotsBid() int {
 
 // gangRoomIn is how long until the size-th earliest bidder of the round
 // predicts it could start a replica (0 when unknown).
-func (m *Market) gangRoomIn(g *gangAuction) time.Duration {
+func (gs *gangManager) gangRoomIn(g *gangAuction) time.Duration {
 	if len(g.bids) < g.size {
 		return 0
 	}
@@ -472,5 +472,5 @@ func (m *Market) gangRoomIn(g *gangAuction) time.Duration {
 		starts = append(starts, b.Start)
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
-	return max(starts[g.size-1].Sub(m.now), 0)
+	return max(starts[g.size-1].Sub(gs.now), 0)
 }

@@ -189,51 +189,49 @@ func reservedBefore(a, b *reservation) bool {
 	return a.gang < b.gang
 }
 
-func (m *Market) onHold(h Hold) {
-	c := &m.c
+func (c *contractor) onHold(h Hold) {
 	key := h.Task.Key
-	reply := HoldReply{Auction: h.Auction, Bidder: m.cfg.Self, Replica: key.Replica}
-	if m.draining {
+	reply := HoldReply{Auction: h.Auction, Bidder: c.cfg.Self, Replica: key.Replica}
+	if c.draining {
 		reply.Reason = "node draining"
-		m.send(h.Manager, reply)
+		c.send(h.Manager, reply)
 		return
 	}
-	task, why := m.mayHold(h)
+	task, why := c.tix.mayHold(h)
 	if why != "" {
 		reply.Reason = why
-		m.send(h.Manager, reply)
+		c.send(h.Manager, reply)
 		return
 	}
 	h.Task = task
 	if _, busy := c.running[key]; busy || c.queued(key) || c.holds[key] != nil {
 		reply.Reason = "already holds this replica"
-		m.send(h.Manager, reply)
+		c.send(h.Manager, reply)
 		return
 	}
-	m.refreshHead()
+	c.gang.refreshHead()
 	free := c.availFor(gangID(key.Job, key.Task))
-	if c.lends(c.predictRuntime(h.Task.TaskOffer, m.now), h.Task.Estimate, m.now) {
+	if c.lends(c.predictRuntime(h.Task.TaskOffer, c.now), h.Task.Estimate, c.now) {
 		free = c.free.Clone() // ends by the head's shadow: backfills
 	}
 	al, why := resource.Fit(free, h.Task.Request)
 	if why != "" {
 		reply.Reason = "no room now: " + why
-		m.send(h.Manager, reply)
+		c.send(h.Manager, reply)
 		return
 	}
 	c.free.Take(h.Task.Request, al)
-	k := &contract{spec: h.Task, manager: h.Manager, awarder: h.Manager, accepted: m.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, m.now)}
+	k := &contract{spec: h.Task, manager: h.Manager, awarder: h.Manager, accepted: c.now, alloc: al, runtime: c.predictRuntime(h.Task.TaskOffer, c.now)}
 	// Never trust a manager's clock further than our own limit.
-	c.holds[key] = &hold{k: k, expires: minTime(h.Expires, m.now.Add(m.cfg.HoldExpiry))}
+	c.holds[key] = &hold{k: k, expires: minTime(h.Expires, c.now.Add(c.cfg.HoldExpiry))}
 	reply.OK = true
-	m.send(h.Manager, reply)
+	c.send(h.Manager, reply)
 }
 
-func (m *Market) onCommit(from NodeID, cm Commit) {
-	c := &m.c
+func (c *contractor) onCommit(from NodeID, cm Commit) {
 	h := c.holds[cm.Key]
 	if h == nil || h.k.spec.Epoch != cm.Epoch || from != h.k.manager {
-		m.event(cm.Key.Job, fmt.Sprintf("%s: commit for a hold not held (epoch %d)", cm.Key, cm.Epoch))
+		c.event(cm.Key.Job, fmt.Sprintf("%s: commit for a hold not held (epoch %d)", cm.Key, cm.Epoch))
 		return
 	}
 	delete(c.holds, cm.Key)
@@ -244,30 +242,28 @@ func (m *Market) onCommit(from NodeID, cm Commit) {
 	}
 	k := h.k
 	k.spec.Rank, k.spec.Peers = cm.Rank, cm.Peers
-	k.started, k.running, k.beat = m.now, true, m.now
+	k.started, k.running, k.beat = c.now, true, c.now
 	c.running[cm.Key] = k
-	m.emit(StartTask{Task: k.spec, Alloc: k.alloc, Manager: k.manager})
-	m.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, State: TaskRunning, Time: m.now})
+	c.emit(StartTask{Task: k.spec, Alloc: k.alloc, Manager: k.manager})
+	c.send(k.manager, TaskStatus{Key: cm.Key, Epoch: cm.Epoch, Attempt: k.spec.Attempt, Node: c.cfg.Self, State: TaskRunning, Time: c.now})
 }
 
-func (m *Market) onRelease(from NodeID, r Release) {
-	c := &m.c
+func (c *contractor) onRelease(from NodeID, r Release) {
 	if h := c.holds[r.Key]; h != nil && h.k.spec.Epoch == r.Epoch && from == h.k.manager {
 		delete(c.holds, r.Key)
 		c.free.Give(h.k.spec.Request, h.k.alloc)
-		m.schedule()
+		c.schedule()
 	}
 }
 
-func (m *Market) onReserve(r Reserve) {
-	c := &m.c
+func (c *contractor) onReserve(r Reserve) {
 	id := gangID(r.Auction.Key.Job, r.Auction.Key.Task)
-	if !r.Until.After(m.now) {
+	if !r.Until.After(c.now) {
 		delete(c.reserves, id)
-		m.schedule()
+		c.schedule()
 		return
 	}
-	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, m.now.Add(m.cfg.ReserveTTL))}
+	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, c.now.Add(c.cfg.ReserveTTL))}
 	// One reservation per node, the first in the shared order, as EASY
 	// protects only the head of its queue: with every waiting gang
 	// reserving, nodes would idle behind reservations that are hours from
@@ -285,8 +281,7 @@ func (m *Market) onReserve(r Reserve) {
 }
 
 // expireHolds gives back holds and reservations past their expiry.
-func (m *Market) expireHolds() {
-	c := &m.c
+func (c *contractor) expireHolds() {
 	changed := false
 	keys := make([]TaskKey, 0, len(c.holds))
 	for k := range c.holds {
@@ -295,21 +290,21 @@ func (m *Market) expireHolds() {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
 		h := c.holds[k]
-		if !m.now.Before(h.expires) {
+		if !c.now.Before(h.expires) {
 			delete(c.holds, k)
 			c.free.Give(h.k.spec.Request, h.k.alloc)
-			m.event(k.Job, fmt.Sprintf("%s: hold expired", k))
+			c.event(k.Job, fmt.Sprintf("%s: hold expired", k))
 			changed = true
 		}
 	}
 	for id, r := range c.reserves {
-		if !m.now.Before(r.until) {
+		if !c.now.Before(r.until) {
 			delete(c.reserves, id)
 			changed = true
 		}
 	}
 	if changed {
-		m.schedule()
+		c.schedule()
 	}
 }
 
@@ -322,13 +317,13 @@ func minTime(a, b time.Time) time.Time {
 
 // nextHoldExpiry is when expireHolds next has work: a gang hold or a
 // reservation expiring.
-func (m *Market) nextHoldExpiry() (at time.Time, ok bool) {
-	for _, h := range m.c.holds {
+func (c *contractor) nextHoldExpiry() (at time.Time, ok bool) {
+	for _, h := range c.holds {
 		if !ok || h.expires.Before(at) {
 			at, ok = h.expires, true
 		}
 	}
-	for _, r := range m.c.reserves {
+	for _, r := range c.reserves {
 		if !ok || r.until.Before(at) {
 			at, ok = r.until, true
 		}

@@ -71,7 +71,7 @@ func TestCompetingGangs(t *testing.T) {
 	maxHold := time.Duration(0)
 	c.until(60*time.Second, "both gangs to succeed", func() bool {
 		for _, m := range c.nodes {
-			for _, h := range m.c.holds {
+			for _, h := range m.con.holds {
 				maxHold = max(maxHold, c.now.Sub(h.expires.Add(-m.cfg.HoldExpiry)))
 			}
 		}
@@ -228,12 +228,12 @@ func TestReservationsOldestGangFirst(t *testing.T) {
 	young := Reserve{Auction: AuctionID{Key: TaskKey{Job: "jobA", Task: "t"}}, Manager: "m", Request: whole, Priority: 5, Until: t0.Add(5 * time.Second), Since: t0.Add(-time.Minute)}
 	old := young
 	old.Auction.Key.Job, old.Since = "jobB", t0.Add(-time.Hour)
-	m.onReserve(young)
-	m.onReserve(old)
-	m.onReserve(young)
+	m.con.onReserve(young)
+	m.con.onReserve(old)
+	m.con.onReserve(young)
 	m.leave()
-	if _, ok := m.c.reserves["jobB/t"]; !ok || len(m.c.reserves) != 1 {
-		t.Fatalf("reservations %v; want only the older gang jobB/t", m.c.reserves)
+	if _, ok := m.con.reserves["jobB/t"]; !ok || len(m.con.reserves) != 1 {
+		t.Fatalf("reservations %v; want only the older gang jobB/t", m.con.reserves)
 	}
 }
 
@@ -359,7 +359,7 @@ func TestViewRoomHonoursAdvertisedReservations(t *testing.T) {
 		{"held for this gang", "j/t", 0, 4},
 	} {
 		advertise(tc.gang, tc.unreserved)
-		room, capable := m.viewRoom(g)
+		room, capable := m.gang.viewRoom(g)
 		if room != tc.room || capable != 4 {
 			t.Errorf("%s: viewRoom = %d with room of %d capable, want %d of 4", tc.name, room, capable, tc.room)
 		}
@@ -367,7 +367,7 @@ func TestViewRoomHonoursAdvertisedReservations(t *testing.T) {
 
 	// What a node advertises: the reservation honoured first and the
 	// room beside all of them.
-	c := &m.c
+	c := m.con
 	if r := m.Reserved(); r.Gang != "" {
 		t.Fatalf("Reserved() = %+v with no reservation", r)
 	}

@@ -71,15 +71,15 @@ func waitingBefore(a, b WaitingGang) bool {
 		&reservation{gang: b.Gang, priority: b.Priority, since: b.Since})
 }
 
-// Waiting is the first wide gang this node is placing, in the
+// waiting is the first wide gang this node is placing, in the
 // reservation order, that has waited longer than GangReserveAfter — or
 // a gang of any width that has waited HeadAfter (starving) — for its
 // adverts. Packing gangs are left out: their replicas need not find
 // distinct nodes.
-func (m *Market) Waiting() WaitingGang {
+func (gs *gangManager) waiting() WaitingGang {
 	var first WaitingGang
-	for id, g := range m.gangs {
-		if g.pack || m.now.Sub(g.ready) < m.cfg.GangReserveAfter || !m.wide(g) && !m.starving(g.ready) {
+	for id, g := range gs.gangs {
+		if g.pack || gs.now.Sub(g.ready) < gs.cfg.GangReserveAfter || !gs.wide(g) && !gs.starving(g.ready) {
 			continue
 		}
 		w := WaitingGang{Gang: id, Size: g.size, Request: g.offer.Request, Priority: g.offer.Priority, Since: g.ready}
@@ -99,17 +99,17 @@ const DefaultHeadAfter = 48 * time.Hour
 
 // starving reports whether a gang ready since since has waited long
 // enough to be a head candidate whatever its width (Config.HeadAfter).
-func (m *Market) starving(since time.Time) bool {
-	return m.cfg.HeadAfter > 0 && m.now.Sub(since) >= m.cfg.HeadAfter
+func (gs *gangManager) starving(since time.Time) bool {
+	return gs.cfg.HeadAfter > 0 && gs.now.Sub(since) >= gs.cfg.HeadAfter
 }
 
 // wide reports whether gang g needs more than HeadWidth of the nodes of
 // the view that could hold a replica, as the view was when first asked.
-func (m *Market) wide(g *gangAuction) bool {
+func (gs *gangManager) wide(g *gangAuction) bool {
 	if g.wide == 0 {
-		_, capable := m.viewRoom(g)
+		_, capable := gs.viewRoom(g)
 		g.wide = -1
-		if float64(g.size) > m.cfg.HeadWidth*float64(capable) {
+		if float64(g.size) > gs.cfg.HeadWidth*float64(capable) {
 			g.wide = 1
 		}
 	}
@@ -119,12 +119,12 @@ func (m *Market) wide(g *gangAuction) bool {
 // HeadRoom is when this node will have room for a replica of the head it
 // sees, for its adverts.
 func (m *Market) HeadRoom() HeadRoom {
-	m.refreshHead()
-	h := m.c.head
+	m.gang.refreshHead()
+	h := m.con.head
 	if h == nil {
 		return HeadRoom{}
 	}
-	at := m.c.roomForHead(h.WaitingGang)
+	at := m.con.roomForHead(h.WaitingGang)
 	if !at.Before(farTime) {
 		return HeadRoom{Gang: h.Gang, Never: true}
 	}
@@ -133,12 +133,12 @@ func (m *Market) HeadRoom() HeadRoom {
 
 // refreshHead computes the head again if anything happened since it was
 // last computed.
-func (m *Market) refreshHead() {
-	if !m.headStale {
+func (gs *gangManager) refreshHead() {
+	if !gs.headStale {
 		return
 	}
-	m.headStale = false
-	m.c.head = m.findHead()
+	gs.headStale = false
+	gs.con.head = gs.findHead()
 }
 
 // findHead is the head as this node sees it: the first waiting gang of
@@ -148,16 +148,16 @@ func (m *Market) refreshHead() {
 // first is kept as adverts come (headInputs.first), and the others are
 // taken in order by repeated selection, not sorted, only when it does not
 // make the head.
-func (m *Market) findHead() *head {
-	own := m.Waiting()
-	first := m.hin.firstWaiting()
+func (gs *gangManager) findHead() *head {
+	own := gs.waiting()
+	first := gs.hin.firstWaiting()
 	if own.Gang != "" && (first.Gang == "" || waitingBefore(own, first)) {
 		first = own
 	}
 	if first.Gang == "" {
 		return nil
 	}
-	if h := m.shadowOf(first); h != nil {
+	if h := gs.shadowOf(first); h != nil {
 		return h
 	}
 	tried := &first // the last candidate tried: every one ordered before it was too
@@ -174,13 +174,13 @@ func (m *Market) findHead() *head {
 		if own.Gang != "" {
 			consider(own)
 		}
-		for _, w := range m.hin.waiting {
+		for _, w := range gs.hin.waiting {
 			consider(w)
 		}
 		if next.Gang == "" {
 			return nil
 		}
-		if h := m.shadowOf(next); h != nil {
+		if h := gs.shadowOf(next); h != nil {
 			return h
 		}
 		tried = &next
@@ -200,18 +200,18 @@ func (m *Market) findHead() *head {
 // node's own among them, raised to now. This node makes the shadow when
 // its room comes by the shadow time and fewer than size of the nodes
 // with room by then come after it, by raised time and then by ID (keeps).
-func (m *Market) shadowOf(w WaitingGang) *head {
-	hi := m.headInputsFor(w)
-	now := m.now.UnixNano()
+func (gs *gangManager) shadowOf(w WaitingGang) *head {
+	hi := gs.headInputsFor(w)
+	now := gs.now.UnixNano()
 	self := int64(-1)
-	if roughFit(m.c.capacity, w.Request) && couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
-		self = max(nanos(m.c.roomForHead(w)), now)
+	if roughFit(gs.con.capacity, w.Request) && couldHold(gs.cfg.Site, gs.cfg.Labels, gs.cfg.Limits, gs.con.capacity, w.Request) == "" {
+		self = max(nanos(gs.con.roomForHead(w)), now)
 	}
 	n := len(hi.order)
 	if self >= 0 {
 		n++
 	}
-	if n < w.Size || float64(w.Size) <= m.cfg.HeadWidth*float64(n) && !m.starving(w.Since) {
+	if n < w.Size || float64(w.Size) <= gs.cfg.HeadWidth*float64(n) && !gs.starving(w.Since) {
 		return nil
 	}
 	const far = int64(math.MaxInt64)
@@ -233,7 +233,7 @@ func (m *Market) shadowOf(w WaitingGang) *head {
 		return &head{WaitingGang: w} // room times unknown: nobody keeps room
 	}
 	shadow = max(shadow, now)
-	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && hi.keeps(self, shadow, now, m.cfg.Self, w.Size)}
+	return &head{WaitingGang: w, shadow: time.Unix(0, shadow), known: true, mine: self >= 0 && hi.keeps(self, shadow, now, gs.cfg.Self, w.Size)}
 }
 
 // shadowSlack is how much later than the shadow time a node's room may
@@ -371,29 +371,29 @@ func (c *contractor) headKnown() bool {
 // or this node's part in it changed, queued tasks may start (or must
 // not); and the head's manager looks at once when its view shows the
 // head room, as EASY starts its head at the event that frees its nodes.
-func (m *Market) headMoved() {
-	if len(m.c.queue) == 0 && len(m.gangs) == 0 {
+func (gs *gangManager) headMoved() {
+	if len(gs.con.queue) == 0 && len(gs.gangs) == 0 {
 		return // computed when needed
 	}
-	old := m.c.head
-	m.refreshHead()
-	h := m.c.head
+	old := gs.con.head
+	gs.refreshHead()
+	h := gs.con.head
 	if h == nil {
-		if old != nil && len(m.c.queue) > 0 {
-			m.schedule()
+		if old != nil && len(gs.con.queue) > 0 {
+			gs.con.schedule()
 		}
 		return
 	}
-	if len(m.c.queue) > 0 && (old == nil || old.Gang != h.Gang || old.known != h.known || old.mine != h.mine || !old.shadow.Equal(h.shadow)) {
-		m.schedule()
+	if len(gs.con.queue) > 0 && (old == nil || old.Gang != h.Gang || old.known != h.known || old.mine != h.mine || !old.shadow.Equal(h.shadow)) {
+		gs.con.schedule()
 	}
-	g := m.gangs[h.Gang]
-	if g == nil || g.holding || g.nextAt.IsZero() || !m.now.Before(g.nextAt) {
+	g := gs.gangs[h.Gang]
+	if g == nil || g.holding || g.nextAt.IsZero() || !gs.now.Before(g.nextAt) {
 		return
 	}
-	m.dl.retimeGang(h.Gang)
-	if room, _ := m.viewRoom(g); room >= g.size {
-		g.nextAt = m.now
+	gs.dl.retimeGang(h.Gang)
+	if room, _ := gs.viewRoom(g); room >= g.size {
+		g.nextAt = gs.now
 	}
 }
 
@@ -407,12 +407,43 @@ func roughFit(v resource.Vector, req resource.Request) bool {
 // reservation r offers to a task of offer o: beside the reservation,
 // unless o is that gang, or ends by the head's shadow time by its
 // estimate (it may use the head's room).
-func (m *Market) freeFor(o TaskOffer, free resource.Vector, r ReservedRoom) resource.Vector {
+func (gs *gangManager) freeFor(o TaskOffer, free resource.Vector, r ReservedRoom) resource.Vector {
 	if r.Gang == "" || o.GangSize > 1 && r.Gang == gangID(o.Key.Job, o.Key.Task) {
 		return free
 	}
-	if h := m.c.head; h != nil && h.known && r.Gang == h.Gang && o.Estimate > 0 && !m.now.Add(o.Estimate).After(h.shadow) {
+	if h := gs.con.head; h != nil && h.known && r.Gang == h.Gang && o.Estimate > 0 && !gs.now.Add(o.Estimate).After(h.shadow) {
 		return free
 	}
 	return r.Unreserved
+}
+
+// reserved is the gang reservation this node honours first and the room
+// beside every reservation it honours, for its adverts; the zero value
+// when it holds none.
+func (gs *gangManager) reserved() ReservedRoom {
+	c := gs.con
+	gs.refreshHead()
+	if c.headKnown() {
+		if r := c.headRes(); r != nil {
+			return ReservedRoom{Gang: r.gang, Unreserved: c.availFor("")}
+		}
+		return ReservedRoom{}
+	}
+	var first *reservation
+	for _, r := range c.reserves {
+		if first == nil || reservedBefore(r, first) {
+			first = r
+		}
+	}
+	if first == nil {
+		return ReservedRoom{}
+	}
+	return ReservedRoom{Gang: first.gang, Unreserved: c.availFor("")}
+}
+
+// predictedWait is how long a new one-core task would wait here.
+func (gs *gangManager) predictedWait(now time.Time) time.Duration {
+	gs.refreshHead()
+	o := TaskOffer{Request: resource.Request{CPU: min(1000, gs.con.capacity.CPU)}}
+	return max(gs.con.predictStart(o, now).Sub(now), 0)
 }

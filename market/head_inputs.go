@@ -137,22 +137,22 @@ type headSlot struct {
 
 // headInputsFor returns the inputs of candidate w, computed afresh from
 // the view when they were kept for another gang.
-func (m *Market) headInputsFor(w WaitingGang) *headInputs {
-	hi := &m.hin
+func (gs *gangManager) headInputsFor(w WaitingGang) *headInputs {
+	hi := &gs.hin
 	if hi.gen != 0 && hi.w.Gang == w.Gang {
 		return hi
 	}
 	hi.w, hi.gen = w, hi.gen+1
 	if hi.gen == 0 {
 		hi.gen = 1
-		for _, p := range m.view { // wrapped: no slot may look current
+		for _, p := range gs.view { // wrapped: no slot may look current
 			p.hin = headSlot{}
 		}
 	}
 	hi.ids, hi.ats, hi.order = hi.ids[:0], hi.ats[:0], hi.order[:0]
 	hi.rebuilding = true
-	for _, p := range m.view {
-		m.noteHeadInput(p)
+	for _, p := range gs.view {
+		gs.noteHeadInput(p)
 	}
 	slices.SortFunc(hi.order, func(a, b roomEntry) int { return hi.compareRoom(a, b.at, hi.ids[b.slot]) })
 	hi.rebuilding = false
@@ -161,8 +161,8 @@ func (m *Market) headInputsFor(w WaitingGang) *headInputs {
 
 // peerAdvertised updates what the head's computation keeps of peer p
 // after its advert.
-func (m *Market) peerAdvertised(p *Peer) {
-	hi := &m.hin
+func (gs *gangManager) peerAdvertised(p *Peer) {
+	hi := &gs.hin
 	old, had := hi.waiting[p.ID]
 	switch {
 	case p.Waiting.Gang != "":
@@ -175,7 +175,7 @@ func (m *Market) peerAdvertised(p *Peer) {
 		delete(hi.waiting, p.ID)
 		hi.keepFirst(old, had, WaitingGang{})
 	}
-	m.noteHeadInput(p)
+	gs.noteHeadInput(p)
 }
 
 // keepFirst keeps first current when a peer's candidate old (had: it
@@ -213,8 +213,8 @@ func (hi *headInputs) firstWaiting() WaitingGang {
 }
 
 // noteHeadInput updates peer p's room time for the candidate kept.
-func (m *Market) noteHeadInput(p *Peer) {
-	hi := &m.hin
+func (gs *gangManager) noteHeadInput(p *Peer) {
+	hi := &gs.hin
 	if hi.gen == 0 {
 		return
 	}
@@ -235,8 +235,8 @@ func (m *Market) noteHeadInput(p *Peer) {
 
 // peerDropped removes what the head's computation keeps of peer p when
 // it leaves the view.
-func (m *Market) peerDropped(p *Peer) {
-	hi := &m.hin
+func (gs *gangManager) peerDropped(p *Peer) {
+	hi := &gs.hin
 	if old, had := hi.waiting[p.ID]; had {
 		delete(hi.waiting, p.ID)
 		hi.keepFirst(old, had, WaitingGang{})
@@ -249,7 +249,7 @@ func (m *Market) peerDropped(p *Peer) {
 	if i != last {
 		hi.order[hi.countBefore(hi.ats[last], hi.ids[last])].slot = i
 		hi.ids[i], hi.ats[i] = hi.ids[last], hi.ats[last]
-		if q := m.view[hi.ids[i]]; q != nil {
+		if q := gs.view[hi.ids[i]]; q != nil {
 			q.hin.idx = i
 		}
 	}

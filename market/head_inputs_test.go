@@ -24,8 +24,8 @@ func shadowFromView(m *Market, w WaitingGang) *head {
 	}
 	var peers []peerRoom
 	self := int64(-1)
-	if couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity, w.Request) == "" {
-		self = max(nanos(m.c.roomForHead(w)), now)
+	if couldHold(m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.con.capacity, w.Request) == "" {
+		self = max(nanos(m.con.roomForHead(w)), now)
 		ats = append(ats, self)
 	}
 	for _, p := range m.view {
@@ -98,7 +98,7 @@ func headInputsFollowTheView(t *testing.T, self NodeID) {
 			g := gangs[rng.Intn(2)]
 			p.HeadRoom = HeadRoom{Gang: g.Gang, At: now.Add(time.Duration(rng.Intn(120)-20) * time.Second)}
 			if rng.Intn(3) == 0 { // the same room time as this node's: ties go by ID
-				p.HeadRoom.At = m.c.roomForHead(g)
+				p.HeadRoom.At = m.con.roomForHead(g)
 			}
 		case 1:
 			p.HeadRoom = HeadRoom{Gang: gangs[rng.Intn(2)].Gang, Never: rng.Intn(4) == 0}
@@ -117,11 +117,11 @@ func headInputsFollowTheView(t *testing.T, self NodeID) {
 		if step%25 == 0 {
 			loadSelf(t, m, load, now)
 		}
-		if r := m.c.roomForHead(gangs[0]); r.After(now) {
+		if r := m.con.roomForHead(gangs[0]); r.After(now) {
 			later++
 		}
 		w := gangs[(step/50)%2] // the candidate changes now and then
-		got, want := m.shadowOf(w), shadowFromView(m, w)
+		got, want := m.gang.shadowOf(w), shadowFromView(m, w)
 		if (got == nil) != (want == nil) || got != nil && (got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
 			t.Fatalf("step %d, gang %s: kept inputs give %+v, the view %+v", step, w.Gang, got, want)
 		}
@@ -140,7 +140,7 @@ func headInputsFollowTheView(t *testing.T, self NodeID) {
 // so that its own room time for a head falls before, among and after its
 // peers'.
 func loadSelf(t *testing.T, m *Market, rng *rand.Rand, now time.Time) {
-	c := &m.c
+	c := m.con
 	key := TaskKey{Job: "self-load", Task: "t"}
 	if k := c.running[key]; k != nil {
 		c.free.Give(k.spec.Request, k.alloc)
@@ -166,12 +166,12 @@ func headBySorting(m *Market) (*head, int) {
 	if w := m.Waiting(); w.Gang != "" {
 		cands = append(cands, w)
 	}
-	for _, w := range m.hin.waiting {
+	for _, w := range m.gang.hin.waiting {
 		cands = append(cands, w)
 	}
 	sort.Slice(cands, func(i, j int) bool { return waitingBefore(cands[i], cands[j]) })
 	for i, w := range cands {
-		if h := m.shadowOf(w); h != nil {
+		if h := m.gang.shadowOf(w); h != nil {
 			return h, i
 		}
 	}
@@ -215,7 +215,7 @@ func TestFindHeadTakesCandidatesInOrder(t *testing.T) {
 	notFirst := 0
 	for step := 0; step < 2000; step++ {
 		stirView(m, rng, &now, 2000, 30, peer)
-		got := m.findHead()
+		got := m.gang.findHead()
 		want, at := headBySorting(m)
 		if (got == nil) != (want == nil) || got != nil && (got.Gang != want.Gang || got.known != want.known || got.mine != want.mine || !got.shadow.Equal(want.shadow)) {
 			t.Fatalf("step %d: findHead gives %+v, the sorted candidates %+v", step, got, want)
@@ -287,7 +287,7 @@ func TestFirstWaitingFollowsAdverts(t *testing.T) {
 				want = w
 			}
 		}
-		got := m.hin.firstWaiting()
+		got := m.gang.hin.firstWaiting()
 		if got.Gang != want.Gang || got.Priority != want.Priority || !got.Since.Equal(want.Since) {
 			t.Fatalf("step %d: first candidate %s (priority %d, since %v), want %s (priority %d, since %v)",
 				step, got.Gang, got.Priority, got.Since, want.Gang, want.Priority, want.Since)

@@ -8,17 +8,17 @@ import "time"
 func (m *Market) adoptAt(now time.Time, rec JobRecord) {
 	m.enter(now)
 	defer m.leave()
-	m.adopt(rec)
+	m.fo.adopt(rec)
 }
 
 func (m *Market) rehomeAt(now time.Time, job string, manager NodeID) {
 	m.enter(now)
 	defer m.leave()
-	m.rehomeTo(job, manager)
+	m.fo.rehomeTo(job, manager)
 }
 
 func (m *Market) restoreAt(now time.Time, jobs []JobRecord) {
 	m.enter(now)
 	defer m.leave()
-	m.restore(jobs)
+	m.mgr.restore(jobs)
 }

@@ -54,10 +54,10 @@ func TestSupersededQueuedContractDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.now = t0
-		m.c.free.CPU = 0 // busy with work not modelled here: the contract stays queued
+		m.con.free.CPU = 0 // busy with work not modelled here: the contract stays queued
 		k := &contract{spec: spec1("j", resource.Request{CPU: 1000}), manager: "mgr", runtime: time.Second}
 		k.spec.Epoch = 1
-		m.c.enqueue(k)
+		m.con.enqueue(k)
 		m.Step(t0, "mgr", CFP{Auction: AuctionID{Key: k.spec.Key, Epoch: tc.epoch}, Manager: "mgr", Task: k.spec.TaskOffer})
 		var bid, nobid bool
 		for _, e := range m.Ready() {

@@ -23,76 +23,76 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	if err := js.Validate(); err != nil {
 		return err
 	}
-	m.submit(id, js, "", nil)
+	m.mgr.submit(id, js, "", nil)
 	return nil
 }
 
 // submit starts managing a new job, of owner and its ticket in a
 // network with an authority.
-func (m *Market) submit(id string, js spec.Job, owner string, ticket []byte) {
-	j := newJobRecord(id, js, m.cfg.Self, m.now)
+func (mg *manager) submit(id string, js spec.Job, owner string, ticket []byte) {
+	j := newJobRecord(id, js, mg.cfg.Self, mg.now)
 	j.Owner, j.Ticket = owner, ticket
-	m.jobs[id] = &j
-	m.jobOrder = append(m.jobOrder, id)
-	m.active = append(m.active, id)
-	m.dl.activate(id)
-	m.dl.retimeJob(id)
-	m.touch(id)
-	m.rep.urgent = append(m.rep.urgent, id)
-	m.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
-	m.placeReady()
+	mg.jobs[id] = &j
+	mg.jobOrder = append(mg.jobOrder, id)
+	mg.active = append(mg.active, id)
+	mg.dl.activate(id)
+	mg.dl.retimeJob(id)
+	mg.touch(id)
+	mg.rep.urgent = append(mg.rep.urgent, id)
+	mg.event(id, fmt.Sprintf("submitted %q with %d task replicas", js.Name, len(j.Tasks)))
+	mg.auc.placeReady()
 }
 
 // restore reloads job records after a restart (Reclaim). Tasks this node
 // was running died with it and are placed again; tasks elsewhere keep
 // their state until their executor reports or is seen gone.
-func (m *Market) restore(jobs []JobRecord) {
+func (mg *manager) restore(jobs []JobRecord) {
 	sort.SliceStable(jobs, func(i, j int) bool { return jobs[i].Submitted.Before(jobs[j].Submitted) })
 	var finished []*JobRecord
-	defer func() { m.retireRestored(finished) }()
+	defer func() { mg.retireRestored(finished) }()
 	for _, jr := range jobs {
-		if _, dup := m.jobs[jr.ID]; dup {
+		if _, dup := mg.jobs[jr.ID]; dup {
 			continue
 		}
 		j := jr.Clone()
-		m.jobs[j.ID] = &j
-		m.jobOrder = append(m.jobOrder, j.ID)
+		mg.jobs[j.ID] = &j
+		mg.jobOrder = append(mg.jobOrder, j.ID)
 		if j.State.Terminal() {
 			finished = append(finished, &j)
 			continue
 		}
-		m.active = append(m.active, j.ID)
-		m.dl.activate(j.ID)
-		m.dl.retimeJob(j.ID)
-		j.Manager = m.cfg.Self
+		mg.active = append(mg.active, j.ID)
+		mg.dl.activate(j.ID)
+		mg.dl.retimeJob(j.ID)
+		j.Manager = mg.cfg.Self
 		var ended []TaskStatus // attempts here that finished while the node was down
 		for i := range j.Tasks {
 			t := &j.Tasks[i]
-			if x, ok := m.reclaim.exits[t.Key]; ok && x.Epoch == t.Epoch && t.Node == m.cfg.Self && (t.State == TaskAwarded || t.State == TaskRunning) {
-				delete(m.reclaim.exits, t.Key)
-				st := TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode, Reason: x.Reason, Time: x.Time, Outputs: x.Outputs}
+			if x, ok := mg.fo.reclaim.exits[t.Key]; ok && x.Epoch == t.Epoch && t.Node == mg.cfg.Self && (t.State == TaskAwarded || t.State == TaskRunning) {
+				delete(mg.fo.reclaim.exits, t.Key)
+				st := TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: mg.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode, Reason: x.Reason, Time: x.Time, Outputs: x.Outputs}
 				if x.ExitCode != 0 {
 					st.State = TaskFailed
 				}
 				if t.State == TaskAwarded {
-					ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskRunning, Time: x.Time})
+					ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: mg.cfg.Self, State: TaskRunning, Time: x.Time})
 				}
 				ended = append(ended, st)
 				continue
 			}
-			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == m.cfg.Self {
-				if k := m.c.running[t.Key]; k != nil && k.spec.Epoch == t.Epoch && !j.isGang(t.Key.Task) {
+			if (t.State == TaskAwarded || t.State == TaskRunning) && t.Node == mg.cfg.Self {
+				if k := mg.con.running[t.Key]; k != nil && k.spec.Epoch == t.Epoch && !j.isGang(t.Key.Task) {
 					// Its process outlived the node's crash and was
 					// re-attached (Resume): it runs on, and reports.
-					t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-					m.dl.retimeJob(t.Key.Job)
+					t.LeaseUntil = mg.now.Add(mg.cfg.LeaseTimeout)
+					mg.dl.retimeJob(t.Key.Job)
 					continue
 				}
-				if r := m.c.resultOf[resultID{t.Key, t.Epoch, t.Attempts}]; r != nil && !j.isGang(t.Key.Task) {
+				if r := mg.con.resultOf[resultID{t.Key, t.Epoch, t.Attempts}]; r != nil && !j.isGang(t.Key.Task) {
 					// Re-attached, it ended while the job was held back
 					// (Reclaim): its report waits for the job.
 					if t.State == TaskAwarded {
-						ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: m.cfg.Self, State: TaskRunning, Time: r.st.Time})
+						ended = append(ended, TaskStatus{Key: t.Key, Epoch: t.Epoch, Attempt: t.Attempts, Node: mg.cfg.Self, State: TaskRunning, Time: r.st.Time})
 					}
 					ended = append(ended, r.st)
 					continue
@@ -100,21 +100,21 @@ func (m *Market) restore(jobs []JobRecord) {
 				if j.isGang(t.Key.Task) {
 					// A gang runs whole or not at all: its other replicas
 					// are stopped and the gang is placed again.
-					m.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: m.cfg.Self, State: TaskPreempted, ExitCode: -1, Reason: "node restarted"})
+					mg.gang.gangReplicaEnded(&j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: mg.cfg.Self, State: TaskPreempted, ExitCode: -1, Reason: "node restarted"})
 					continue
 				}
-				m.move(&j, t, lost(m.now, "node restarted"))
+				mg.move(&j, t, lost(mg.now, "node restarted"))
 			} else if t.State == TaskAwarded || t.State == TaskRunning {
-				t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout) // give executors time to report
-				m.dl.retimeJob(t.Key.Job)
+				t.LeaseUntil = mg.now.Add(mg.cfg.LeaseTimeout) // give executors time to report
+				mg.dl.retimeJob(t.Key.Job)
 			}
 		}
 		for _, st := range ended {
-			m.onTaskStatus(st)
+			mg.onTaskStatus(st)
 		}
-		m.touch(j.ID)
+		mg.touch(j.ID)
 	}
-	m.placeReady()
+	mg.auc.placeReady()
 }
 
 // Cancel cancels a job: queued and running replicas are stopped, nothing
@@ -124,7 +124,7 @@ func (m *Market) Cancel(now time.Time, id, reason string) error {
 	defer m.leave()
 	j, ok := m.jobs[id]
 	if !ok {
-		if _, held := m.reclaim.held[id]; held {
+		if _, held := m.fo.reclaim.held[id]; held {
 			return fmt.Errorf("market: job %s is being restored after this node restarted (its peers are asked whether one of them took it over); try again in a few seconds", id)
 		}
 		return fmt.Errorf("market: no job %s", id)
@@ -132,7 +132,7 @@ func (m *Market) Cancel(now time.Time, id, reason string) error {
 	if j.State.Terminal() {
 		return fmt.Errorf("market: job %s already %s", id, j.State)
 	}
-	m.endJob(j, JobCancelled, reason)
+	m.mgr.endJob(j, JobCancelled, reason)
 	return nil
 }
 
@@ -143,7 +143,7 @@ func (m *Market) Job(id string) (JobRecord, bool) {
 		return JobRecord{}, false
 	}
 	c := j.Clone()
-	m.explain(&c)
+	m.auc.explain(&c)
 	return c, true
 }
 
@@ -167,19 +167,19 @@ func (m *Market) Jobs() []JobRecord {
 		if j := m.jobs[id]; j != nil && !seen[id] {
 			seen[id] = true
 			c := j.Clone()
-			m.explain(&c)
+			m.auc.explain(&c)
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func (m *Market) find(k TaskKey) (*JobRecord, *TaskRecord) {
-	j, ok := m.jobs[k.Job]
+func (sh *shared) find(k TaskKey) (*JobRecord, *TaskRecord) {
+	j, ok := sh.jobs[k.Job]
 	if !ok {
 		return nil, nil
 	}
-	return j, m.taskOf(j, k)
+	return j, sh.taskOf(j, k)
 }
 
 // taskIndexFrom is the job size from which taskOf keeps an index of the
@@ -190,17 +190,17 @@ const taskIndexFrom = 32
 // task after another, each task's replicas in order (newJobRecord), so for
 // large jobs m.firstRecord caches where each task's first replica is; a
 // record found elsewhere (a layout the cache does not know) is scanned for.
-func (m *Market) taskOf(j *JobRecord, k TaskKey) *TaskRecord {
+func (sh *shared) taskOf(j *JobRecord, k TaskKey) *TaskRecord {
 	if len(j.Tasks) < taskIndexFrom {
 		return j.task(k)
 	}
-	first := m.firstRecord[j.ID]
+	first := sh.firstRecord[j.ID]
 	if first == nil {
 		first = make(map[string]int, len(j.Spec.Tasks))
 		for i := len(j.Tasks) - 1; i >= 0; i-- {
 			first[j.Tasks[i].Key.Task] = i
 		}
-		m.firstRecord[j.ID] = first
+		sh.firstRecord[j.ID] = first
 	}
 	if i, ok := first[k.Task]; ok && k.Replica >= 0 && i+k.Replica < len(j.Tasks) && j.Tasks[i+k.Replica].Key == k {
 		return &j.Tasks[i+k.Replica]
@@ -211,14 +211,14 @@ func (m *Market) taskOf(j *JobRecord, k TaskKey) *TaskRecord {
 // activeJobs returns the IDs of the jobs not yet finished, in submission
 // order, dropping finished ones from the index as it goes: the periodic
 // work of a manager costs what is live, not everything it ever ran.
-func (m *Market) activeJobs() []string {
-	keep := m.active[:0]
-	for _, id := range m.active {
-		if j := m.jobs[id]; j != nil && !j.State.Terminal() {
+func (sh *shared) activeJobs() []string {
+	keep := sh.active[:0]
+	for _, id := range sh.active {
+		if j := sh.jobs[id]; j != nil && !j.State.Terminal() {
 			keep = append(keep, id)
 		}
 	}
-	m.active = keep
+	sh.active = keep
 	return keep
 }
 
@@ -242,10 +242,10 @@ func tasksOf(jobs []*JobRecord) iter.Seq2[*JobRecord, *TaskRecord] {
 // openTasks yields the task replicas of the unfinished jobs this node
 // manages, job by job; whether a job is unfinished is checked as its
 // turn comes.
-func (m *Market) openTasks() iter.Seq2[*JobRecord, *TaskRecord] {
+func (sh *shared) openTasks() iter.Seq2[*JobRecord, *TaskRecord] {
 	return func(yield func(*JobRecord, *TaskRecord) bool) {
-		for _, id := range m.activeJobs() {
-			j := m.jobs[id]
+		for _, id := range sh.activeJobs() {
+			j := sh.jobs[id]
 			if j == nil || j.State.Terminal() {
 				continue
 			}

@@ -2,7 +2,6 @@ package market
 
 import (
 	"fmt"
-	"math/rand"
 	"sort"
 	"time"
 
@@ -50,87 +49,21 @@ type ReservedRoom struct {
 // Market is one node's scheduling state machine: the manager of the jobs
 // submitted to it and a contractor bidding for and running tasks. It is
 // not safe for concurrent use; the caller serialises all calls.
+//
+// Market itself is the shell: the public calls, the clock (enter/leave),
+// Tick's phases and message dispatch. The work is done by its parts
+// (parts.go), each a receiver over the shared state and its own, naming
+// the other parts it calls.
 type Market struct {
-	cfg    Config
-	now    time.Time
-	rng    *rand.Rand
-	scorer Scorer
-
-	out   []Effect
-	saves []Effect
-	local []localMsg
-	depth int
-	dirty map[string]bool
-
-	// manager role
-	jobs     map[string]*JobRecord
-	jobOrder []string // submission order; may name forgotten jobs (see forgetFinished)
-	stale    int      // forgotten jobs still in jobOrder
-	// retired lists finished jobs by finish time, for forgetFinished; a
-	// job may appear more than once (saved again after it finished).
-	retired  []retiredJob
-	active   []string // unfinished jobs, submission order
-	auctions map[TaskKey]*auction
-	// dl is the deadline queue (timers.go): every time Tick has work.
-	dl deadlines
-	// inherited holds, for replicas an adopted record showed pending, the
-	// epoch the previous manager had given them; cleared when this node
-	// opens its own round (see catchUp).
-	inherited map[TaskKey]uint64
-	// firstRecord caches, per large job, the index of each task's first
-	// replica record (taskOf); dropped with the job.
-	firstRecord map[string]map[string]int
-	gangs       map[string]*gangAuction
-	view        map[NodeID]*Peer
-	loaded      int        // peers of the view with a queued task: steal victims
-	headStale   bool       // the head (head.go) must be computed again
-	hin         headInputs // what the view says of the head candidate
-	// learned is the manager's cluster-wide runtime model per job type,
-	// fed by its tasks' successful completions wherever they ran.
-	learned *predict.Runtime
-
-	// failover: this node's records' copies on peers, the copies it holds
-	// for other managers, its executors' searches for new managers, and
-	// a restart's reclaim
-	rep     replication
-	copies  copies
-	rehome  map[string]*rehoming
-	reclaim reclaim
-	// adoptedAt is when this node took each unfinished job over
-	// (fromPreviousManager).
-	adoptedAt map[string]time.Time
-	// takenFrom is, per job this node took over, the manager it took it
-	// from, and gone the peers that left the view: the managers a job may
-	// have been split between by a cut meet again through them (split.go).
-	takenFrom map[string]NodeID
-	gone      map[NodeID]struct{}
-	// yieldedTo is, per job this node gave up to another manager, that
-	// manager; outranked, per job this node kept against claimers, those
-	// claimers. A node that took the job over from a copy of a loser's
-	// record meets the winner through them (split.go).
-	yieldedTo map[string]NodeID
-	outranked map[string][]NodeID
-	disputes  map[claimKey]ClaimRank // disputeRank
-	claims    map[claimKey]*openClaim
-	// awardStart is the start each awarded replica's winning bid
-	// predicted (waiting.go).
-	awardStart map[TaskKey]awardNote
-	// settledAt is when the view settled after the start (Reclaim); zero
-	// before.
-	settledAt time.Time
-
-	// contractor role
-	c         contractor
-	lastSteal time.Time
-	stealGap  time.Duration
-	stealMark int // c.accepted at the last steal request
-	lastBeat  time.Time
-	draining  bool
-
-	// tix is what this node knows of job tickets (tickets.go; trust.go
-	// says what it checks with them)
-	tix    tickets
-	stolen time.Time // when this node last asked for work to steal
+	*shared
+	mgr  *manager
+	auc  *auctioneer
+	gang *gangManager
+	fo   *failover
+	sp   *splits
+	con  *contractor
+	tix  *tickets
+	rep  *replication
 }
 
 type localMsg struct {
@@ -155,15 +88,31 @@ func New(cfg Config) (*Market, error) {
 			book.ShareTickets(s)
 		}
 	}
-	m := &Market{
-		tix: tickets{self: cfg.Self, book: book, checks: checks},
+	sh := &shared{
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
-		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{}, inherited: map[TaskKey]uint64{}, gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{},
-		c: newContractor(cfg.Capacity, cfg.Runtime), learned: predict.NewRuntime(cfg.Runtime), rehome: map[string]*rehoming{},
-		takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
-		yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]ClaimRank{},
+		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{},
+		gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{}, learned: predict.NewRuntime(cfg.Runtime),
 	}
-	m.rep.cfg, m.rep.env = &m.cfg, m
+	m := &Market{
+		shared: sh,
+		mgr:    &manager{shared: sh},
+		auc:    &auctioneer{shared: sh, inherited: map[TaskKey]uint64{}},
+		gang:   &gangManager{shared: sh},
+		fo:     &failover{shared: sh, rehome: map[string]*rehoming{}},
+		sp: &splits{shared: sh, takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
+			yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]ClaimRank{}},
+		con: newContractor(cfg.Capacity, cfg.Runtime),
+		tix: &tickets{self: cfg.Self, book: book, checks: checks},
+		rep: &replication{cfg: &sh.cfg, env: sh},
+	}
+	m.con.shared, m.tix.shared = sh, sh
+	m.mgr.auc, m.mgr.con, m.mgr.fo, m.mgr.gang, m.mgr.rep, m.mgr.sp, m.mgr.tix = m.auc, m.con, m.fo, m.gang, m.rep, m.sp, m.tix
+	m.auc.con, m.auc.gang, m.auc.mgr, m.auc.tix = m.con, m.gang, m.mgr, m.tix
+	m.gang.auc, m.gang.con, m.gang.mgr, m.gang.tix = m.auc, m.con, m.mgr, m.tix
+	m.fo.auc, m.fo.con, m.fo.gang, m.fo.mgr, m.fo.sp = m.auc, m.con, m.gang, m.mgr, m.sp
+	m.sp.fo, m.sp.mgr, m.sp.rep, m.sp.tix = m.fo, m.mgr, m.rep, m.tix
+	m.con.auc, m.con.gang, m.con.sp, m.con.tix = m.auc, m.gang, m.sp, m.tix
+	m.tix.con = m.con
 	return m, nil
 }
 
@@ -176,7 +125,7 @@ func (m *Market) enter(now time.Time) {
 	if now.After(m.now) {
 		m.now = now
 	}
-	m.headStale = true
+	m.gang.headStale = true
 	m.depth++
 }
 
@@ -194,25 +143,25 @@ func (m *Market) leave() {
 	}
 }
 
-func (m *Market) emit(e Effect) { m.out = append(m.out, e) }
+func (sh *shared) emit(e Effect) { sh.out = append(sh.out, e) }
 
-func (m *Market) send(to NodeID, msg Msg) {
-	if to == m.cfg.Self {
-		m.local = append(m.local, localMsg{from: m.cfg.Self, msg: msg})
+func (sh *shared) send(to NodeID, msg Msg) {
+	if to == sh.cfg.Self {
+		sh.local = append(sh.local, localMsg{from: sh.cfg.Self, msg: msg})
 		return
 	}
-	m.emit(Send{To: to, Msg: msg})
+	sh.emit(Send{To: to, Msg: msg})
 }
 
-func (m *Market) event(job, text string) {
-	m.emit(Event{Job: job, Time: m.now, Text: text})
+func (sh *shared) event(job, text string) {
+	sh.emit(Event{Job: job, Time: sh.now, Text: text})
 }
 
 // touch marks a job's record changed: Ready emits one SaveJob for it,
 // however many calls touched it since the last Ready.
-func (m *Market) touch(job string) {
-	m.dirty[job] = true
-	m.dl.retimeJob(job)
+func (sh *shared) touch(job string) {
+	sh.dirty[job] = true
+	sh.dl.retimeJob(job)
 }
 
 // flushSaves turns dirty jobs into SaveJob effects, in job ID order. It
@@ -236,7 +185,7 @@ func (m *Market) flushSaves() {
 				m.saves = append(m.saves, SaveJob{Job: c})
 				m.rep.note(c)
 				if j.State.Terminal() {
-					m.retire(j)
+					m.mgr.retire(j)
 				}
 			}
 		}
@@ -268,46 +217,46 @@ func (m *Market) Step(now time.Time, from NodeID, msg Msg) {
 
 func (m *Market) step(from NodeID, msg Msg) {
 	if s := msg.Sender(); s != "" && s != from {
-		m.refuse(RefuseSender, from, "", fmt.Sprintf("dropped a %s from %s that claims to come from %s", Kind(msg), from, s))
+		m.tix.refuse(RefuseSender, from, "", fmt.Sprintf("dropped a %s from %s that claims to come from %s", Kind(msg), from, s))
 		return
 	}
 	switch x := msg.(type) {
 	case CFP:
-		m.onCFP(from, x)
+		m.con.onCFP(from, x)
 	case Bid:
-		m.onBid(x)
+		m.auc.onBid(x)
 	case NoBid:
-		m.onNoBid(x)
+		m.auc.onNoBid(x)
 	case Award:
-		m.onAward(x)
+		m.con.onAward(x)
 	case AwardReply:
-		m.onAwardReply(x)
+		m.auc.onAwardReply(x)
 	case TaskStatus:
-		m.onTaskStatus(x)
+		m.mgr.onTaskStatus(x)
 	case CancelTask:
-		m.onCancelTask(from, x)
+		m.con.onCancelTask(from, x)
 	case ResultAck:
-		m.onResultAck(from, x)
+		m.con.onResultAck(from, x)
 	case Hold:
-		m.onHold(x)
+		m.con.onHold(x)
 	case HoldReply:
-		m.onHoldReply(x)
+		m.gang.onHoldReply(x)
 	case Commit:
-		m.onCommit(from, x)
+		m.con.onCommit(from, x)
 	case Release:
-		m.onRelease(from, x)
+		m.con.onRelease(from, x)
 	case Reserve:
-		m.onReserve(x)
+		m.con.onReserve(x)
 	case StealRequest:
-		m.onStealRequest(x)
+		m.con.onStealRequest(x)
 	case Transfer:
-		m.onTransfer(x)
+		m.con.onTransfer(x)
 	case ManagerQuery:
-		m.onManagerQuery(x)
+		m.fo.onManagerQuery(x)
 	case ManagerAnswer:
-		m.onManagerAnswer(x)
+		m.fo.onManagerAnswer(x)
 	case ManagerClaim:
-		m.onManagerClaim(x)
+		m.sp.onManagerClaim(x)
 	default:
 		panic(fmt.Sprintf("market: unknown message %T", msg))
 	}
@@ -316,67 +265,51 @@ func (m *Market) step(from NodeID, msg Msg) {
 // ObserveLoad feeds a measured CPU load sample (0..1) to the load
 // forecaster used when bidding.
 func (m *Market) ObserveLoad(now time.Time, load float64) {
-	m.c.load.Observe(now, load)
+	m.con.load.Observe(now, load)
 }
 
 // RestoreHistory loads the runtime predictor's persisted state.
-func (m *Market) RestoreHistory(stats []predict.TypeStats) { m.c.runtime.Restore(stats) }
+func (m *Market) RestoreHistory(stats []predict.TypeStats) { m.con.runtime.Restore(stats) }
 
 // History returns the runtime predictor's state for persistence.
-func (m *Market) History() []predict.TypeStats { return m.c.runtime.Snapshot() }
+func (m *Market) History() []predict.TypeStats { return m.con.runtime.Snapshot() }
 
 // Predict returns this node's runtime prediction for a job type.
 func (m *Market) Predict(jobType string, estimate time.Duration) predict.Prediction {
-	return m.c.runtime.Predict(jobType, estimate)
+	return m.con.runtime.Predict(jobType, estimate)
 }
 
 // Free is what this node has not reserved.
-func (m *Market) Free() resource.Vector { return m.c.free.Clone() }
+func (m *Market) Free() resource.Vector { return m.con.free.Clone() }
 
 // Reserved is the gang reservation this node honours first and the room
 // beside every reservation it honours, for its adverts; the zero value
 // when it holds none.
-func (m *Market) Reserved() ReservedRoom {
-	c := &m.c
-	m.refreshHead()
-	if c.headKnown() {
-		if r := c.headRes(); r != nil {
-			return ReservedRoom{Gang: r.gang, Unreserved: c.availFor("")}
-		}
-		return ReservedRoom{}
-	}
-	var first *reservation
-	for _, r := range c.reserves {
-		if first == nil || reservedBefore(r, first) {
-			first = r
-		}
-	}
-	if first == nil {
-		return ReservedRoom{}
-	}
-	return ReservedRoom{Gang: first.gang, Unreserved: c.availFor("")}
-}
-
-// Capacity is this node's capacity.
-func (m *Market) Capacity() resource.Vector { return m.c.capacity.Clone() }
-
-// QueueLen is the number of accepted tasks waiting to start here.
-func (m *Market) QueueLen() int { return len(m.c.queue) }
-
-// RunningLen is the number of tasks running here.
-func (m *Market) RunningLen() int { return len(m.c.running) }
+func (m *Market) Reserved() ReservedRoom { return m.gang.reserved() }
 
 // PredictedWait is how long a new one-core task would wait here.
-func (m *Market) PredictedWait(now time.Time) time.Duration {
-	m.refreshHead()
-	o := TaskOffer{Request: resource.Request{CPU: min(1000, m.c.capacity.CPU)}}
-	return max(m.c.predictStart(o, now).Sub(now), 0)
-}
+func (m *Market) PredictedWait(now time.Time) time.Duration { return m.gang.predictedWait(now) }
+
+// Waiting is the first gang this node is placing that has waited long
+// (see gangManager.waiting), for its adverts.
+func (m *Market) Waiting() WaitingGang { return m.gang.waiting() }
+
+// Live reports whether a node is this one or in its view.
+func (m *Market) Live(id NodeID) bool { return m.live(id) }
+
+// Capacity is this node's capacity.
+func (m *Market) Capacity() resource.Vector { return m.con.capacity.Clone() }
+
+// QueueLen is the number of accepted tasks waiting to start here.
+func (m *Market) QueueLen() int { return len(m.con.queue) }
+
+// RunningLen is the number of tasks running here.
+func (m *Market) RunningLen() int { return len(m.con.running) }
 
 // Running lists the task replicas running here, sorted by key.
 func (m *Market) Running() []TaskKey {
 	var out []TaskKey
-	for k := range m.c.running {
+	for k := range m.con.running {
 		out = append(out, k)
 	}
 	sortKeys(out)

@@ -181,7 +181,7 @@ func TestGPUCandidatesTightestFirst(t *testing.T) {
 		{resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 2}}, []NodeID{"b-six-busy", "a-idle"}},
 	} {
 		var got []NodeID
-		for _, c := range m.candidates(TaskOffer{Request: tc.req}, nil) {
+		for _, c := range m.auc.candidates(TaskOffer{Request: tc.req}, nil) {
 			got = append(got, c.id)
 		}
 		if len(got) < len(tc.want) || !slices.Equal(got[:len(tc.want)], tc.want) {

@@ -105,7 +105,7 @@ type Resumed struct {
 func (m *Market) Resume(now time.Time, runs []Resumed) {
 	m.enter(now)
 	defer m.leave()
-	c := &m.c
+	c := m.con
 	for _, r := range runs {
 		k := r.Task.Key
 		req := r.Task.Request
@@ -133,14 +133,14 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 	m.enter(now)
 	defer m.leave()
 	var done []JobRecord
-	r := &m.reclaim
+	r := &m.fo.reclaim
 	r.pending, r.start, r.first, r.asked, r.asks = true, m.now, time.Time{}, time.Time{}, 0
 	r.expect, r.lastExp = map[NodeID]bool{}, time.Time{}
 	r.held, r.waiting, r.adopters = map[string]JobRecord{}, map[string]map[NodeID]bool{}, map[string][]NodeID{}
 	r.exits = map[TaskKey]TaskExit{}
 	for _, x := range exits {
 		if x.Manager != "" && x.Manager != m.cfg.Self {
-			m.reportAgain(x)
+			m.fo.reportAgain(x)
 			continue
 		}
 		r.exits[x.Key] = x
@@ -155,10 +155,10 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 			r.held[j.ID] = j
 		}
 	}
-	m.restore(done)
+	m.mgr.restore(done)
 	others := slices.DeleteFunc(slices.Clone(known), func(id NodeID) bool { return id == m.cfg.Self })
 	for id := range r.held {
-		for _, p := range Closest(id, others, m.reclaimAsk()) {
+		for _, p := range Closest(id, others, m.fo.reclaimAsk()) {
 			r.expect[p] = true
 		}
 	}
@@ -171,24 +171,24 @@ func (m *Market) Reclaim(now time.Time, jobs []JobRecord, known []NodeID, exits 
 // replica — even after the manager placed it again (lateSuccess), so the
 // crash of an executor right after a task's end does not make it run
 // twice (the fault campaign's crash seed 7405).
-func (m *Market) reportAgain(x TaskExit) {
-	st := TaskStatus{Key: x.Key, Epoch: x.Epoch, Attempt: x.Attempt, Node: m.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode,
+func (fo *failover) reportAgain(x TaskExit) {
+	st := TaskStatus{Key: x.Key, Epoch: x.Epoch, Attempt: x.Attempt, Node: fo.cfg.Self, State: TaskSucceeded, ExitCode: x.ExitCode,
 		Reason: x.Reason, Time: x.Time, Outputs: x.Outputs, AckWanted: true}
 	if x.ExitCode != 0 {
 		st.State, st.Outputs = TaskFailed, nil
 	}
-	if m.c.resultOf[resultID{x.Key, x.Epoch, x.Attempt}] != nil {
+	if fo.con.resultOf[resultID{x.Key, x.Epoch, x.Attempt}] != nil {
 		return
 	}
-	m.send(x.Manager, st)
-	m.addResult(&pendingResult{to: x.Manager, awarder: x.Manager, st: st, next: m.now.Add(m.cfg.LeaseEvery), gap: m.cfg.LeaseEvery,
-		expires: m.now.Add(m.cfg.LeaseTimeout + m.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
+	fo.send(x.Manager, st)
+	fo.con.addResult(&pendingResult{to: x.Manager, awarder: x.Manager, st: st, next: fo.now.Add(fo.cfg.LeaseEvery), gap: fo.cfg.LeaseEvery,
+		expires: fo.now.Add(fo.cfg.LeaseTimeout + fo.cfg.LeaseEvery*(1<<maxResultRepeats-1))})
 }
 
 // Held lists the unfinished jobs held back after a restart, oldest first.
 func (m *Market) Held() []JobRecord {
-	out := make([]JobRecord, 0, len(m.reclaim.held))
-	for _, j := range m.reclaim.held {
+	out := make([]JobRecord, 0, len(m.fo.reclaim.held))
+	for _, j := range m.fo.reclaim.held {
 		out = append(out, j.Clone())
 	}
 	sort.Slice(out, func(a, b int) bool {
@@ -202,35 +202,35 @@ func (m *Market) Held() []JobRecord {
 
 // settled reports whether the view is worth acting on: no restart is
 // waiting for it to settle.
-func (m *Market) settled() bool { return !m.reclaim.pending }
+func (fo *failover) settled() bool { return !fo.reclaim.pending }
 
 // sawAdvert notes the first advert after a restart, and an expected
 // peer's.
-func (m *Market) sawAdvert(p NodeID) {
-	r := &m.reclaim
+func (fo *failover) sawAdvert(p NodeID) {
+	r := &fo.reclaim
 	if !r.pending {
 		return
 	}
 	if r.first.IsZero() {
-		r.first = m.now
+		r.first = fo.now
 	}
 	if r.expect[p] {
 		delete(r.expect, p)
-		r.lastExp = m.now
+		r.lastExp = fo.now
 	}
 }
 
 // settleAt is when the view counts as settled, from what is known now.
-func (m *Market) settleAt() time.Time {
-	r := &m.reclaim
-	iv := m.cfg.AdvertInterval
+func (fo *failover) settleAt() time.Time {
+	r := &fo.reclaim
+	iv := fo.cfg.AdvertInterval
 	floor, limit := r.start.Add(iv+iv/2), r.start.Add(reclaimSettleMax*iv)
 	switch {
 	case len(r.expect) > 0:
 		return limit
 	case !r.first.IsZero():
 		return maxTime(floor, minTime(maxTime(r.first.Add(iv), r.lastExp), limit))
-	case m.cfg.Solo:
+	case fo.cfg.Solo:
 		return floor // alone: nobody can have taken anything over
 	}
 	return limit
@@ -238,44 +238,44 @@ func (m *Market) settleAt() time.Time {
 
 // reclaimDue settles the view when it is time, asks about the held jobs,
 // and restores them once answered.
-func (m *Market) reclaimDue() {
-	r := &m.reclaim
+func (fo *failover) reclaimDue() {
+	r := &fo.reclaim
 	if !r.pending && len(r.held) == 0 {
 		return
 	}
 	if r.pending {
-		if m.now.Before(m.settleAt()) {
+		if fo.now.Before(fo.settleAt()) {
 			return
 		}
 		r.pending = false
-		m.settledAt = m.now
-		if r.first.IsZero() && !m.cfg.Solo {
-			m.event("", fmt.Sprintf("restart: no advert within %v; acting on the view as it is", reclaimSettleMax*m.cfg.AdvertInterval))
+		fo.settledAt = fo.now
+		if r.first.IsZero() && !fo.cfg.Solo {
+			fo.event("", fmt.Sprintf("restart: no advert within %v; acting on the view as it is", reclaimSettleMax*fo.cfg.AdvertInterval))
 		}
-		m.askHeld()
-		m.adoptSettled()
-		m.claimOrigins()
+		fo.askHeld()
+		fo.adoptSettled()
+		fo.sp.claimOrigins()
 		return
 	}
-	if m.now.Sub(r.asked) < m.cfg.QueryTimeout {
+	if fo.now.Sub(r.asked) < fo.cfg.QueryTimeout {
 		return
 	}
 	if r.asks >= reclaimAsks {
-		m.finishReclaim()
+		fo.finishReclaim()
 		return
 	}
-	r.asked, r.asks = m.now, r.asks+1
+	r.asked, r.asks = fo.now, r.asks+1
 	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		for _, p := range slices.Sorted(maps.Keys(r.waiting[id])) {
-			m.send(p, ManagerQuery{Job: id, From: m.cfg.Self})
+			fo.send(p, ManagerQuery{Job: id, From: fo.cfg.Self})
 		}
 	}
 }
 
 // reclaimPeerGone counts a peer that left the view as not having any
 // held job it was asked about.
-func (m *Market) reclaimPeerGone(id NodeID) {
-	r := &m.reclaim
+func (fo *failover) reclaimPeerGone(id NodeID) {
+	r := &fo.reclaim
 	if len(r.waiting) == 0 {
 		return
 	}
@@ -288,33 +288,33 @@ func (m *Market) reclaimPeerGone(id NodeID) {
 		}
 	}
 	if len(r.waiting) == 0 && !r.asked.IsZero() {
-		m.finishReclaim()
+		fo.finishReclaim()
 	}
 }
 
 // askHeld asks the peers closest to each held job whether they manage it.
-func (m *Market) askHeld() {
-	r := &m.reclaim
-	r.asked, r.asks = m.now, 1
+func (fo *failover) askHeld() {
+	r := &fo.reclaim
+	r.asked, r.asks = fo.now, 1
 	for _, id := range slices.Sorted(maps.Keys(r.held)) {
-		peers := m.closestPeers(id, m.reclaimAsk(), "")
+		peers := fo.closestPeers(id, fo.reclaimAsk(), "")
 		if len(peers) == 0 {
 			continue
 		}
 		r.waiting[id] = map[NodeID]bool{}
 		for _, p := range peers {
 			r.waiting[id][p] = true
-			m.send(p, ManagerQuery{Job: id, From: m.cfg.Self})
+			fo.send(p, ManagerQuery{Job: id, From: fo.cfg.Self})
 		}
 	}
 	if len(r.waiting) == 0 {
-		m.finishReclaim()
+		fo.finishReclaim()
 	}
 }
 
 // reclaimAnswer takes a peer's answer about a held job.
-func (m *Market) reclaimAnswer(a ManagerAnswer) {
-	r := &m.reclaim
+func (fo *failover) reclaimAnswer(a ManagerAnswer) {
+	r := &fo.reclaim
 	w := r.waiting[a.Job]
 	if !w[a.From] {
 		return
@@ -327,14 +327,14 @@ func (m *Market) reclaimAnswer(a ManagerAnswer) {
 		r.adopters[a.Job] = append(r.adopters[a.Job], a.From)
 	}
 	if len(r.waiting) == 0 {
-		m.finishReclaim()
+		fo.finishReclaim()
 	}
 }
 
 // finishReclaim restores the held jobs no peer took over and forgets the
 // others.
-func (m *Market) finishReclaim() {
-	r := &m.reclaim
+func (fo *failover) finishReclaim() {
+	r := &fo.reclaim
 	var keep []JobRecord
 	for _, id := range slices.Sorted(maps.Keys(r.held)) {
 		ps := r.adopters[id]
@@ -346,7 +346,7 @@ func (m *Market) finishReclaim() {
 		for _, p := range ps[1:] {
 			who += " and " + string(p)
 		}
-		m.event(id, fmt.Sprintf("manager restarted: %s took the job over meanwhile; not restored here", who))
+		fo.event(id, fmt.Sprintf("manager restarted: %s took the job over meanwhile; not restored here", who))
 		// Two adopters (on two sides of a cut, say) each hear of the
 		// next, and meet (split.go); later claims here name the first.
 		// Their claims to this node, the job's first manager, may have
@@ -354,30 +354,30 @@ func (m *Market) finishReclaim() {
 		// seed 17908).
 		for i, p := range ps {
 			if len(ps) > 1 {
-				m.send(p, ManagerAnswer{Job: id, From: m.cfg.Self, Successor: ps[(i+1)%len(ps)]})
+				fo.send(p, ManagerAnswer{Job: id, From: fo.cfg.Self, Successor: ps[(i+1)%len(ps)]})
 			}
 		}
-		if len(m.yieldedTo) >= maxGone {
-			clear(m.yieldedTo)
+		if len(fo.sp.yieldedTo) >= maxGone {
+			clear(fo.sp.yieldedTo)
 		}
-		m.yieldedTo[id] = ps[0]
-		m.emit(ForgetJob{Job: id, KeepEvents: true})
+		fo.sp.yieldedTo[id] = ps[0]
+		fo.emit(ForgetJob{Job: id, KeepEvents: true})
 	}
 	if len(keep) > 0 {
-		m.event("", fmt.Sprintf("restart: restored %d unfinished jobs, %d taken over meanwhile", len(keep), len(r.held)-len(keep)))
+		fo.event("", fmt.Sprintf("restart: restored %d unfinished jobs, %d taken over meanwhile", len(keep), len(r.held)-len(keep)))
 	}
 	r.held, r.waiting, r.adopters = nil, nil, nil
-	m.restore(keep)
+	fo.mgr.restore(keep)
 }
 
 // nextReclaim is when reclaimDue next has work; ok is false for never.
-func (m *Market) nextReclaim() (time.Time, bool) {
-	r := &m.reclaim
+func (fo *failover) nextReclaim() (time.Time, bool) {
+	r := &fo.reclaim
 	switch {
 	case r.pending:
-		return m.settleAt(), true
+		return fo.settleAt(), true
 	case len(r.held) > 0:
-		return r.asked.Add(m.cfg.QueryTimeout), true
+		return r.asked.Add(fo.cfg.QueryTimeout), true
 	}
 	return time.Time{}, false
 }
@@ -391,6 +391,6 @@ func maxTime(a, b time.Time) time.Time {
 
 // Holds reports whether job id is held back after a restart.
 func (m *Market) Holds(id string) bool {
-	_, ok := m.reclaim.held[id]
+	_, ok := m.fo.reclaim.held[id]
 	return ok
 }

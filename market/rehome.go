@@ -31,24 +31,24 @@ const everyFifth = 5
 
 // managerGone starts the search for the new manager of the jobs whose
 // tasks this node holds and whose manager id left the view.
-func (m *Market) managerGone(id NodeID) {
-	for _, job := range m.jobsManagedBy(id) {
-		if m.rehome[job] != nil {
+func (fo *failover) managerGone(id NodeID) {
+	for _, job := range fo.jobsManagedBy(id) {
+		if fo.rehome[job] != nil {
 			continue
 		}
-		if !m.c.working(job) {
-			m.askOnce(job, id) // only reports it already has: see below
+		if !fo.con.working(job) {
+			fo.askOnce(job, id) // only reports it already has: see below
 			continue
 		}
-		m.rehome[job] = &rehoming{old: id, next: m.now, until: m.now.Add(m.cfg.RehomeFor)}
+		fo.rehome[job] = &rehoming{old: id, next: fo.now, until: fo.now.Add(fo.cfg.RehomeFor)}
 	}
 }
 
 // managerRestarted asks, once, whether a peer took over the jobs of
 // manager id while it was down.
-func (m *Market) managerRestarted(id NodeID) {
-	for _, job := range m.jobsManagedBy(id) {
-		m.askOnce(job, id)
+func (fo *failover) managerRestarted(id NodeID) {
+	for _, job := range fo.jobsManagedBy(id) {
+		fo.askOnce(job, id)
 	}
 }
 
@@ -57,17 +57,17 @@ func (m *Market) managerRestarted(id NodeID) {
 // manager acknowledged (kept in case a peer adopts the job from a copy
 // that predates them): the job may well have finished, and nobody would
 // ever answer a long search.
-func (m *Market) askOnce(job string, old NodeID) {
-	r := &rehoming{old: old, until: m.now.Add(m.cfg.QueryTimeout)}
-	m.rehome[job] = r
-	m.askManager(job, r, m.closestPeers(job, m.reclaimAsk(), old))
+func (fo *failover) askOnce(job string, old NodeID) {
+	r := &rehoming{old: old, until: fo.now.Add(fo.cfg.QueryTimeout)}
+	fo.rehome[job] = r
+	fo.askManager(job, r, fo.closestPeers(job, fo.reclaimAsk(), old))
 }
 
 // jobsManagedBy lists, sorted, the jobs with tasks here whose manager is
 // id.
-func (m *Market) jobsManagedBy(id NodeID) []string {
+func (fo *failover) jobsManagedBy(id NodeID) []string {
 	var out []string
-	for job, mgr := range m.managersOf() {
+	for job, mgr := range fo.managersOf() {
 		if mgr == id {
 			out = append(out, job)
 		}
@@ -79,49 +79,49 @@ func (m *Market) jobsManagedBy(id NodeID) []string {
 // reclaimAsk is how many of the peers closest to a job ID are asked who
 // manages it: its record's copies went to the JobReplicas closest peers
 // of its manager's view, which may have gained or lost a few since.
-func (m *Market) reclaimAsk() int { return 2 * max(m.cfg.JobReplicas, 1) }
+func (fo *failover) reclaimAsk() int { return 2 * max(fo.cfg.JobReplicas, 1) }
 
 // rehomeDue runs the searches' rounds that are due and ends those that
 // ran out or whose tasks are gone from here.
-func (m *Market) rehomeDue() {
-	if len(m.rehome) == 0 {
+func (fo *failover) rehomeDue() {
+	if len(fo.rehome) == 0 {
 		return
 	}
-	managers := m.managersOf()
-	jobs := make([]string, 0, len(m.rehome))
-	for job := range m.rehome {
+	managers := fo.managersOf()
+	jobs := make([]string, 0, len(fo.rehome))
+	for job := range fo.rehome {
 		jobs = append(jobs, job)
 	}
 	sort.Strings(jobs)
 	for _, job := range jobs {
-		r := m.rehome[job]
-		if _, held := managers[job]; !held || !m.now.Before(r.until) {
-			delete(m.rehome, job)
+		r := fo.rehome[job]
+		if _, held := managers[job]; !held || !fo.now.Before(r.until) {
+			delete(fo.rehome, job)
 			continue
 		}
-		if r.next.IsZero() || m.now.Before(r.next) {
+		if r.next.IsZero() || fo.now.Before(r.next) {
 			continue
 		}
-		n := m.reclaimAsk()
+		n := fo.reclaimAsk()
 		if r.round%everyFifth == everyFifth-1 {
 			n = -1
 		}
-		m.askManager(job, r, m.closestPeers(job, n, r.old))
-		r.next = m.now.Add(m.cfg.RehomeEvery)
+		fo.askManager(job, r, fo.closestPeers(job, n, r.old))
+		r.next = fo.now.Add(fo.cfg.RehomeEvery)
 	}
 }
 
 // askManager sends a round of questions about job's manager to peers.
-func (m *Market) askManager(job string, r *rehoming, peers []NodeID) {
+func (fo *failover) askManager(job string, r *rehoming, peers []NodeID) {
 	r.round++
 	for _, p := range peers {
-		m.send(p, ManagerQuery{Job: job, From: m.cfg.Self})
+		fo.send(p, ManagerQuery{Job: job, From: fo.cfg.Self})
 	}
 }
 
 // nextRehome is when rehomeDue next has work; ok is false for never.
-func (m *Market) nextRehome() (at time.Time, ok bool) {
-	for _, r := range m.rehome {
+func (fo *failover) nextRehome() (at time.Time, ok bool) {
+	for _, r := range fo.rehome {
 		t := r.until
 		if !r.next.IsZero() && r.next.Before(t) {
 			t = r.next
@@ -135,35 +135,35 @@ func (m *Market) nextRehome() (at time.Time, ok bool) {
 
 // onManagerQuery answers whether this node manages the job now. A job
 // held back after a restart (Reclaim) is not managed yet.
-func (m *Market) onManagerQuery(q ManagerQuery) {
-	j := m.jobs[q.Job]
-	m.send(q.From, ManagerAnswer{Job: q.Job, From: m.cfg.Self, Manages: j != nil && j.Manager == m.cfg.Self})
+func (fo *failover) onManagerQuery(q ManagerQuery) {
+	j := fo.jobs[q.Job]
+	fo.send(q.From, ManagerAnswer{Job: q.Job, From: fo.cfg.Self, Manages: j != nil && j.Manager == fo.cfg.Self})
 }
 
 // onManagerAnswer takes an answer to a search (the tasks report to its
 // sender from now on) or to a restarted manager's question (reclaim.go).
-func (m *Market) onManagerAnswer(a ManagerAnswer) {
-	m.reclaimAnswer(a)
+func (fo *failover) onManagerAnswer(a ManagerAnswer) {
+	fo.reclaimAnswer(a)
 	if !a.Manages {
-		delete(m.claims, claimKey{a.Job, a.From}) // a claim went to a node that does not manage the job
+		delete(fo.sp.claims, claimKey{a.Job, a.From}) // a claim went to a node that does not manage the job
 		if a.Successor != "" {
-			m.managerYielded(a)
-			if j := m.jobs[a.Job]; j != nil && a.Successor != m.cfg.Self && m.Live(a.Successor) {
+			fo.managerYielded(a)
+			if j := fo.jobs[a.Job]; j != nil && a.Successor != fo.cfg.Self && fo.live(a.Successor) {
 				// Another node manages the job too — the one a manager
 				// that gave it up yielded to, or a second manager whose
 				// copies a holder saw: this node must meet it (split.go).
 				// A claim is judged by its receiver, so the word needs
 				// no trust.
-				m.claim(a.Successor, j, false)
+				fo.sp.claim(a.Successor, j, false)
 			}
 		}
 	}
-	r := m.rehome[a.Job]
+	r := fo.rehome[a.Job]
 	if r == nil || !a.Manages || a.From == r.old {
 		return
 	}
-	delete(m.rehome, a.Job)
-	m.rehomeTo(a.Job, a.From)
+	delete(fo.rehome, a.Job)
+	fo.rehomeTo(a.Job, a.From)
 }
 
 // managerYielded starts a search for the new manager of a job whose
@@ -171,36 +171,36 @@ func (m *Market) onManagerAnswer(a ManagerAnswer) {
 // other — says it gave the job up to a.Successor (split.go): that node
 // is asked first. Its word is not taken for it: the tasks re-home once
 // the successor answers that it manages the job.
-func (m *Market) managerYielded(a ManagerAnswer) {
-	if mgr, ok := m.managersOf()[a.Job]; !ok || mgr != a.From || a.Successor == a.From {
+func (fo *failover) managerYielded(a ManagerAnswer) {
+	if mgr, ok := fo.managersOf()[a.Job]; !ok || mgr != a.From || a.Successor == a.From {
 		return
 	}
-	if a.Successor == m.cfg.Self {
-		if j := m.jobs[a.Job]; j != nil && j.Manager == m.cfg.Self {
-			delete(m.rehome, a.Job)
-			m.rehomeTo(a.Job, m.cfg.Self)
+	if a.Successor == fo.cfg.Self {
+		if j := fo.jobs[a.Job]; j != nil && j.Manager == fo.cfg.Self {
+			delete(fo.rehome, a.Job)
+			fo.rehomeTo(a.Job, fo.cfg.Self)
 		}
 		return
 	}
-	r := m.rehome[a.Job]
+	r := fo.rehome[a.Job]
 	if r == nil || r.old != a.From {
-		r = &rehoming{old: a.From, until: m.now.Add(m.cfg.RehomeFor)}
-		m.rehome[a.Job] = r
+		r = &rehoming{old: a.From, until: fo.now.Add(fo.cfg.RehomeFor)}
+		fo.rehome[a.Job] = r
 	}
-	r.next = m.now.Add(m.cfg.RehomeEvery)
+	r.next = fo.now.Add(fo.cfg.RehomeEvery)
 	peers := []NodeID{a.Successor}
-	for _, p := range m.closestPeers(a.Job, m.reclaimAsk(), a.From) {
+	for _, p := range fo.closestPeers(a.Job, fo.reclaimAsk(), a.From) {
 		if p != a.Successor {
 			peers = append(peers, p)
 		}
 	}
-	m.askManager(a.Job, r, peers)
+	fo.askManager(a.Job, r, peers)
 }
 
 // rehomeTo makes this node's contractor report the tasks of job to a new
 // manager (after a failover), renewing their leases at once.
-func (m *Market) rehomeTo(job string, manager NodeID) {
-	c := &m.c
+func (fo *failover) rehomeTo(job string, manager NodeID) {
+	c := fo.con
 	moved := 0
 	re := func(k *contract) {
 		if k.spec.Key.Job == job && k.manager != manager {
@@ -219,24 +219,24 @@ func (m *Market) rehomeTo(job string, manager NodeID) {
 	}
 	for _, r := range c.results {
 		if r.st.Key.Job == job {
-			r.to, r.next, r.acked = manager, m.now, false // the new manager has not seen it
-			c.resultsDue = m.now
+			r.to, r.next, r.acked = manager, fo.now, false // the new manager has not seen it
+			c.resultsDue = fo.now
 			moved++
 		}
 	}
 	if moved > 0 {
-		m.lastBeat = time.Time{}
-		m.heartbeat()
-		m.repeatResults()
-		m.event(job, fmt.Sprintf("now reporting %d task(s) to manager %s", moved, manager))
+		fo.con.lastBeat = time.Time{}
+		fo.con.heartbeat()
+		fo.con.repeatResults()
+		fo.event(job, fmt.Sprintf("now reporting %d task(s) to manager %s", moved, manager))
 	}
 }
 
 // managersOf lists the distinct managers of the tasks this node holds
 // (queued, running, held, or with a final report still being repeated),
 // by job.
-func (m *Market) managersOf() map[string]NodeID {
-	c := &m.c
+func (fo *failover) managersOf() map[string]NodeID {
+	c := fo.con
 	out := map[string]NodeID{}
 	for _, k := range c.running {
 		out[k.spec.Key.Job] = k.manager
@@ -251,31 +251,4 @@ func (m *Market) managersOf() map[string]NodeID {
 		out[r.st.Key.Job] = r.to
 	}
 	return out
-}
-
-// working reports whether the contractor holds work of job: a task
-// queued, running or held, or a final report its manager has not
-// acknowledged.
-func (c *contractor) working(job string) bool {
-	for _, k := range c.running {
-		if k.spec.Key.Job == job {
-			return true
-		}
-	}
-	for _, k := range c.queue {
-		if k.spec.Key.Job == job {
-			return true
-		}
-	}
-	for _, h := range c.holds {
-		if h.k.spec.Key.Job == job {
-			return true
-		}
-	}
-	for _, r := range c.results {
-		if r.st.Key.Job == job && !r.acked {
-			return true
-		}
-	}
-	return false
 }

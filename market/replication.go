@@ -52,14 +52,14 @@ type copyEnv interface {
 	activeJobs() []string
 	// closestPeers are the r live peers closest to job, skip left out.
 	closestPeers(job string, r int, skip NodeID) []NodeID
-	// Live says whether a node is this one or in the view.
-	Live(id NodeID) bool
+	// live says whether a node is this one or in the view.
+	live(id NodeID) bool
 	// event records a line of a job's history.
 	event(job, text string)
 }
 
 // record is a job's record here, or nil (copyEnv).
-func (m *Market) record(job string) *JobRecord { return m.jobs[job] }
+func (sh *shared) record(job string) *JobRecord { return sh.jobs[job] }
 
 // sentBatch is a Replicate effect awaiting Replicated.
 type sentBatch struct {
@@ -169,7 +169,7 @@ func (r *replication) setMoved(job string, peers []NodeID) []NodeID {
 	// is back (dropsFor).
 	var live []NodeID
 	for _, p := range r.drop[job] {
-		if r.env.Live(p) {
+		if r.env.live(p) {
 			live = append(live, p)
 		}
 	}

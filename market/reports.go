@@ -9,12 +9,12 @@ import (
 )
 
 // onTaskStatus applies an executor's report, rejecting stale epochs.
-func (m *Market) onTaskStatus(s TaskStatus) {
-	j, t := m.find(s.Key)
+func (mg *manager) onTaskStatus(s TaskStatus) {
+	j, t := mg.find(s.Key)
 	if t == nil {
 		return // not this node's job (any more): no ack, the report may find its manager yet
 	}
-	if a := m.auctions[s.Key]; t.State == TaskPending && a != nil && a.awardee != nil && a.awardee.Bidder == s.Node &&
+	if a := mg.auctions[s.Key]; t.State == TaskPending && a != nil && a.awardee != nil && a.awardee.Bidder == s.Node &&
 		a.id.Epoch == s.Epoch {
 		// The awardee's report came before its answer to the award (lost,
 		// or overtaken): it accepted, and runs the replica — or ran it
@@ -22,8 +22,8 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		// lost (the fault campaign's seed 1448). Judged stale, its run
 		// would be stopped, or its end ignored, and the replica placed
 		// again: started twice.
-		m.onAwardReply(AwardReply{Auction: a.id, Bidder: s.Node, Accept: true, Start: s.Time})
-		j, t = m.find(s.Key)
+		mg.auc.onAwardReply(AwardReply{Auction: a.id, Bidder: s.Node, Accept: true, Start: s.Time})
+		j, t = mg.find(s.Key)
 		if t == nil {
 			return
 		}
@@ -32,7 +32,7 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 		// Whatever becomes of the report — applied, a repeat, stale — a
 		// repeat would be judged the same way. The ack leaves after this
 		// turn's records are committed, as every message does.
-		defer m.send(s.Node, ResultAck{Key: s.Key, Epoch: s.Epoch, Attempt: s.Attempt})
+		defer mg.send(s.Node, ResultAck{Key: s.Key, Epoch: s.Epoch, Attempt: s.Attempt})
 	}
 	if s.Epoch == t.Epoch && s.Node == lastNode(t) && s.State == t.State && t.State.Terminal() {
 		return // a repeated final report: already applied
@@ -40,80 +40,80 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 	if s.Epoch == t.Epoch && j.State.Terminal() && s.State.Terminal() {
 		return // the job ended; this replica's end changes nothing
 	}
-	if m.fromPreviousManager(j, t, s) {
-		m.catchUp(j, t, s)
+	if mg.fo.fromPreviousManager(j, t, s) {
+		mg.fo.catchUp(j, t, s)
 	}
-	if m.lateSuccess(j, t, s) {
-		m.acceptLateSuccess(j, t, s)
+	if mg.lateSuccess(j, t, s) {
+		mg.acceptLateSuccess(j, t, s)
 		return
 	}
 	if s.Epoch != t.Epoch || s.Node != t.Node || t.State.Terminal() || j.State.Terminal() {
 		live := s.State == TaskRunning || s.State == TaskAwarded
 		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
-			m.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
+			mg.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
 		}
 		now := "on " + string(t.Node)
 		if t.Node == "" {
 			now = string(t.State)
 		}
-		m.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (the replica is %s, epoch %d)", s.Key, s.State, s.Node, s.Epoch, now, t.Epoch))
+		mg.tix.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: stale report %q from %s epoch %d rejected (the replica is %s, epoch %d)", s.Key, s.State, s.Node, s.Epoch, now, t.Epoch))
 		return
 	}
 	// Lease renewals: a report of the state the manager already has.
 	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
-		t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-		m.dl.retimeJob(t.Key.Job)
+		t.LeaseUntil = mg.now.Add(mg.cfg.LeaseTimeout)
+		mg.dl.retimeJob(t.Key.Job)
 		return
 	}
-	t.LeaseUntil = m.now.Add(m.cfg.LeaseTimeout)
-	m.dl.retimeJob(t.Key.Job)
-	m.touch(j.ID)
+	t.LeaseUntil = mg.now.Add(mg.cfg.LeaseTimeout)
+	mg.dl.retimeJob(t.Key.Job)
+	mg.touch(j.ID)
 	switch s.State {
 	case TaskRunning:
-		m.move(j, t, change{ev: evStart, at: s.Time})
-		m.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
+		mg.move(j, t, change{ev: evStart, at: s.Time})
+		mg.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
 	case TaskSucceeded:
 		if s.Runtime > 0 {
-			m.learned.Observe(j.Spec.Type, s.Runtime)
+			mg.learned.Observe(j.Spec.Type, s.Runtime)
 		}
-		if over := m.overDataLimit(j, s.Outputs); over != "" {
-			m.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: over})
+		if over := mg.auc.overDataLimit(j, s.Outputs); over != "" {
+			mg.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: over})
 			reason := fmt.Sprintf("task %s: %s", t.Key.Task, over)
-			m.event(j.ID, reason)
-			m.endJob(j, JobFailed, reason)
+			mg.event(j.ID, reason)
+			mg.endJob(j, JobFailed, reason)
 			return
 		}
-		m.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
+		mg.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
 		t.Outputs = s.Outputs
-		m.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
-		m.release(j)
+		mg.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
+		mg.release(j)
 	case TaskFailed, TaskPreempted, TaskCancelled:
 		if j.isGang(t.Key.Task) {
-			m.gangReplicaEnded(j, t, s)
+			mg.gang.gangReplicaEnded(j, t, s)
 			break
 		}
 		if s.State != TaskFailed {
-			m.move(j, t, change{ev: evRequeue, at: m.now, ended: attemptEnd{s.State, s.ExitCode, s.Reason}})
-			m.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
+			mg.move(j, t, change{ev: evRequeue, at: mg.now, ended: attemptEnd{s.State, s.ExitCode, s.Reason}})
+			mg.event(j.ID, fmt.Sprintf("%s: %s on %s (%s); placing again", t.Key, s.State, s.Node, s.Reason))
 			break
 		}
 		t.Failures++
 		ts, _ := j.Spec.Task(t.Key.Task)
 		if t.Failures > ts.Retries {
-			m.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: s.Reason})
+			mg.move(j, t, change{ev: evFail, exit: s.ExitCode, reason: s.Reason})
 			reason := fmt.Sprintf("task %s failed after %d attempts: exit code %d: %s", t.Key.Task, t.Attempts, s.ExitCode, s.Reason)
 			if t.Key.Replica > 0 || ts.Replicas > 1 {
 				reason = fmt.Sprintf("task %s replica %d failed after %d attempts: exit code %d: %s", t.Key.Task, t.Key.Replica, t.Attempts, s.ExitCode, s.Reason)
 			}
-			m.event(j.ID, reason)
-			m.endJob(j, JobFailed, reason)
+			mg.event(j.ID, reason)
+			mg.endJob(j, JobFailed, reason)
 			return
 		}
-		back := min(m.cfg.RetryBase<<min(t.Failures-1, 20), m.cfg.RetryMax)
-		m.move(j, t, change{ev: evRetry, at: m.now.Add(back), exit: s.ExitCode, reason: s.Reason})
-		m.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
+		back := min(mg.cfg.RetryBase<<min(t.Failures-1, 20), mg.cfg.RetryMax)
+		mg.move(j, t, change{ev: evRetry, at: mg.now.Add(back), exit: s.ExitCode, reason: s.Reason})
+		mg.event(j.ID, fmt.Sprintf("%s: failed on %s (exit %d: %s); retry %d/%d in %v", t.Key, s.Node, s.ExitCode, s.Reason, t.Failures, ts.Retries, back))
 	}
-	m.placeReady()
+	mg.auc.placeReady()
 }
 
 // lateSuccess says whether s reports the success of an earlier attempt
@@ -123,7 +123,7 @@ func (m *Market) onTaskStatus(s TaskStatus) {
 // outputs exist: taking it spares a second run, which would otherwise
 // start or go on (the fault campaign's crash seed 7405). Not for gangs:
 // a gang runs whole.
-func (m *Market) lateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
+func (mg *manager) lateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
 	if s.State != TaskSucceeded || j.State.Terminal() || j.isGang(t.Key.Task) {
 		return false
 	}
@@ -144,27 +144,27 @@ func (m *Market) lateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) bool {
 // acceptLateSuccess applies an earlier attempt's success (lateSuccess):
 // the current attempt, if any, is cancelled, and the replica succeeds at
 // the reported epoch.
-func (m *Market) acceptLateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) {
-	if over := m.overDataLimit(j, s.Outputs); over != "" {
-		m.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: late success from %s epoch %d not taken: %s", s.Key, s.Node, s.Epoch, over))
+func (mg *manager) acceptLateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) {
+	if over := mg.auc.overDataLimit(j, s.Outputs); over != "" {
+		mg.tix.refuse(RefuseReport, s.Node, j.ID, fmt.Sprintf("%s: late success from %s epoch %d not taken: %s", s.Key, s.Node, s.Epoch, over))
 		return
 	}
-	if a := m.auctions[t.Key]; a != nil && a.awardee != nil {
-		m.send(a.awardee.Bidder, CancelTask{Key: t.Key, Epoch: a.id.Epoch, Reason: "award withdrawn: an earlier attempt succeeded"})
+	if a := mg.auctions[t.Key]; a != nil && a.awardee != nil {
+		mg.send(a.awardee.Bidder, CancelTask{Key: t.Key, Epoch: a.id.Epoch, Reason: "award withdrawn: an earlier attempt succeeded"})
 	}
-	m.dropAuction(t.Key)
+	mg.dropAuction(t.Key)
 	if t.State == TaskAwarded || t.State == TaskRunning {
-		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded: an earlier attempt succeeded"})
+		mg.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: "superseded: an earlier attempt succeeded"})
 	}
 	if s.Runtime > 0 {
-		m.learned.Observe(j.Spec.Type, s.Runtime)
+		mg.learned.Observe(j.Spec.Type, s.Runtime)
 	}
-	m.touch(j.ID)
-	m.move(j, t, change{ev: evLateSucceed, node: s.Node, epoch: s.Epoch, exit: s.ExitCode, reason: s.Reason})
+	mg.touch(j.ID)
+	mg.move(j, t, change{ev: evLateSucceed, node: s.Node, epoch: s.Epoch, exit: s.ExitCode, reason: s.Reason})
 	t.Outputs = s.Outputs
-	m.event(j.ID, fmt.Sprintf("%s: succeeded on %s (epoch %d, reported late; the attempt placed since is cancelled)", t.Key, s.Node, s.Epoch))
-	m.release(j)
-	m.placeReady()
+	mg.event(j.ID, fmt.Sprintf("%s: succeeded on %s (epoch %d, reported late; the attempt placed since is cancelled)", t.Key, s.Node, s.Epoch))
+	mg.release(j)
+	mg.auc.placeReady()
 }
 
 // lastNode is the node of the replica's latest attempt.
@@ -184,7 +184,7 @@ func lastAttempt(t *TaskRecord) *AttemptRecord {
 
 // release marks replicas whose dependencies all succeeded as pending, and
 // finishes the job when every replica succeeded.
-func (m *Market) release(j *JobRecord) {
+func (mg *manager) release(j *JobRecord) {
 	// One pass without allocating first: it runs at every task's end, and
 	// a job with nothing waiting (no DAG, or every dependency released)
 	// needs no more, however many replicas it has.
@@ -199,7 +199,7 @@ func (m *Market) release(j *JobRecord) {
 		}
 	}
 	if all {
-		m.endJob(j, JobSucceeded, "")
+		mg.endJob(j, JobSucceeded, "")
 		return
 	}
 	if !waiting {
@@ -225,30 +225,30 @@ func (m *Market) release(j *JobRecord) {
 			ok = ok && done[dep]
 		}
 		if ok {
-			m.move(j, t, change{ev: evReady})
+			mg.move(j, t, change{ev: evReady})
 		}
 	}
 }
 
 // endJob moves a job to a terminal state, stopping whatever still runs.
-func (m *Market) endJob(j *JobRecord, st JobState, reason string) {
-	m.endJobWith(j, st, reason, func(t *TaskRecord) {
-		m.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
+func (mg *manager) endJob(j *JobRecord, st JobState, reason string) {
+	mg.endJobWith(j, st, reason, func(t *TaskRecord) {
+		mg.send(t.Node, CancelTask{Key: t.Key, Epoch: t.Epoch, Reason: fmt.Sprintf("job %s", st)})
 	})
 }
 
 // endJobWith ends j as endJob does, but calls live for each replica
 // awarded or running instead of cancelling it.
-func (m *Market) endJobWith(j *JobRecord, st JobState, reason string, live func(t *TaskRecord)) {
-	m.endJobState(j, st, reason)
+func (mg *manager) endJobWith(j *JobRecord, st JobState, reason string, live func(t *TaskRecord)) {
+	mg.endJobState(j, st, reason)
 	for _, ts := range j.Spec.Tasks {
-		if g := m.gangs[gangID(j.ID, ts.Name)]; g != nil {
+		if g := mg.gangs[gangID(j.ID, ts.Name)]; g != nil {
 			if g.holding {
 				for r, n := range g.holders {
-					m.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
+					mg.send(n, Release{Key: TaskKey{Job: g.job, Task: g.task, Replica: r}, Epoch: g.epoch})
 				}
 			}
-			m.dropGang(j.ID, ts.Name)
+			mg.dropGang(j.ID, ts.Name)
 		}
 	}
 	for i := range j.Tasks {
@@ -259,12 +259,12 @@ func (m *Market) endJobWith(j *JobRecord, st JobState, reason string, live func(
 		if t.State == TaskAwarded || t.State == TaskRunning {
 			live(t)
 		}
-		m.dropAuction(t.Key)
-		delete(m.inherited, t.Key)
-		m.move(j, t, change{ev: evCancel, reason: "job " + string(st)})
+		mg.dropAuction(t.Key)
+		delete(mg.auc.inherited, t.Key)
+		mg.move(j, t, change{ev: evCancel, reason: "job " + string(st)})
 	}
-	m.touch(j.ID)
-	m.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
+	mg.touch(j.ID)
+	mg.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
 }
 
 func suffix(r string) string {
@@ -276,18 +276,18 @@ func suffix(r string) string {
 
 // failUnplaceable fails a replica nobody bid for within the scheduling
 // timeout, naming the unmet requirement and the closest peer.
-func (m *Market) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
-	m.dropAuction(t.Key)
-	reason := m.unplaceableReason(a)
-	m.move(j, t, change{ev: evFail, exit: -1, reason: reason})
+func (mg *manager) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
+	mg.dropAuction(t.Key)
+	reason := mg.unplaceableReason(a)
+	mg.move(j, t, change{ev: evFail, exit: -1, reason: reason})
 	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
-	m.event(j.ID, full)
-	m.endJob(j, JobFailed, full)
+	mg.event(j.ID, full)
+	mg.endJob(j, JobFailed, full)
 }
 
 // unplaceableReason explains why no node bid: from the refusals received
 // and the advert view, the requirement that the closest node misses.
-func (m *Market) unplaceableReason(a *auction) string {
+func (mg *manager) unplaceableReason(a *auction) string {
 	type miss struct {
 		id     NodeID
 		reason string
@@ -302,7 +302,7 @@ func (m *Market) unplaceableReason(a *auction) string {
 	for _, nb := range a.nobids {
 		seen[nb.Bidder] = true
 		var capv resource.Vector
-		if p := m.view[nb.Bidder]; p != nil {
+		if p := mg.view[nb.Bidder]; p != nil {
 			capv = p.Capacity
 		}
 		add(nb.Bidder, nb.Reason, capv)
@@ -317,8 +317,8 @@ func (m *Market) unplaceableReason(a *auction) string {
 		}
 		add(id, why, capv)
 	}
-	check(m.cfg.Self, m.cfg.Site, m.cfg.Labels, m.cfg.Limits, m.c.capacity)
-	for _, p := range m.view {
+	check(mg.cfg.Self, mg.cfg.Site, mg.cfg.Labels, mg.cfg.Limits, mg.con.capacity)
+	for _, p := range mg.view {
 		check(p.ID, p.Site, p.Labels, p.Limits, p.Capacity)
 	}
 	if len(misses) == 0 {
@@ -355,17 +355,28 @@ func stageOf(reason string) int {
 // later reports carry the old epoch and are rejected, so a replica that
 // was partitioned away is judged stale — but for a success, taken late
 // (lateSuccess) if the replica has not succeeded since.
-func (m *Market) checkLeases() {
-	for j, t := range tasksOf(m.dueJobs()) {
-		if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || m.now.Before(t.LeaseUntil) {
+func (mg *manager) checkLeases() {
+	for j, t := range tasksOf(mg.dueJobs()) {
+		if (t.State != TaskAwarded && t.State != TaskRunning) || t.LeaseUntil.IsZero() || mg.now.Before(t.LeaseUntil) {
 			continue
 		}
-		why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, m.cfg.LeaseTimeout)
-		m.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
+		why := fmt.Sprintf("lease lapsed: no report from %s for %v", t.Node, mg.cfg.LeaseTimeout)
+		mg.event(j.ID, fmt.Sprintf("%s: %s; placing again with a new epoch", t.Key, why))
 		if j.isGang(t.Key.Task) {
-			m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
+			mg.gang.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: t.Node, State: TaskPreempted, ExitCode: -1, Reason: why})
 			continue
 		}
-		m.move(j, t, lost(m.now, why))
+		mg.move(j, t, lost(mg.now, why))
 	}
+}
+
+// endJobState moves job j, pending or running, to terminal state st; a
+// job ends once, and any other move is a bug.
+func (mg *manager) endJobState(j *JobRecord, st JobState, reason string) {
+	if j.State.Terminal() || !st.Terminal() {
+		panic(fmt.Sprintf("market: job %s cannot go from %s to %s", j.ID, j.State, st))
+	}
+	j.State, j.Reason, j.Finished = st, reason, mg.now
+	mg.tix.done(j.ID)
+	delete(mg.fo.adoptedAt, j.ID)
 }

@@ -34,8 +34,8 @@ func TestResultAcked(t *testing.T) {
 			c.until(10*time.Second, "job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
 			c.until(time.Second, "the report's ack", func() bool { return c.sent["result_ack"] > 0 })
 			ex := c.nodes[1]
-			if len(ex.c.results) != 1 {
-				t.Fatalf("executor keeps %d final reports, want 1 until they would have been repeated", len(ex.c.results))
+			if len(ex.con.results) != 1 {
+				t.Fatalf("executor keeps %d final reports, want 1 until they would have been repeated", len(ex.con.results))
 			}
 			if tc.rehome {
 				rec := c.job(0, "j")
@@ -51,8 +51,8 @@ func TestResultAcked(t *testing.T) {
 			if got := c.sent["result_ack"]; got != tc.wantAcks {
 				t.Errorf("managers sent %d acks, want %d", got, tc.wantAcks)
 			}
-			if len(ex.c.results) != 0 || len(ex.c.resultOf) != 0 {
-				t.Errorf("executor still keeps %d final reports (%d indexed) after their time", len(ex.c.results), len(ex.c.resultOf))
+			if len(ex.con.results) != 0 || len(ex.con.resultOf) != 0 {
+				t.Errorf("executor still keeps %d final reports (%d indexed) after their time", len(ex.con.results), len(ex.con.resultOf))
 			}
 			if tc.rehome && c.job(2, "j").State != JobSucceeded {
 				t.Errorf("adopter's record: job %s", c.job(2, "j").State)

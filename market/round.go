@@ -52,15 +52,15 @@ func (r *round) gone(id NodeID) {
 }
 
 // call sends cfp to the first n candidates and marks them invited.
-func (m *Market) call(r *round, cfp CFP, cands []candidate, n int) {
+func (au *auctioneer) call(r *round, cfp CFP, cands []candidate, n int) {
 	for i, c := range cands {
 		if i >= n {
 			break
 		}
 		r.invited[c.id] = true
-		if j := m.jobs[cfp.Auction.Key.Job]; j != nil {
-			cfp.Ticket = m.tix.forPeer(j, c.id)
+		if j := au.jobs[cfp.Auction.Key.Job]; j != nil {
+			cfp.Ticket = au.tix.forPeer(j, c.id)
 		}
-		m.send(c.id, cfp)
+		au.send(c.id, cfp)
 	}
 }

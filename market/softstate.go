@@ -18,7 +18,7 @@ type SoftState struct {
 
 // SoftState is the market's soft state now.
 func (m *Market) SoftState() SoftState {
-	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.Reserved(), Waiting: m.Waiting(), HeadRoom: m.HeadRoom()}
+	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom()}
 }
 
 // Moved reports whether s says something an advert should carry at once

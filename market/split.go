@@ -59,9 +59,9 @@ type ClaimRank struct {
 }
 
 // rankOf is j's rank as this node manages it.
-func (m *Market) rankOf(j *JobRecord) ClaimRank {
-	r := ClaimRank{State: j.State, TakenFrom: m.takenFrom[j.ID]}
-	if r.TakenFrom == "" && j.Origin != m.cfg.Self {
+func (sp *splits) rankOf(j *JobRecord) ClaimRank {
+	r := ClaimRank{State: j.State, TakenFrom: sp.takenFrom[j.ID]}
+	if r.TakenFrom == "" && j.Origin != sp.cfg.Self {
 		// Taken over before a restart, which forgot from whom: from the
 		// job's first manager, or by way of it.
 		r.TakenFrom = j.Origin
@@ -85,24 +85,24 @@ func (m *Market) rankOf(j *JobRecord) ClaimRank {
 // replica's end between a node's claim and its answer to the other's made
 // each side compare different ranks, and both gave the job up (the fault
 // campaign: the job lost).
-func (m *Market) disputeRank(j *JobRecord, p NodeID) ClaimRank {
+func (sp *splits) disputeRank(j *JobRecord, p NodeID) ClaimRank {
 	k := claimKey{j.ID, p}
-	if r, ok := m.disputes[k]; ok {
+	if r, ok := sp.disputes[k]; ok {
 		return r
 	}
-	if len(m.disputes) >= maxGone {
-		clear(m.disputes)
+	if len(sp.disputes) >= maxGone {
+		clear(sp.disputes)
 	}
-	r := m.rankOf(j)
-	m.disputes[k] = r
+	r := sp.rankOf(j)
+	sp.disputes[k] = r
 	return r
 }
 
 // forgetDisputes drops the ranks of job's disputes.
-func (m *Market) forgetDisputes(job string) {
-	for k := range m.disputes {
+func (sp *splits) forgetDisputes(job string) {
+	for k := range sp.disputes {
 		if k.job == job {
-			delete(m.disputes, k)
+			delete(sp.disputes, k)
 		}
 	}
 }
@@ -174,20 +174,20 @@ const RefuseClaim = "manager_claim"
 // goes again every QueryTimeout, claimTries times in all, until p answers
 // or leaves the view: the first messages to a peer just back from a cut
 // are the likeliest lost.
-func (m *Market) claim(p NodeID, j *JobRecord, reply bool) {
-	m.send(p, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.disputeRank(j, p), Reply: reply})
+func (sp *splits) claim(p NodeID, j *JobRecord, reply bool) {
+	sp.send(p, ManagerClaim{Job: j.ID, From: sp.cfg.Self, Rank: sp.disputeRank(j, p), Reply: reply})
 	if reply {
 		return
 	}
-	if m.claims == nil {
-		m.claims = map[claimKey]*openClaim{}
+	if sp.claims == nil {
+		sp.claims = map[claimKey]*openClaim{}
 	}
 	k := claimKey{j.ID, p}
-	if c := m.claims[k]; c != nil {
-		c.next = m.now.Add(m.cfg.QueryTimeout)
+	if c := sp.claims[k]; c != nil {
+		c.next = sp.now.Add(sp.cfg.QueryTimeout)
 		return
 	}
-	m.claims[k] = &openClaim{next: m.now.Add(m.cfg.QueryTimeout), tries: 1}
+	sp.claims[k] = &openClaim{next: sp.now.Add(sp.cfg.QueryTimeout), tries: 1}
 }
 
 // claimKey names a claim sent: the job and the peer it went to.
@@ -207,12 +207,12 @@ const claimTries = 5
 
 // claimsDue sends again the claims due, and drops those answered by a
 // peer's leaving or by the job's.
-func (m *Market) claimsDue() {
-	if len(m.claims) == 0 {
+func (sp *splits) claimsDue() {
+	if len(sp.claims) == 0 {
 		return
 	}
-	keys := make([]claimKey, 0, len(m.claims))
-	for k := range m.claims {
+	keys := make([]claimKey, 0, len(sp.claims))
+	for k := range sp.claims {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(a, b int) bool {
@@ -222,24 +222,24 @@ func (m *Market) claimsDue() {
 		return keys[a].to < keys[b].to
 	})
 	for _, k := range keys {
-		c := m.claims[k]
-		j := m.jobs[k.job]
-		if j == nil || !m.Live(k.to) || c.tries >= claimTries {
-			delete(m.claims, k)
+		c := sp.claims[k]
+		j := sp.jobs[k.job]
+		if j == nil || !sp.live(k.to) || c.tries >= claimTries {
+			delete(sp.claims, k)
 			continue
 		}
-		if m.now.Before(c.next) {
+		if sp.now.Before(c.next) {
 			continue
 		}
 		c.tries++
-		c.next = m.now.Add(m.cfg.QueryTimeout)
-		m.send(k.to, ManagerClaim{Job: j.ID, From: m.cfg.Self, Rank: m.disputeRank(j, k.to)})
+		c.next = sp.now.Add(sp.cfg.QueryTimeout)
+		sp.send(k.to, ManagerClaim{Job: j.ID, From: sp.cfg.Self, Rank: sp.disputeRank(j, k.to)})
 	}
 }
 
 // nextClaim is when claimsDue next has work; ok is false for never.
-func (m *Market) nextClaim() (at time.Time, ok bool) {
-	for _, c := range m.claims {
+func (sp *splits) nextClaim() (at time.Time, ok bool) {
+	for _, c := range sp.claims {
 		if !ok || c.next.Before(at) {
 			at, ok = c.next, true
 		}
@@ -249,35 +249,35 @@ func (m *Market) nextClaim() (at time.Time, ok bool) {
 
 // peerBack sends claims, when peer p comes into the view, for the jobs
 // managed here that p may manage too.
-func (m *Market) peerBack(p NodeID) {
-	_, wasGone := m.gone[p]
-	delete(m.gone, p)
-	if !m.settled() {
+func (sp *splits) peerBack(p NodeID) {
+	_, wasGone := sp.gone[p]
+	delete(sp.gone, p)
+	if !sp.fo.settled() {
 		return
 	}
 	// A peer first seen once the view had settled may be one a cut kept
 	// away since this node started (it restarted while cut off).
-	wasGone = wasGone || (!m.settledAt.IsZero() && m.settledAt.Before(m.now))
+	wasGone = wasGone || (!sp.fo.settledAt.IsZero() && sp.fo.settledAt.Before(sp.now))
 	ids := make([]string, 0)
-	for job, from := range m.takenFrom {
-		if from == p && m.jobs[job] != nil {
+	for job, from := range sp.takenFrom {
+		if from == p && sp.jobs[job] != nil {
 			ids = append(ids, job)
 		}
 	}
 	if wasGone {
 		h := sha256.Sum256([]byte(p))
-		for id, j := range m.jobs {
+		for id, j := range sp.jobs {
 			// The job's first manager too: an adopter that restarted
 			// forgot it took the job from it (takenFrom), and the first
 			// manager, restoring a finished job, asks no one.
-			if m.takenFrom[id] != p && (j.Origin == p || m.amongClosest(id, h, m.reclaimAsk())) {
+			if sp.takenFrom[id] != p && (j.Origin == p || sp.amongClosest(id, h, sp.fo.reclaimAsk())) {
 				ids = append(ids, id)
 			}
 		}
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		m.claim(p, m.jobs[id], false)
+		sp.claim(p, sp.jobs[id], false)
 	}
 }
 
@@ -288,10 +288,10 @@ func (m *Market) peerBack(p NodeID) {
 // it took its jobs from; if a cut that kept the first manager away
 // healed during the settle, the two went on both managing the job (the
 // fault campaign's seed 17908).
-func (m *Market) claimOrigins() {
-	for _, id := range slices.Sorted(maps.Keys(m.jobs)) {
-		if j := m.jobs[id]; j.Origin != "" && j.Origin != m.cfg.Self && m.Live(j.Origin) {
-			m.claim(j.Origin, j, false)
+func (sp *splits) claimOrigins() {
+	for _, id := range slices.Sorted(maps.Keys(sp.jobs)) {
+		if j := sp.jobs[id]; j.Origin != "" && j.Origin != sp.cfg.Self && sp.live(j.Origin) {
+			sp.claim(j.Origin, j, false)
 		}
 	}
 }
@@ -301,22 +301,22 @@ func (m *Market) claimOrigins() {
 const maxGone = 4096
 
 // peerLeft remembers that p left the view, for peerBack.
-func (m *Market) peerLeft(p NodeID) {
-	if len(m.gone) >= maxGone {
-		clear(m.gone)
+func (sp *splits) peerLeft(p NodeID) {
+	if len(sp.gone) >= maxGone {
+		clear(sp.gone)
 	}
-	m.gone[p] = struct{}{}
+	sp.gone[p] = struct{}{}
 }
 
 // amongClosest reports whether a peer with ID digest h is among the r
 // peers of the view closest to key (this node left out), as closestPeers
 // orders them; h's peer itself need not be in the view.
-func (m *Market) amongClosest(key string, h [sha256.Size]byte, r int) bool {
+func (sp *splits) amongClosest(key string, h [sha256.Size]byte, r int) bool {
 	k := sha256.Sum256([]byte(key))
 	d := xorDist(h, k)
 	closer := 0
-	for id, q := range m.view {
-		if id == m.cfg.Self || q.hash == h {
+	for id, q := range sp.view {
+		if id == sp.cfg.Self || q.hash == h {
 			continue
 		}
 		if e := xorDist(q.hash, k); bytes.Compare(e[:], d[:]) < 0 {
@@ -332,14 +332,14 @@ func (m *Market) amongClosest(key string, h [sha256.Size]byte, r int) bool {
 // first manager (its record's Origin), or this node took
 // it over from p, or p is among the peers closest to its ID (it may have
 // held a copy), or p is in the replica set its copies last went to.
-func (m *Market) mayManage(job string, p NodeID) bool {
-	if j := m.jobs[job]; j != nil && j.Origin == p {
+func (sp *splits) mayManage(job string, p NodeID) bool {
+	if j := sp.jobs[job]; j != nil && j.Origin == p {
 		return true // the job's first manager
 	}
-	if m.takenFrom[job] == p || m.amongClosest(job, sha256.Sum256([]byte(p)), m.reclaimAsk()) {
+	if sp.takenFrom[job] == p || sp.amongClosest(job, sha256.Sum256([]byte(p)), sp.fo.reclaimAsk()) {
 		return true
 	}
-	for _, q := range m.rep.sets[job] {
+	for _, q := range sp.rep.sets[job] {
 		if q == p {
 			return true
 		}
@@ -348,9 +348,9 @@ func (m *Market) mayManage(job string, p NodeID) bool {
 }
 
 // onManagerClaim settles a job claimed by two managers.
-func (m *Market) onManagerClaim(c ManagerClaim) {
-	j := m.jobs[c.Job]
-	if c.From == m.cfg.Self {
+func (sp *splits) onManagerClaim(c ManagerClaim) {
+	j := sp.jobs[c.Job]
+	if c.From == sp.cfg.Self {
 		return
 	}
 	if j == nil {
@@ -361,7 +361,7 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 		// record, and must meet that manager (it is not told to drop the
 		// job: the winner judges).
 		if !c.Reply {
-			m.send(c.From, ManagerAnswer{Job: c.Job, From: m.cfg.Self, Successor: m.yieldedTo[c.Job]})
+			sp.send(c.From, ManagerAnswer{Job: c.Job, From: sp.cfg.Self, Successor: sp.yieldedTo[c.Job]})
 		}
 		return
 	}
@@ -370,55 +370,55 @@ func (m *Market) onManagerClaim(c ManagerClaim) {
 	// that had forgotten it took the job from the replier refusing the
 	// reply, while the replier kept the job on the strength of the claim:
 	// two managers for good).
-	_, asked := m.claims[claimKey{c.Job, c.From}]
-	trusted := (c.Reply && asked) || m.mayManage(c.Job, c.From) || slices.Contains(m.outranked[c.Job], c.Rank.TakenFrom)
-	mine := m.disputeRank(j, c.From)
-	keep := outranks(mine, m.cfg.Self, c.Rank, c.From)
+	_, asked := sp.claims[claimKey{c.Job, c.From}]
+	trusted := (c.Reply && asked) || sp.mayManage(c.Job, c.From) || slices.Contains(sp.outranked[c.Job], c.Rank.TakenFrom)
+	mine := sp.disputeRank(j, c.From)
+	keep := outranks(mine, sp.cfg.Self, c.Rank, c.From)
 	if !trusted && !keep {
 		// Only a claimer this node could not have met otherwise is
 		// refused, and only when it would take the job: a claimer this
 		// record outranks still gets the answer that makes it give the
 		// job up (a node that took the job over from an adopter of this
 		// one's is neither among the closest peers nor known here).
-		m.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
+		sp.tix.refuse(RefuseClaim, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it could not have taken the job over (neither its former manager nor among the peers closest to the job)", c.Job, c.From))
 		return
 	}
-	delete(m.claims, claimKey{c.Job, c.From}) // answered
+	delete(sp.claims, claimKey{c.Job, c.From}) // answered
 	if !c.Reply {
-		m.claim(c.From, j, true)
+		sp.claim(c.From, j, true)
 	}
 	if keep {
-		m.event(j.ID, fmt.Sprintf("%s manages this job too (a cut split its managers): its record (%s, %d succeeded, %d running) ranks below this one (%s, %d, %d); keeping it", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, mine.State, mine.Succeeded, mine.Running))
-		if !slices.Contains(m.outranked[j.ID], c.From) {
-			if len(m.outranked) >= maxGone {
-				clear(m.outranked)
+		sp.event(j.ID, fmt.Sprintf("%s manages this job too (a cut split its managers): its record (%s, %d succeeded, %d running) ranks below this one (%s, %d, %d); keeping it", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, mine.State, mine.Succeeded, mine.Running))
+		if !slices.Contains(sp.outranked[j.ID], c.From) {
+			if len(sp.outranked) >= maxGone {
+				clear(sp.outranked)
 			}
-			m.outranked[j.ID] = append(m.outranked[j.ID], c.From)
+			sp.outranked[j.ID] = append(sp.outranked[j.ID], c.From)
 		}
-		if m.takenFrom[j.ID] == c.From {
+		if sp.takenFrom[j.ID] == c.From {
 			// Settled with the manager it was taken from. Another
 			// claimer's defeat says nothing about that one, which may
 			// still claim (and must be let).
-			delete(m.takenFrom, j.ID)
+			delete(sp.takenFrom, j.ID)
 		}
-		if m.rep.on() {
-			m.rep.note(j.Clone()) // copies again, over the other's
+		if sp.rep.on() {
+			sp.rep.note(j.Clone()) // copies again, over the other's
 		}
 		return
 	}
-	m.yield(j, c)
+	sp.yield(j, c)
 }
 
 // yield gives job j up to the manager of claim c, whose record ranks
 // above this node's.
-func (m *Market) yield(j *JobRecord, c ManagerClaim) {
+func (sp *splits) yield(j *JobRecord, c ManagerClaim) {
 	why := fmt.Sprintf("%s manages this job too (a cut split its managers) and its record (%s, %d succeeded, %d running) ranks above this one", c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running)
-	m.rehomeTo(j.ID, c.From) // this node's own attempts and final reports
-	told := map[NodeID]bool{m.cfg.Self: true}
+	sp.fo.rehomeTo(j.ID, c.From) // this node's own attempts and final reports
+	told := map[NodeID]bool{sp.cfg.Self: true}
 	tell := func(t *TaskRecord) {
 		if t.Node != "" && !told[t.Node] {
 			told[t.Node] = true
-			m.send(t.Node, ManagerAnswer{Job: j.ID, From: m.cfg.Self, Successor: c.From})
+			sp.send(t.Node, ManagerAnswer{Job: j.ID, From: sp.cfg.Self, Successor: c.From})
 		}
 	}
 	// The executors of replicas that succeeded here still hold their
@@ -433,37 +433,37 @@ func (m *Market) yield(j *JobRecord, c ManagerClaim) {
 		}
 	}
 	if !j.State.Terminal() {
-		m.endJobWith(j, JobCancelled, "superseded: "+why, tell)
+		sp.mgr.endJobWith(j, JobCancelled, "superseded: "+why, tell)
 	}
-	m.event(j.ID, why+"; giving it up")
-	if m.rep.on() {
+	sp.event(j.ID, why+"; giving it up")
+	if sp.rep.on() {
 		// The holders of this node's copies drop them: a copy naming this
 		// node as manager would be adopted again if this node left.
 		var drop []NodeID
-		seen := map[NodeID]bool{c.From: true, m.cfg.Self: true}
-		for _, set := range [][]NodeID{m.rep.sets[j.ID], m.rep.drop[j.ID], m.closestPeers(j.ID, m.cfg.JobReplicas, "")} {
+		seen := map[NodeID]bool{c.From: true, sp.cfg.Self: true}
+		for _, set := range [][]NodeID{sp.rep.sets[j.ID], sp.rep.drop[j.ID], sp.closestPeers(j.ID, sp.cfg.JobReplicas, "")} {
 			for _, p := range set {
-				if !seen[p] && m.Live(p) {
+				if !seen[p] && sp.live(p) {
 					seen[p] = true
 					drop = append(drop, p)
 				}
 			}
 		}
 		if len(drop) > 0 {
-			m.emit(Replicate{Records: []ReplicaCopy{{Record: j.Clone(), Drop: drop}}})
+			sp.emit(Replicate{Records: []ReplicaCopy{{Record: j.Clone(), Drop: drop}}})
 		}
 	}
-	if len(m.yieldedTo) >= maxGone {
-		clear(m.yieldedTo)
+	if len(sp.yieldedTo) >= maxGone {
+		clear(sp.yieldedTo)
 	}
-	m.yieldedTo[j.ID] = c.From
-	m.forgetDisputes(j.ID)
-	delete(m.jobs, j.ID)
-	delete(m.dirty, j.ID)
-	delete(m.firstRecord, j.ID)
-	delete(m.takenFrom, j.ID)
-	delete(m.adoptedAt, j.ID)
-	m.stale++
-	m.rep.forget(j.ID)
-	m.emit(ForgetJob{Job: j.ID, KeepEvents: true})
+	sp.yieldedTo[j.ID] = c.From
+	sp.forgetDisputes(j.ID)
+	delete(sp.jobs, j.ID)
+	delete(sp.dirty, j.ID)
+	delete(sp.firstRecord, j.ID)
+	delete(sp.takenFrom, j.ID)
+	delete(sp.fo.adoptedAt, j.ID)
+	sp.stale++
+	sp.rep.forget(j.ID)
+	sp.emit(ForgetJob{Job: j.ID, KeepEvents: true})
 }

@@ -189,7 +189,7 @@ func TestSplitClaimRefused(t *testing.T) {
 	}
 	c := newCluster(t, caps...)
 	c.submit(0, "j", job("split", task("t", 1000)))
-	close := Closest("j", c.ids[1:], c.nodes[0].reclaimAsk())
+	close := Closest("j", c.ids[1:], c.nodes[0].fo.reclaimAsk())
 	var far NodeID
 	for _, id := range c.ids[1:] {
 		if !slices.Contains(close, id) {
@@ -333,7 +333,7 @@ func TestSplitLoserTellsExecutorsOfSuccesses(t *testing.T) {
 	})
 	j := c.job(0, "j")
 	done, running := j.Tasks[0].Node, j.Tasks[1].Node
-	winner := Closest("j", c.ids[1:], c.nodes[0].reclaimAsk())[0]
+	winner := Closest("j", c.ids[1:], c.nodes[0].fo.reclaimAsk())[0]
 	c.nodes[0].Step(c.now, winner, ManagerClaim{Job: "j", From: winner, Rank: ClaimRank{State: JobSucceeded, Succeeded: 2}})
 	for end := c.now.Add(time.Second); c.now.Before(end); {
 		c.step()

@@ -135,7 +135,7 @@ type attemptEnd struct {
 // award or take-over opens an attempt, a start marks it started, and any
 // other move out of awarded or running closes it. It panics when the
 // transition table does not allow the move.
-func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
+func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 	to, err := nextState(t.State, c.ev)
 	if err != nil {
 		panic(fmt.Sprintf("%v (%s epoch %d)", err, t.Key, t.Epoch))
@@ -143,31 +143,31 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 	from := t.State
 	switch c.ev {
 	case evReady:
-		t.Ready = m.now
+		t.Ready = sh.now
 	case evAward, evTakeOver:
 		if c.ev == evTakeOver {
 			if from == TaskAwarded || from == TaskRunning {
-				m.closeAttempt(t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", c.epoch, c.node))
+				sh.closeAttempt(t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", c.epoch, c.node))
 			}
 			t.Epoch = c.epoch
 		}
-		t.Node, t.LeaseUntil = c.node, m.now.Add(m.cfg.LeaseTimeout)
-		m.dl.retimeJob(t.Key.Job)
+		t.Node, t.LeaseUntil = c.node, sh.now.Add(sh.cfg.LeaseTimeout)
+		sh.dl.retimeJob(t.Key.Job)
 		t.Attempts++
-		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: c.node, State: TaskAwarded, Awarded: m.now})
-		m.jobStarted(j)
+		t.History = append(t.History, AttemptRecord{Attempt: t.Attempts, Epoch: t.Epoch, Node: c.node, State: TaskAwarded, Awarded: sh.now})
+		sh.jobStarted(j)
 	case evStart:
 		t.Started = c.at
 		if h := lastAttempt(t); h != nil {
 			h.State, h.Started = TaskRunning, c.at
 		}
-		m.jobStarted(j)
+		sh.jobStarted(j)
 	case evSucceed:
-		m.closeAttempt(t, TaskSucceeded, c.exit, c.reason)
-		t.ExitCode, t.Reason, t.Finished = c.exit, "", m.now
+		sh.closeAttempt(t, TaskSucceeded, c.exit, c.reason)
+		t.ExitCode, t.Reason, t.Finished = c.exit, "", sh.now
 	case evLateSucceed:
 		if from == TaskAwarded || from == TaskRunning {
-			m.closeAttempt(t, TaskCancelled, -1, fmt.Sprintf("superseded: epoch %d on %s succeeded", c.epoch, c.node))
+			sh.closeAttempt(t, TaskCancelled, -1, fmt.Sprintf("superseded: epoch %d on %s succeeded", c.epoch, c.node))
 		}
 		for i := range t.History {
 			if h := &t.History[i]; h.Epoch == c.epoch && h.Node == c.node {
@@ -175,30 +175,30 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 			}
 		}
 		t.Epoch, t.Node = c.epoch, c.node
-		t.ExitCode, t.Reason, t.Finished = c.exit, "", m.now
+		t.ExitCode, t.Reason, t.Finished = c.exit, "", sh.now
 	case evRetry:
-		m.closeAttempt(t, TaskFailed, c.exit, c.reason)
+		sh.closeAttempt(t, TaskFailed, c.exit, c.reason)
 		t.ExitCode, t.Reason = c.exit, c.reason
-		m.pending(t, c.at)
+		sh.pending(t, c.at)
 	case evRequeue:
-		m.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
-		m.pending(t, c.at)
+		sh.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
+		sh.pending(t, c.at)
 	case evStolen:
 		if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
-			h.State, h.Reason, h.Finished = TaskCancelled, c.reason, m.now
+			h.State, h.Reason, h.Finished = TaskCancelled, c.reason, sh.now
 		}
 		t.Attempts-- // it never ran there
-		m.pending(t, m.now)
+		sh.pending(t, sh.now)
 	case evFail:
 		if from == TaskAwarded || from == TaskRunning {
-			m.closeAttempt(t, TaskFailed, c.exit, c.reason)
+			sh.closeAttempt(t, TaskFailed, c.exit, c.reason)
 		}
-		t.ExitCode, t.Reason, t.Finished = c.exit, c.reason, m.now
+		t.ExitCode, t.Reason, t.Finished = c.exit, c.reason, sh.now
 	case evCancel:
 		if from == TaskAwarded || from == TaskRunning {
-			m.closeAttempt(t, TaskCancelled, -1, c.reason)
+			sh.closeAttempt(t, TaskCancelled, -1, c.reason)
 		}
-		t.Finished = m.now
+		t.Finished = sh.now
 	case evGangRequeue, evGangFail:
 		switch {
 		case from == TaskSucceeded:
@@ -208,35 +208,35 @@ func (m *Market) move(j *JobRecord, t *TaskRecord, c change) {
 				h.State = TaskCancelled
 			}
 		case from == TaskAwarded || from == TaskRunning:
-			m.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
+			sh.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
 		}
 		t.ExitCode, t.Reason = c.exit, c.reason
 		if c.ev == evGangRequeue {
-			m.pending(t, c.at)
+			sh.pending(t, c.at)
 		} else {
-			t.Finished = m.now
+			t.Finished = sh.now
 		}
 	}
 	t.State = to
-	m.touch(j.ID)
+	sh.touch(j.ID)
 }
 
 // pending makes t pending, to be placed from notBefore on.
-func (m *Market) pending(t *TaskRecord, notBefore time.Time) {
+func (sh *shared) pending(t *TaskRecord, notBefore time.Time) {
 	t.Node, t.NotBefore, t.Ready = "", notBefore, notBefore
-	m.dl.retimeJob(t.Key.Job)
-	m.dropAuction(t.Key)
+	sh.dl.retimeJob(t.Key.Job)
+	sh.dropAuction(t.Key)
 }
 
 // closeAttempt ends t's open attempt, if it has one.
-func (m *Market) closeAttempt(t *TaskRecord, st TaskState, code int, reason string) {
+func (sh *shared) closeAttempt(t *TaskRecord, st TaskState, code int, reason string) {
 	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
-		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, m.now
+		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, sh.now
 	}
 }
 
 // jobStarted moves a pending job to running.
-func (m *Market) jobStarted(j *JobRecord) {
+func (sh *shared) jobStarted(j *JobRecord) {
 	if j.State == JobPending {
 		j.State = JobRunning
 	}
@@ -247,15 +247,4 @@ func (m *Market) jobStarted(j *JobRecord) {
 // now, the attempt ending failed without counting as a failure.
 func lost(now time.Time, why string) change {
 	return change{ev: evRequeue, at: now, ended: attemptEnd{TaskFailed, -1, why}}
-}
-
-// endJobState moves job j, pending or running, to terminal state st; a
-// job ends once, and any other move is a bug.
-func (m *Market) endJobState(j *JobRecord, st JobState, reason string) {
-	if j.State.Terminal() || !st.Terminal() {
-		panic(fmt.Sprintf("market: job %s cannot go from %s to %s", j.ID, j.State, st))
-	}
-	j.State, j.Reason, j.Finished = st, reason, m.now
-	m.tix.done(j.ID)
-	delete(m.adoptedAt, j.ID)
 }

@@ -27,30 +27,29 @@ import (
 // steal victim: any task that waits is worth asking for.
 const StealableQueue = 1
 
-func (m *Market) maybeSteal() {
-	c := &m.c
-	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
+func (c *contractor) maybeSteal() {
+	if c.cfg.NoSteal || c.draining || len(c.queue) > 0 || len(c.holds) > 0 {
 		return
 	}
 	// Back off while requests bring nothing (the loaded peers' queues hold
 	// nothing this node can run): double the gap up to StealBackoffMax;
 	// any award accepted since the last request resets it.
-	if c.accepted != m.stealMark || m.stealGap == 0 {
-		m.stealGap = m.cfg.StealEvery
+	if c.accepted != c.stealMark || c.stealGap == 0 {
+		c.stealGap = c.cfg.StealEvery
 	}
-	if m.now.Sub(m.lastSteal) < m.stealGap {
+	if c.now.Sub(c.lastSteal) < c.stealGap {
 		return
 	}
-	if m.loaded == 0 {
+	if c.loaded == 0 {
 		return // no peer has a queue worth stealing from
 	}
-	room, endsBy := m.stealRoom()
+	room, endsBy := c.stealRoom()
 	if room.CPU < 1000 {
 		return
 	}
 	// the longest queue; ties to the smallest ID (one pass, no sort)
 	var victim *Peer
-	for _, p := range m.view {
+	for _, p := range c.view {
 		if p.Queue >= StealableQueue && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) {
 			victim = p
 		}
@@ -58,14 +57,14 @@ func (m *Market) maybeSteal() {
 	if victim == nil {
 		return
 	}
-	if !m.lastSteal.IsZero() && c.accepted == m.stealMark {
-		m.stealGap = min(2*m.stealGap, max(m.cfg.StealBackoffMax, m.cfg.StealEvery))
+	if !c.lastSteal.IsZero() && c.accepted == c.stealMark {
+		c.stealGap = min(2*c.stealGap, max(c.cfg.StealBackoffMax, c.cfg.StealEvery))
 	}
-	m.lastSteal, m.stealMark, m.stolen = m.now, c.accepted, m.now
+	c.lastSteal, c.stealMark, c.stolen = c.now, c.accepted, c.now
 	// Ask for two waves' worth: the second is queued here while the first
 	// runs, so the thief is not idle again before its next request (not
 	// for backfill: the victim then gives only the first).
-	m.send(victim.ID, StealRequest{Thief: m.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1), EndsBy: endsBy})
+	c.send(victim.ID, StealRequest{Thief: c.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1), EndsBy: endsBy})
 }
 
 // stealRoom is the room this node would ask peers to fill, and the time
@@ -74,25 +73,23 @@ func (m *Market) maybeSteal() {
 // then, from any peer's queue, as EASY backfills its head's room from
 // its whole queue; without this that room idled while single-processor
 // jobs waited elsewhere (docs/scheduling.md, "Backfill by stealing").
-func (m *Market) stealRoom() (resource.Vector, time.Time) {
-	c := &m.c
-	m.refreshHead()
+func (c *contractor) stealRoom() (resource.Vector, time.Time) {
+	c.gang.refreshHead()
 	room := c.availFor("")
-	if room.CPU < 1000 && c.headRes() != nil && c.head.shadow.After(m.now) {
+	if room.CPU < 1000 && c.headRes() != nil && c.head.shadow.After(c.now) {
 		return c.free.Clone(), c.head.shadow
 	}
 	return room, time.Time{}
 }
 
 // onStealRequest gives up to half the queue (and at most Max) to a thief.
-func (m *Market) onStealRequest(r StealRequest) {
-	c := &m.c
-	if m.cfg.NoSteal || r.Thief == m.cfg.Self || len(c.queue) == 0 {
+func (c *contractor) onStealRequest(r StealRequest) {
+	if c.cfg.NoSteal || r.Thief == c.cfg.Self || len(c.queue) == 0 {
 		return
 	}
-	thief := m.view[r.Thief]
+	thief := c.view[r.Thief]
 	if thief == nil {
-		m.refuse(RefuseSteal, r.Thief, "", fmt.Sprintf("steal request from %s refused: not in this node's view", r.Thief))
+		c.tix.refuse(RefuseSteal, r.Thief, "", fmt.Sprintf("steal request from %s refused: not in this node's view", r.Thief))
 		return
 	}
 	n := min(max(len(c.queue)/2, 1), max(r.Max, 1))
@@ -118,72 +115,71 @@ func (m *Market) onStealRequest(r StealRequest) {
 			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || (g.Share > 0 && g.Count > 1) {
 			continue
 		}
-		if !r.EndsBy.IsZero() && m.now.Add(upperRuntime(k.runtime, k.spec.Estimate)).After(r.EndsBy) {
+		if !r.EndsBy.IsZero() && c.now.Add(upperRuntime(k.runtime, k.spec.Estimate)).After(r.EndsBy) {
 			continue // it would outlast the head's shadow there
 		}
 		al, why := resource.Fit(room, k.spec.Request)
-		if why != "" || !m.mayMove(k, thief) {
+		if why != "" || !c.mayMove(k, thief) {
 			continue
 		}
 		room.Take(k.spec.Request, al)
 		c.queue = append(c.queue[:i], c.queue[i+1:]...)
 		given++
-		m.send(k.manager, Transfer{Key: k.spec.Key, Epoch: k.spec.Epoch, From: m.cfg.Self, To: r.Thief})
+		c.send(k.manager, Transfer{Key: k.spec.Key, Epoch: k.spec.Epoch, From: c.cfg.Self, To: r.Thief})
 	}
 	if given > 0 {
-		m.event("", fmt.Sprintf("gave %d queued tasks to %s", given, r.Thief))
+		c.event("", fmt.Sprintf("gave %d queued tasks to %s", given, r.Thief))
 	}
 }
 
 // onTransfer moves a queued replica from its executor to the thief with a
 // new epoch, awarding it directly.
-func (m *Market) onTransfer(x Transfer) {
-	j, t := m.find(x.Key)
+func (c *contractor) onTransfer(x Transfer) {
+	j, t := c.find(x.Key)
 	if t == nil || j.State.Terminal() {
 		return
 	}
 	if t.Node != x.From || t.Epoch != x.Epoch || t.State != TaskAwarded {
-		m.event(j.ID, fmt.Sprintf("%s: stale transfer from %s epoch %d rejected", x.Key, x.From, x.Epoch))
+		c.event(j.ID, fmt.Sprintf("%s: stale transfer from %s epoch %d rejected", x.Key, x.From, x.Epoch))
 		return
 	}
-	m.move(j, t, change{ev: evStolen, reason: "stolen by " + string(x.To)})
-	t.Epoch = m.nextEpoch(j, t.Epoch)
-	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: m.offer(j, t), closed: true, direct: true,
+	c.move(j, t, change{ev: evStolen, reason: "stolen by " + string(x.To)})
+	t.Epoch = c.nextEpoch(j, t.Epoch)
+	a := &auction{id: AuctionID{Key: t.Key, Epoch: t.Epoch}, offer: c.auc.offer(j, t), closed: true, direct: true,
 		round: round{invited: map[NodeID]bool{x.To: true}, answered: map[NodeID]bool{x.To: true}}}
-	rt := max(m.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
-	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: m.now, Finish: m.now.Add(rt), Runtime: rt}}
-	m.putAuction(a)
-	m.event(j.ID, fmt.Sprintf("%s: stolen from %s by %s (epoch %d)", t.Key, x.From, x.To, t.Epoch))
-	m.awardNext(a)
+	rt := max(c.learned.Predict(j.Spec.Type, a.offer.Estimate).Runtime, time.Millisecond)
+	a.ranked = []Bid{{Auction: a.id, Bidder: x.To, Start: c.now, Finish: c.now.Add(rt), Runtime: rt}}
+	c.putAuction(a)
+	c.event(j.ID, fmt.Sprintf("%s: stolen from %s by %s (epoch %d)", t.Key, x.From, x.To, t.Epoch))
+	c.auc.awardNext(a)
 }
 
 // mayMove reports whether a queued replica may go to thief: the thief's
 // advertised capacity can hold it (whatever room it claims) and, in a
 // network with an authority, its site is one the job's user may use.
-func (m *Market) mayMove(k *contract, thief *Peer) bool {
+func (c *contractor) mayMove(k *contract, thief *Peer) bool {
 	if couldHold(thief.Site, thief.Labels, thief.Limits, thief.Capacity, k.spec.Request) != "" {
 		return false
 	}
-	if !m.tix.trusted() {
+	if !c.tix.trusted() {
 		return true
 	}
-	info := m.tix.jobs[k.spec.Key.Job]
+	info := c.tix.byJob[k.spec.Key.Job]
 	return info != nil && auth.CheckTask(info.user.Name, info.user.Quota, k.spec.Key.Task, k.spec.Request, k.spec.Priority, thief.Site) == nil
 }
 
 // nextSteal is when maybeSteal would next send a request, if the node
 // stays as it is; false when it would not.
-func (m *Market) nextSteal() (time.Time, bool) {
-	c := &m.c
-	if m.cfg.NoSteal || m.draining || len(c.queue) > 0 || len(c.holds) > 0 {
+func (c *contractor) nextSteal() (time.Time, bool) {
+	if c.cfg.NoSteal || c.draining || len(c.queue) > 0 || len(c.holds) > 0 {
 		return time.Time{}, false
 	}
-	if room, _ := m.stealRoom(); m.loaded == 0 || room.CPU < 1000 {
+	if room, _ := c.stealRoom(); c.loaded == 0 || room.CPU < 1000 {
 		return time.Time{}, false
 	}
-	gap := m.stealGap
-	if c.accepted != m.stealMark || gap == 0 {
-		gap = m.cfg.StealEvery
+	gap := c.stealGap
+	if c.accepted != c.stealMark || gap == 0 {
+		gap = c.cfg.StealEvery
 	}
-	return m.lastSteal.Add(gap), true
+	return c.lastSteal.Add(gap), true
 }

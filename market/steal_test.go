@@ -99,7 +99,7 @@ func TestBackfillSteal(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim.now = t0
-	victim.c.free.CPU = 0
+	victim.con.free.CPU = 0
 	for _, q := range []struct {
 		job      string
 		run, est time.Duration
@@ -115,10 +115,10 @@ func TestBackfillSteal(t *testing.T) {
 	} {
 		s := spec1(q.job, resource.Request{CPU: 1000})
 		s.Estimate = q.est
-		victim.c.enqueue(&contract{spec: s, manager: "mgr", runtime: q.run})
+		victim.con.enqueue(&contract{spec: s, manager: "mgr", runtime: q.run})
 	}
 	victim.Advert(t0, Peer{ID: "t", Capacity: cpuNode(2)})
-	victim.onStealRequest(*req)
+	victim.con.onStealRequest(*req)
 	var got []string
 	for _, e := range victim.Ready() {
 		if s, ok := e.(Send); ok {

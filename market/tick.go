@@ -58,16 +58,16 @@ func (m *Market) Tick(now time.Time) {
 		}
 		switch {
 		case !a.closed && !m.now.Before(a.closeAt):
-			m.windowEnd(a)
+			m.auc.windowEnd(a)
 		case a.awardee != nil && !m.now.Before(a.awardBy):
-			m.awardUnanswered(a)
+			m.auc.awardUnanswered(a)
 		case a.closed && a.awardee == nil && !a.nextAt.IsZero() && !m.now.Before(a.nextAt):
-			m.newRound(a)
+			m.auc.newRound(a)
 		}
 	}
-	m.gangTick()
+	m.gang.gangTick()
 	m.runUpkeep(upkeepBeforeLeases)
-	m.checkLeases()
+	m.mgr.checkLeases()
 	m.runUpkeep(upkeepAfterLeases)
-	m.placeReady()
+	m.auc.placeReady()
 }

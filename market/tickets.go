@@ -16,6 +16,9 @@ import (
 // checked, and the peers its manager gave each job's ticket. book is nil
 // in an open network.
 type tickets struct {
+	*shared
+	con *contractor
+
 	self   NodeID
 	book   *auth.Book
 	checks TicketReader
@@ -29,7 +32,7 @@ const ticketCacheSize = 1024
 // ticketCache is a contractor's checked tickets and a manager's record
 // of which peers it gave each job's ticket.
 type ticketCache struct {
-	jobs  map[string]*ticketInfo
+	byJob map[string]*ticketInfo
 	order []string // insertion order, for eviction
 	sent  map[string]map[NodeID]bool
 }
@@ -47,22 +50,22 @@ type ticketInfo struct {
 var errNeedTicket = errors.New("no ticket of the job here")
 
 // trusted reports whether the market runs with an authority.
-func (t *tickets) trusted() bool { return t.book != nil }
+func (tk *tickets) trusted() bool { return tk.book != nil }
 
 // recheck drops the checked tickets that no longer verify. The
 // others stay: a manager never sends itself a job's ticket, nor a
 // contractor one it sent before, so a ticket dropped for no reason would
 // be refused where it is needed next.
-func (t *tickets) recheck(now time.Time) {
-	tc := t
+func (tk *tickets) recheck(now time.Time) {
+	tc := tk
 	kept := tc.order[:0]
 	for _, job := range tc.order {
-		info := tc.jobs[job]
+		info := tc.byJob[job]
 		if info == nil {
 			continue
 		}
-		if _, err := t.book.VerifyTicket(&info.ticket, now); err != nil {
-			delete(tc.jobs, job)
+		if _, err := tk.book.VerifyTicket(&info.ticket, now); err != nil {
+			delete(tc.byJob, job)
 			continue
 		}
 		kept = append(kept, job)
@@ -74,52 +77,52 @@ func (t *tickets) recheck(now time.Time) {
 // (canonical: the node the job is submitted to checks its canonical form
 // and validity, spec.FromCanonical). The parts that depend on the bytes
 // alone may have been done ahead (TicketReader).
-func (t *tickets) check(now time.Time, raw []byte, canonical bool) (*ticketInfo, error) {
-	tk, err := auth.DecodeTicket(raw)
+func (tk *tickets) check(now time.Time, raw []byte, canonical bool) (*ticketInfo, error) {
+	ticket, err := auth.DecodeTicket(raw)
 	if err != nil {
 		return nil, err
 	}
-	user, err := t.book.VerifyTicket(&tk, now)
+	user, err := tk.book.VerifyTicket(&ticket, now)
 	if err != nil {
 		return nil, err
 	}
-	js, err := t.checks.Spec(tk.Spec, canonical)
+	js, err := tk.checks.Spec(ticket.Spec, canonical)
 	if err != nil {
 		return nil, fmt.Errorf("job ticket of %s: %w", user.Name, err)
 	}
-	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, ticket: tk, user: user, spec: js}, nil
+	return &ticketInfo{digest: sha256.Sum256(raw), raw: raw, ticket: ticket, user: user, spec: js}, nil
 }
 
 // remember caches a checked ticket for job.
-func (t *tickets) remember(job string, info *ticketInfo) {
-	tc := t
-	if tc.jobs == nil {
-		tc.jobs = map[string]*ticketInfo{}
+func (tk *tickets) remember(job string, info *ticketInfo) {
+	tc := tk
+	if tc.byJob == nil {
+		tc.byJob = map[string]*ticketInfo{}
 	}
-	if _, ok := tc.jobs[job]; !ok {
+	if _, ok := tc.byJob[job]; !ok {
 		tc.order = append(tc.order, job)
 		for len(tc.order) > ticketCacheSize {
-			delete(tc.jobs, tc.order[0])
+			delete(tc.byJob, tc.order[0])
 			tc.order = tc.order[1:]
 		}
 	}
-	tc.jobs[job] = info
+	tc.byJob[job] = info
 }
 
 // job returns job's checked ticket: raw, checked now (and cached)
 // unless the cache holds it already, or the cached one when raw is nil.
 // The cached check lapses when a certificate of its chain expires.
-func (t *tickets) job(now time.Time, job string, raw []byte) (*ticketInfo, error) {
-	info := t.jobs[job]
+func (tk *tickets) job(now time.Time, job string, raw []byte) (*ticketInfo, error) {
+	info := tk.byJob[job]
 	if raw != nil && (info == nil || info.digest != sha256.Sum256(raw)) {
-		checked, err := t.check(now, raw, false)
+		checked, err := tk.check(now, raw, false)
 		if err != nil {
 			return nil, err
 		}
 		if id := checked.ticket.JobID(); id != job {
 			return nil, fmt.Errorf("job ticket names job %s, not %s", id, job)
 		}
-		t.remember(job, checked)
+		tk.remember(job, checked)
 		info = checked
 	}
 	if info == nil {
@@ -135,11 +138,11 @@ func (t *tickets) job(now time.Time, job string, raw []byte) (*ticketInfo, error
 // peer to: the job's ticket the first time, nil once the peer has it
 // (or in an open network, or to itself, whose contractor shares the
 // manager's checks).
-func (t *tickets) forPeer(j *JobRecord, to NodeID) []byte {
-	if !t.trusted() || len(j.Ticket) == 0 || to == t.self {
+func (tk *tickets) forPeer(j *JobRecord, to NodeID) []byte {
+	if !tk.trusted() || len(j.Ticket) == 0 || to == tk.self {
 		return nil
 	}
-	tc := t
+	tc := tk
 	if tc.sent == nil {
 		tc.sent = map[string]map[NodeID]bool{}
 	}
@@ -154,16 +157,16 @@ func (t *tickets) forPeer(j *JobRecord, to NodeID) []byte {
 }
 
 // lost records that peer does not hold job's ticket after all.
-func (t *tickets) lost(job string, peer NodeID) {
-	delete(t.sent[job], peer)
+func (tk *tickets) lost(job string, peer NodeID) {
+	delete(tk.sent[job], peer)
 }
 
 // done forgets whom a finished job's ticket went to.
-func (t *tickets) done(job string) { delete(t.sent, job) }
+func (tk *tickets) done(job string) { delete(tk.sent, job) }
 
 // raw is the raw ticket this node checked for job, or nil.
-func (t *tickets) raw(job string) []byte {
-	if info := t.jobs[job]; info != nil {
+func (tk *tickets) raw(job string) []byte {
+	if info := tk.byJob[job]; info != nil {
 		return info.raw
 	}
 	return nil

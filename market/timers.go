@@ -214,43 +214,43 @@ func (d *deadlines) retimeJob(id string) {
 
 // putAuction and dropAuction add and remove a replica's auction; a job
 // whose pending replica loses its auction is placed again (its timer).
-func (m *Market) putAuction(a *auction) {
-	m.auctions[a.id.Key] = a
-	m.dl.retimeAuction(a.id.Key)
-	m.dl.retimeJob(a.id.Key.Job)
+func (sh *shared) putAuction(a *auction) {
+	sh.auctions[a.id.Key] = a
+	sh.dl.retimeAuction(a.id.Key)
+	sh.dl.retimeJob(a.id.Key.Job)
 }
 
-func (m *Market) dropAuction(k TaskKey) {
-	if _, ok := m.auctions[k]; ok {
-		delete(m.auctions, k)
-		m.dl.retimeAuction(k)
-		m.dl.retimeJob(k.Job)
+func (sh *shared) dropAuction(k TaskKey) {
+	if _, ok := sh.auctions[k]; ok {
+		delete(sh.auctions, k)
+		sh.dl.retimeAuction(k)
+		sh.dl.retimeJob(k.Job)
 	}
 }
 
 // putGang and dropGang are putAuction and dropAuction for gangs.
-func (m *Market) putGang(g *gangAuction) {
+func (sh *shared) putGang(g *gangAuction) {
 	id := gangID(g.job, g.task)
-	m.gangs[id] = g
-	m.dl.retimeGang(id)
-	m.dl.retimeJob(g.job)
+	sh.gangs[id] = g
+	sh.dl.retimeGang(id)
+	sh.dl.retimeJob(g.job)
 }
 
-func (m *Market) dropGang(job, task string) {
+func (sh *shared) dropGang(job, task string) {
 	id := gangID(job, task)
-	if _, ok := m.gangs[id]; ok {
-		delete(m.gangs, id)
-		m.dl.retimeGang(id)
-		m.dl.retimeJob(job)
+	if _, ok := sh.gangs[id]; ok {
+		delete(sh.gangs, id)
+		sh.dl.retimeGang(id)
+		sh.dl.retimeJob(job)
 	}
 }
 
 // setTimers computes again the timers of everything marked.
-func (m *Market) setTimers() {
-	d := &m.dl
+func (sh *shared) setTimers() {
+	d := &sh.dl
 	for k := range d.markedAuctions {
 		key := timerKey{kind: timerAuction, task: k}
-		if at, ok := auctionDeadline(m.auctions[k]); ok {
+		if at, ok := auctionDeadline(sh.auctions[k]); ok {
 			d.auctions.set(key, at)
 		} else {
 			d.auctions.stop(key)
@@ -259,7 +259,7 @@ func (m *Market) setTimers() {
 	clear(d.markedAuctions)
 	for id := range d.markedGangs {
 		key := timerKey{kind: timerGang, id: id}
-		if at, ok := gangDeadline(m.gangs[id]); ok {
+		if at, ok := gangDeadline(sh.gangs[id]); ok {
 			d.gangs.set(key, at)
 		} else {
 			d.gangs.stop(key)
@@ -268,7 +268,7 @@ func (m *Market) setTimers() {
 	clear(d.markedGangs)
 	for id := range d.markedJobs {
 		key := timerKey{kind: timerJob, id: id}
-		if at, ok := m.jobDeadline(id); ok {
+		if at, ok := sh.jobDeadline(id); ok {
 			d.jobs.set(key, at)
 		} else {
 			d.jobs.stop(key)
@@ -311,10 +311,10 @@ func gangDeadline(g *gangAuction) (time.Time, bool) {
 // replica without an auction may be placed (its back-off ends: the zero
 // time when it may be placed at once), or an awarded or running
 // replica's lease lapses.
-func (m *Market) jobDeadline(id string) (time.Time, bool) {
-	j := m.jobs[id]
-	if _, active := m.dl.order[id]; !active || j == nil || j.State.Terminal() {
-		delete(m.dl.order, id)
+func (sh *shared) jobDeadline(id string) (time.Time, bool) {
+	j := sh.jobs[id]
+	if _, active := sh.dl.order[id]; !active || j == nil || j.State.Terminal() {
+		delete(sh.dl.order, id)
 		return time.Time{}, false
 	}
 	var at time.Time
@@ -331,9 +331,9 @@ func (m *Market) jobDeadline(id string) (time.Time, bool) {
 		switch t.State {
 		case TaskPending:
 			if !looked || t.Key.Task != gangOf {
-				gangOf, inGang, looked = t.Key.Task, m.gangs[gangID(t.Key.Job, t.Key.Task)] != nil, true
+				gangOf, inGang, looked = t.Key.Task, sh.gangs[gangID(t.Key.Job, t.Key.Task)] != nil, true
 			}
-			if !inGang && m.auctions[t.Key] == nil {
+			if !inGang && sh.auctions[t.Key] == nil {
 				note(t.NotBefore)
 			}
 		case TaskAwarded, TaskRunning:
@@ -347,15 +347,15 @@ func (m *Market) jobDeadline(id string) (time.Time, bool) {
 
 // dueJobs takes the jobs whose timers are due, in the order they became
 // active, marking each to be timed again.
-func (m *Market) dueJobs() []*JobRecord {
-	m.setTimers()
+func (sh *shared) dueJobs() []*JobRecord {
+	sh.setTimers()
 	var ids []string
-	m.dl.jobs.popDue(m.now, func(k timerKey) { ids = append(ids, k.id) })
-	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(m.dl.order[a], m.dl.order[b]) })
+	sh.dl.jobs.popDue(sh.now, func(k timerKey) { ids = append(ids, k.id) })
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(sh.dl.order[a], sh.dl.order[b]) })
 	out := make([]*JobRecord, 0, len(ids))
 	for _, id := range ids {
-		m.dl.retimeJob(id)
-		if j := m.jobs[id]; j != nil && !j.State.Terminal() {
+		sh.dl.retimeJob(id)
+		if j := sh.jobs[id]; j != nil && !j.State.Terminal() {
 			out = append(out, j)
 		}
 	}

@@ -40,9 +40,9 @@ const (
 	RefuseSubmission = "submission"        // a submission refused
 )
 
-func (m *Market) refuse(reason string, from NodeID, job, text string) {
-	m.emit(Refused{Reason: reason, From: from})
-	m.event(job, text)
+func (tk *tickets) refuse(reason string, from NodeID, job, text string) {
+	tk.emit(Refused{Reason: reason, From: from})
+	tk.event(job, text)
 }
 
 // errUnsigned refuses a plain submission in a network with an authority.
@@ -72,7 +72,7 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 		return "", fmt.Errorf("job %s was submitted already", id)
 	}
 	m.tix.remember(id, info)
-	m.submit(id, *info.spec, info.user.Name, raw)
+	m.mgr.submit(id, *info.spec, info.user.Name, raw)
 	return id, nil
 }
 
@@ -98,7 +98,7 @@ func (m *Market) Revoked(now time.Time, r auth.Revocation) {
 
 // checkOffer checks that a call for bids asks what the job's ticket
 // signs, within its user's quota and at a site the user may use.
-func (m *Market) checkOffer(info *ticketInfo, o TaskOffer) error {
+func (tk *tickets) checkOffer(info *ticketInfo, o TaskOffer) error {
 	ts, ok := info.spec.Task(o.Key.Task)
 	switch {
 	case !ok:
@@ -110,7 +110,7 @@ func (m *Market) checkOffer(info *ticketInfo, o TaskOffer) error {
 	case !reflect.DeepEqual(o.Request, ts.Request):
 		return fmt.Errorf("task %s asks for other resources than the signed job", ts.Name)
 	}
-	return auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, o.Request, o.Priority, m.cfg.Site)
+	return auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, o.Request, o.Priority, tk.cfg.Site)
 }
 
 // signedTask is a replica's task as its job's spec alone decides it.
@@ -148,7 +148,7 @@ func (s TaskSpec) withDecisions(d TaskSpec) TaskSpec {
 // decisions taken from the message; it fails when the message names a
 // task or replica the spec does not have, places inputs the spec does
 // not name, or the signed task is over its user's quota here.
-func (m *Market) derive(info *ticketInfo, s TaskSpec, gang bool) (TaskSpec, error) {
+func (tk *tickets) derive(info *ticketInfo, s TaskSpec, gang bool) (TaskSpec, error) {
 	ts, ok := info.spec.Task(s.Key.Task)
 	switch {
 	case !ok:
@@ -165,7 +165,7 @@ func (m *Market) derive(info *ticketInfo, s TaskSpec, gang bool) (TaskSpec, erro
 		// otherwise is refused, to be reported.
 		return TaskSpec{}, fmt.Errorf("task %s: the %s is not the signed job's", ts.Name, f)
 	}
-	return d, auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, d.Request, d.Priority, m.cfg.Site)
+	return d, auth.CheckTask(info.user.Name, info.user.Quota, ts.Name, d.Request, d.Priority, tk.cfg.Site)
 }
 
 // differs names the first field, by its JSON name, in which two values
@@ -357,18 +357,18 @@ func (c *ReplicaChecker) ticket(book *auth.Book, now time.Time, rec JobRecord) (
 // vouch checks, in a network with an authority, that a call for bids is
 // for a signed job this node may run; when not, it answers NoBid itself
 // and returns false.
-func (m *Market) vouch(cfp CFP) bool {
+func (tk *tickets) vouch(cfp CFP) bool {
 	job := cfp.Auction.Key.Job
-	nb := NoBid{Auction: cfp.Auction, Bidder: m.cfg.Self, Permanent: true}
-	info, err := m.tix.job(m.now, job, cfp.Ticket)
+	nb := NoBid{Auction: cfp.Auction, Bidder: tk.cfg.Self, Permanent: true}
+	info, err := tk.job(tk.now, job, cfp.Ticket)
 	switch {
 	case errors.Is(err, errNeedTicket):
 		nb.Reason, nb.NeedTicket, nb.Permanent = "no ticket of job "+job+" here", true, false
 	case err != nil:
 		nb.Reason = "job ticket: " + err.Error()
-		m.refuse(RefuseTicket, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
+		tk.refuse(RefuseTicket, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
 	default:
-		err = m.checkOffer(info, cfp.Task)
+		err = tk.checkOffer(info, cfp.Task)
 		if err == nil {
 			return true
 		}
@@ -378,9 +378,9 @@ func (m *Market) vouch(cfp CFP) bool {
 		if errors.As(err, &r) {
 			reason = RefuseQuota
 		}
-		m.refuse(reason, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
+		tk.refuse(reason, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
 	}
-	m.send(cfp.Manager, nb)
+	tk.send(cfp.Manager, nb)
 	return false
 }
 
@@ -392,52 +392,52 @@ const stealWindow = bidMemory
 // have bid in its auction (or, for a stolen replica, asked for work
 // lately). It returns the task to run: in a network with an authority
 // the one the job's ticket signs (derive), else the award's.
-func (m *Market) mayTake(a Award) (TaskSpec, string) {
-	c := &m.c
-	if why := m.cfg.Limits.Refusal(a.Task.Request); why != "" {
+func (tk *tickets) mayTake(a Award) (TaskSpec, string) {
+	c := tk.con
+	if why := tk.cfg.Limits.Refusal(a.Task.Request); why != "" {
 		return TaskSpec{}, why
 	}
 	if a.Direct {
-		if m.stolen.IsZero() || m.now.Sub(m.stolen) > stealWindow {
-			m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award of a stolen replica refused: this node asked for no work", a.Task.Key))
+		if tk.con.stolen.IsZero() || tk.now.Sub(tk.con.stolen) > stealWindow {
+			tk.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award of a stolen replica refused: this node asked for no work", a.Task.Key))
 			return TaskSpec{}, "this node asked for no work"
 		}
-	} else if !c.bidFor(a.Auction, m.now, true) {
-		m.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award refused: this node made no bid in round %d of epoch %d", a.Task.Key, a.Auction.Round, a.Auction.Epoch))
+	} else if !c.bidFor(a.Auction, tk.now, true) {
+		tk.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award refused: this node made no bid in round %d of epoch %d", a.Task.Key, a.Auction.Round, a.Auction.Epoch))
 		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return m.checkAward(a.Manager, a.Task, a.Ticket, false)
+	return tk.checkAward(a.Manager, a.Task, a.Ticket, false)
 }
 
 // mayHold is mayTake for a gang's hold.
-func (m *Market) mayHold(h Hold) (TaskSpec, string) {
-	if why := m.cfg.Limits.Refusal(h.Task.Request); why != "" {
+func (tk *tickets) mayHold(h Hold) (TaskSpec, string) {
+	if why := tk.cfg.Limits.Refusal(h.Task.Request); why != "" {
 		return TaskSpec{}, why
 	}
-	if !m.c.bidFor(h.Auction, m.now, false) {
-		m.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
+	if !tk.con.bidFor(h.Auction, tk.now, false) {
+		tk.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
 		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return m.checkAward(h.Manager, h.Task, h.Ticket, true)
+	return tk.checkAward(h.Manager, h.Task, h.Ticket, true)
 }
 
 // checkAward is, in a network with an authority, the task an award or
 // hold runs, derived from its job's ticket; in an open one the
 // message's own.
-func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (TaskSpec, string) {
-	if !m.tix.trusted() {
+func (tk *tickets) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (TaskSpec, string) {
+	if !tk.trusted() {
 		return s, ""
 	}
-	info, err := m.tix.job(m.now, s.Key.Job, ticket)
+	info, err := tk.job(tk.now, s.Key.Job, ticket)
 	var d TaskSpec
 	if err == nil {
-		d, err = m.derive(info, s, gang)
+		d, err = tk.derive(info, s, gang)
 	}
 	if err != nil {
-		m.refuse(RefuseTicket, from, s.Key.Job, fmt.Sprintf("%s: task refused: %v", s.Key, err))
+		tk.refuse(RefuseTicket, from, s.Key.Job, fmt.Sprintf("%s: task refused: %v", s.Key, err))
 		return TaskSpec{}, "job ticket: " + err.Error()
 	}
-	if why := m.cfg.Limits.Refusal(d.Request); why != "" {
+	if why := tk.cfg.Limits.Refusal(d.Request); why != "" {
 		return TaskSpec{}, why
 	}
 	return d, ""
@@ -445,22 +445,22 @@ func (m *Market) checkAward(from NodeID, s TaskSpec, ticket []byte, gang bool) (
 
 // startable checks again, as a queued replica starts, that its job's
 // ticket still holds (a revocation or an expiry since the award).
-func (m *Market) startable(k *contract) error {
-	if !m.tix.trusted() || k.ticket == nil {
+func (tk *tickets) startable(k *contract) error {
+	if !tk.trusted() || k.ticket == nil {
 		return nil
 	}
 	raw := k.ticket
-	if _, ok := m.tix.jobs[k.spec.Key.Job]; ok {
+	if _, ok := tk.byJob[k.spec.Key.Job]; ok {
 		raw = nil // checked when the award came; a revocation since empties the cache
 	}
-	_, err := m.tix.job(m.now, k.spec.Key.Job, raw)
+	_, err := tk.job(tk.now, k.spec.Key.Job, raw)
 	return err
 }
 
 // withTicket is a broadcast call for bids with its job's ticket: its
 // audience is unknown.
-func (m *Market) withTicket(cfp CFP) CFP {
-	if j := m.jobs[cfp.Auction.Key.Job]; m.tix.trusted() && j != nil {
+func (tk *tickets) withTicket(cfp CFP) CFP {
+	if j := tk.jobs[cfp.Auction.Key.Job]; tk.trusted() && j != nil {
 		cfp.Ticket = j.Ticket
 	}
 	return cfp

@@ -610,10 +610,10 @@ func TestAwardCannotOverrideTheSignedSpec(t *testing.T) {
 		t.Fatalf("honest award refused: %s", r.Reason)
 	}
 	var got *contract
-	for _, k := range m.c.queue {
+	for _, k := range m.con.queue {
 		got = k
 	}
-	for _, k := range m.c.running {
+	for _, k := range m.con.running {
 		got = k
 	}
 	want := honest

@@ -21,7 +21,7 @@ type upkeepItem struct {
 }
 
 var upkeepBeforeLeases = []upkeepItem{
-	{"reclaim", (*Market).reclaimDue, (*Market).nextReclaim},
+	{"reclaim", func(m *Market) { m.fo.reclaimDue() }, func(m *Market) (time.Time, bool) { return m.fo.nextReclaim() }},
 	{"copies", func(m *Market) { m.rep.refresh(m.now) }, func(m *Market) (time.Time, bool) { return m.rep.nextAt(len(m.dirty) > 0, len(m.active) > 0) }},
 	{"replicate", func(m *Market) {
 		if e := m.rep.due(m.now); e != nil {
@@ -29,18 +29,18 @@ var upkeepBeforeLeases = []upkeepItem{
 		}
 	}, nil},
 	{"batches", func(m *Market) { m.rep.expire(m.now) }, nil},
-	{"rehome", (*Market).rehomeDue, (*Market).nextRehome},
-	{"claims", (*Market).claimsDue, (*Market).nextClaim},
-	{"recheck", (*Market).recheckCopies, func(m *Market) (time.Time, bool) { return m.copies.recheck, !m.copies.recheck.IsZero() }},
-	{"expire", (*Market).expireCopies, (*Market).nextExpiry},
-	{"holds", (*Market).expireHolds, (*Market).nextHoldExpiry},
+	{"rehome", func(m *Market) { m.fo.rehomeDue() }, func(m *Market) (time.Time, bool) { return m.fo.nextRehome() }},
+	{"claims", func(m *Market) { m.sp.claimsDue() }, func(m *Market) (time.Time, bool) { return m.sp.nextClaim() }},
+	{"recheck", func(m *Market) { m.fo.recheckCopies() }, func(m *Market) (time.Time, bool) { return m.fo.copies.recheck, !m.fo.copies.recheck.IsZero() }},
+	{"expire", func(m *Market) { m.fo.expireCopies() }, func(m *Market) (time.Time, bool) { return m.fo.nextExpiry() }},
+	{"holds", func(m *Market) { m.con.expireHolds() }, func(m *Market) (time.Time, bool) { return m.con.nextHoldExpiry() }},
 }
 
 var upkeepAfterLeases = []upkeepItem{
-	{"heartbeat", (*Market).heartbeat, (*Market).nextBeat},
-	{"retention", (*Market).forgetFinished, (*Market).nextForget},
-	{"results", (*Market).repeatResults, func(m *Market) (time.Time, bool) { return m.c.resultsDue, len(m.c.results) > 0 }},
-	{"steal", (*Market).maybeSteal, (*Market).nextSteal},
+	{"heartbeat", func(m *Market) { m.con.heartbeat() }, func(m *Market) (time.Time, bool) { return m.con.nextBeat() }},
+	{"retention", func(m *Market) { m.mgr.forgetFinished() }, func(m *Market) (time.Time, bool) { return m.mgr.nextForget() }},
+	{"results", func(m *Market) { m.con.repeatResults() }, func(m *Market) (time.Time, bool) { return m.con.resultsDue, len(m.con.results) > 0 }},
+	{"steal", func(m *Market) { m.con.maybeSteal() }, func(m *Market) (time.Time, bool) { return m.con.nextSteal() }},
 }
 
 // runUpkeep runs items in order, timing the jobs they touch between them

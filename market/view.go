@@ -26,7 +26,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	if p.Queue >= StealableQueue {
 		m.loaded++
 	}
-	m.sawAdvert(p.ID)
+	m.fo.sawAdvert(p.ID)
 	if old := m.view[p.ID]; old != nil {
 		if old.Queue >= StealableQueue {
 			m.loaded--
@@ -34,22 +34,22 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		restarted := p.Boot != 0 && old.Boot != 0 && p.Boot != old.Boot
 		p.hash, p.hin = old.hash, old.hin
 		*old = p // in place: a thousand-node view is refreshed often
-		m.peerAdvertised(old)
+		m.gang.peerAdvertised(old)
 		if restarted {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
-			m.managerRestarted(p.ID)
+			m.fo.managerRestarted(p.ID)
 		}
-		m.headMoved()
+		m.gang.headMoved()
 		return
 	}
 	p.hash = sha256.Sum256([]byte(p.ID))
 	m.view[p.ID] = &p
-	m.peerAdvertised(&p)
+	m.gang.peerAdvertised(&p)
 	if m.rep.on() {
 		m.rep.dropsFor(p.ID)
 	}
-	m.peerBack(p.ID)
-	m.headMoved()
+	m.sp.peerBack(p.ID)
+	m.gang.headMoved()
 }
 
 // PeerGone removes a peer from the view: the tasks it held are placed
@@ -63,17 +63,17 @@ func (m *Market) PeerGone(now time.Time, id NodeID) {
 			m.loaded--
 		}
 		delete(m.view, id)
-		m.peerDropped(old)
+		m.gang.peerDropped(old)
 	}
 	m.lostPeer(id, "executor "+string(id)+" is gone")
-	m.managerGone(id)
-	m.replicaPeerGone(id)
-	m.reclaimPeerGone(id)
-	m.peerLeft(id)
+	m.fo.managerGone(id)
+	m.fo.replicaPeerGone(id)
+	m.fo.reclaimPeerGone(id)
+	m.sp.peerLeft(id)
 }
 
-// Live reports whether a node is this one or in its view.
-func (m *Market) Live(id NodeID) bool { return id == m.cfg.Self || m.view[id] != nil }
+// live reports whether a node is this one or in its view.
+func (sh *shared) live(id NodeID) bool { return id == sh.cfg.Self || sh.view[id] != nil }
 
 // lostPeer places again the replicas peer id held for this node's jobs,
 // and counts it as having answered every open round.
@@ -81,7 +81,7 @@ func (m *Market) lostPeer(id NodeID, why string) {
 	for j, t := range m.openTasks() {
 		if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
 			if j.isGang(t.Key.Task) {
-				m.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: why})
+				m.gang.gangReplicaEnded(j, t, TaskStatus{Key: t.Key, Epoch: t.Epoch, Node: id, State: TaskPreempted, ExitCode: -1, Reason: why})
 				continue
 			}
 			m.move(j, t, lost(m.now, why))

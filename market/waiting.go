@@ -20,17 +20,17 @@ type awardNote struct {
 
 // noteAward remembers the predicted start of the bid just awarded, or
 // the later one the contractor gave when it accepted (start).
-func (m *Market) noteAward(t *TaskRecord, b Bid, start time.Time) {
+func (au *auctioneer) noteAward(t *TaskRecord, b Bid, start time.Time) {
 	if !start.IsZero() {
 		b.Start = start
 	}
-	if m.awardStart == nil {
-		m.awardStart = map[TaskKey]awardNote{}
+	if au.awardStart == nil {
+		au.awardStart = map[TaskKey]awardNote{}
 	}
-	if len(m.awardStart) > 4*maxAwardNotes {
-		clear(m.awardStart) // the notes of long-gone replicas
+	if len(au.awardStart) > 4*maxAwardNotes {
+		clear(au.awardStart) // the notes of long-gone replicas
 	}
-	m.awardStart[t.Key] = awardNote{epoch: t.Epoch, start: b.Start}
+	au.awardStart[t.Key] = awardNote{epoch: t.Epoch, start: b.Start}
 }
 
 // maxAwardNotes sizes the award notes kept before they start afresh.
@@ -39,7 +39,7 @@ const maxAwardNotes = 1 << 14
 // explain fills in, on a copy of a record, why each unfinished replica
 // waits (TaskRecord.Waiting) and, for one awarded and queued, the start
 // its winning bid predicted (TaskRecord.PredictedStart).
-func (m *Market) explain(j *JobRecord) {
+func (au *auctioneer) explain(j *JobRecord) {
 	if j.State.Terminal() {
 		return
 	}
@@ -67,12 +67,12 @@ func (m *Market) explain(j *JobRecord) {
 			}
 			t.Waiting = "waiting for its dependencies: " + strings.Join(deps, ", ")
 		case TaskPending:
-			t.Waiting = m.pendingReason(j, t)
+			t.Waiting = au.pendingReason(j, t)
 		case TaskAwarded:
 			t.Waiting = "queued on " + string(t.Node)
-			if n, ok := m.awardStart[t.Key]; ok && n.epoch == t.Epoch {
+			if n, ok := au.awardStart[t.Key]; ok && n.epoch == t.Epoch {
 				t.PredictedStart = n.start
-				if d := n.start.Sub(m.now); d > 0 {
+				if d := n.start.Sub(au.now); d > 0 {
 					t.Waiting += fmt.Sprintf(" behind its earlier work; predicted start in %v", d.Round(time.Second))
 				}
 			}
@@ -81,12 +81,12 @@ func (m *Market) explain(j *JobRecord) {
 }
 
 // pendingReason says why a pending replica is not placed yet.
-func (m *Market) pendingReason(j *JobRecord, t *TaskRecord) string {
-	if !t.NotBefore.IsZero() && m.now.Before(t.NotBefore) {
-		return fmt.Sprintf("backing off after a failed attempt: placed again in %v", t.NotBefore.Sub(m.now).Round(time.Second))
+func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord) string {
+	if !t.NotBefore.IsZero() && au.now.Before(t.NotBefore) {
+		return fmt.Sprintf("backing off after a failed attempt: placed again in %v", t.NotBefore.Sub(au.now).Round(time.Second))
 	}
 	if j.isGang(t.Key.Task) {
-		g := m.gangs[gangID(j.ID, t.Key.Task)]
+		g := au.gangs[gangID(j.ID, t.Key.Task)]
 		switch {
 		case g == nil:
 			return "gang: waiting for its round"
@@ -101,17 +101,17 @@ func (m *Market) pendingReason(j *JobRecord, t *TaskRecord) string {
 		}
 		return fmt.Sprintf("gang: looking for %d replicas' room at once", g.size)
 	}
-	a := m.auctions[t.Key]
+	a := au.auctions[t.Key]
 	if a == nil {
 		return "waiting for an auction round"
 	}
 	switch {
 	case len(a.invited) == 0:
-		return "no node fits: " + m.unplaceableReason(a)
+		return "no node fits: " + au.mgr.unplaceableReason(a)
 	case len(a.bids) > 0:
 		return fmt.Sprintf("auction round %d: %d bids in, awarding", a.id.Round, len(a.bids))
 	case len(a.nobids) > 0:
-		return "no node fits so far: " + m.unplaceableReason(a)
+		return "no node fits so far: " + au.mgr.unplaceableReason(a)
 	}
 	return fmt.Sprintf("auction round %d: %d nodes invited, no answer yet", a.id.Round, len(a.invited))
 }
