@@ -49,8 +49,8 @@ func TestScripts(t *testing.T) {
 		s := &script{t: t}
 		datadriven.RunTest(t, path, s.run)
 		if s.cl != nil {
-			for _, b := range s.cl.Broken() {
-				t.Errorf("a market did something on a Tick before its NextTick: %s", b)
+			for _, v := range s.cl.Violations() {
+				t.Errorf("broken invariant: %s", v)
 			}
 		}
 	})

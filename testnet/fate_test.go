@@ -160,8 +160,8 @@ func simulatedFates(t *testing.T) map[string]fate {
 		t.Fatal(err)
 	}
 	q.RunUntil(cl, q.Now()+30*time.Second)
-	if b := cl.Broken(); len(b) > 0 {
-		t.Fatalf("simulated: NextTick broken: %v", b)
+	if v := cl.Violations(); len(v) > 0 {
+		t.Fatalf("simulated: broken invariants: %v", v)
 	}
 	out := map[string]fate{}
 	for name := range fateSpecs {

@@ -79,7 +79,7 @@ type Config struct {
 	// TickEvery, when set, also ticks every node that often, as a real
 	// node ticks its market on a fixed period (10ms), and checks the
 	// market's promise that a Tick before its NextTick does nothing:
-	// Broken lists every time it did not hold.
+	// Violations lists every time it did not hold.
 	TickEvery time.Duration
 	// Faults says nodes may crash, restart, join and leave: the cluster
 	// keeps what each node persists — its job records, the copies it
@@ -101,7 +101,7 @@ type Cluster struct {
 	dirtyList []int
 	spareList []int // dirtyList's other buffer
 	gen       uint64
-	broken    []string
+	checks    checks
 }
 
 // Node is one simulated node.
@@ -231,10 +231,6 @@ func (c *Cluster) Start() {
 		c.clock.Schedule(c.Now()+c.cfg.TickEvery, Event{kind: evTickAll})
 	}
 }
-
-// Broken lists the times a market's Tick before its NextTick did
-// something (Config.TickEvery): each a bug in the market's NextTick.
-func (c *Cluster) Broken() []string { return c.broken }
 
 // Now is the virtual time since the start.
 func (c *Cluster) Now() time.Duration { return c.clock.Now() }

@@ -94,7 +94,7 @@ func (c *Cluster) Handle(ev Event) {
 	}
 }
 
-// tickAll ticks every working node, and notes a Tick that did something
+// tickAll ticks every working node, and checks that none did something
 // before its market's NextTick said it would.
 func (c *Cluster) tickAll() {
 	now := c.Time()
@@ -106,9 +106,7 @@ func (c *Cluster) tickAll() {
 		next := nd.Market.NextTick()
 		nd.Market.Tick(now)
 		effs := nd.Market.Ready()
-		if len(effs) > 0 && (next.IsZero() || now.Before(next)) {
-			c.broken = append(c.broken, fmt.Sprintf("%s at %v: NextTick said %v, Tick emitted %d effects, first %T", nd.ID, c.Now(), next.Sub(c.cfg.Start), len(effs), effs[0]))
-		}
+		c.checkTick(i, next, now, effs)
 		c.carryOut(i, effs)
 	}
 }
@@ -172,6 +170,7 @@ func (c *Cluster) carryOut(i int, effs []market.Effect) {
 
 // start starts a task process on node i.
 func (c *Cluster) start(i int, x market.StartTask) {
+	c.checkStart(i, x.Task)
 	nd := c.nodes[i]
 	c.gen++
 	r := &Run{gen: c.gen, Epoch: x.Task.Epoch, Start: c.Now(), outputs: len(x.Task.Outputs) > 0, attempt: x.Task.Attempt, manager: x.Manager}
