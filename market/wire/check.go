@@ -545,6 +545,9 @@ func checkEnv(p string, env map[string]string) error {
 
 // checkRequest checks a resource request.
 func checkRequest(p string, r resource.Request) error {
+	if extra := r.Limits &^ resource.TaskLimits; extra != 0 {
+		return bad(join(p, "limits"), "unknown limit bits %#x", uint8(extra))
+	}
 	g := join(p, "gpu")
 	if err := firstErr(
 		checkRange64(join(p, "cpu_milli"), r.CPU, 0, MaxCPUMilli),

@@ -3,7 +3,6 @@ package wire
 import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
-	"github.com/agora-sched/agora/market/wire/pb"
 )
 
 // Limits on data references (docs/data.md).
@@ -12,53 +11,6 @@ const (
 	// up to 16 replicas each on average.
 	MaxInputRefs = 1024
 )
-
-func dataRefToPB(d *market.DataRef) *pb.DataRef {
-	if d == nil {
-		return nil
-	}
-	return &pb.DataRef{Manifest: d.Manifest, Bytes: d.Bytes, Holders: peersToPB(d.Holders)}
-}
-
-func dataRefFromPB(p string, d *pb.DataRef) (*market.DataRef, error) {
-	if d == nil {
-		return nil, nil
-	}
-	if len(d.Holders) > market.MaxDataHolders {
-		return nil, bad(join(p, "holders"), "%d node IDs, over the limit of %d", len(d.Holders), market.MaxDataHolders)
-	}
-	holders, err := peersFromPB(join(p, "holders"), d.Holders)
-	if err != nil {
-		return nil, err
-	}
-	return &market.DataRef{Manifest: d.Manifest, Bytes: d.Bytes, Holders: holders}, nil
-}
-
-func dataRefsToPB(ds []market.DataRef) []*pb.DataRef {
-	var out []*pb.DataRef
-	for i := range ds {
-		out = append(out, dataRefToPB(&ds[i]))
-	}
-	return out
-}
-
-func dataRefsFromPB(p string, ds []*pb.DataRef) ([]market.DataRef, error) {
-	if len(ds) > MaxInputRefs {
-		return nil, bad(p, "%d entries, over the limit of %d", len(ds), MaxInputRefs)
-	}
-	var out []market.DataRef
-	for i, d := range ds {
-		r, err := dataRefFromPB(index(p, i), d)
-		if err != nil {
-			return nil, err
-		}
-		if r == nil {
-			return nil, bad(index(p, i), "empty")
-		}
-		out = append(out, *r)
-	}
-	return out, nil
-}
 
 // checkDataRefs checks an offer's inputs.
 func checkDataRefs(p string, ds []market.DataRef) error {
@@ -71,54 +23,6 @@ func checkDataRefs(p string, ds []market.DataRef) error {
 		}
 	}
 	return nil
-}
-
-func inputsToPB(in []market.InputRef) []*pb.InputRef {
-	var out []*pb.InputRef
-	for _, r := range in {
-		out = append(out, &pb.InputRef{Input: int32(r.Input), Data: dataRefToPB(&r.DataRef), Select: r.Select, Upload: r.Upload, Path: r.Path})
-	}
-	return out
-}
-
-func inputsFromPB(p string, in []*pb.InputRef) ([]market.InputRef, error) {
-	if len(in) > MaxInputRefs {
-		return nil, bad(p, "%d inputs, over the limit of %d", len(in), MaxInputRefs)
-	}
-	var out []market.InputRef
-	for i, r := range in {
-		if r == nil || r.Data == nil {
-			return nil, bad(join(index(p, i), "data"), "required")
-		}
-		d, err := dataRefFromPB(join(index(p, i), "data"), r.Data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, market.InputRef{Input: int(r.Input), DataRef: *d, Select: r.Select, Upload: r.Upload, Path: r.Path})
-	}
-	return out, nil
-}
-
-func outputsToPB(os []spec.Output) []*pb.Output {
-	var out []*pb.Output
-	for _, o := range os {
-		out = append(out, &pb.Output{Path: o.Path, Max: o.Max})
-	}
-	return out
-}
-
-func outputsFromPB(p string, os []*pb.Output) ([]spec.Output, error) {
-	if len(os) > spec.MaxOutputs {
-		return nil, bad(p, "%d outputs, over the limit of %d", len(os), spec.MaxOutputs)
-	}
-	var out []spec.Output
-	for i, o := range os {
-		if o == nil {
-			return nil, bad(index(p, i), "empty")
-		}
-		out = append(out, spec.Output{Path: o.Path, Max: o.Max})
-	}
-	return out, nil
 }
 
 // checkDataRef checks a data reference (nil: none).

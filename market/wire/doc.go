@@ -21,6 +21,12 @@
 // Times travel as Unix nanoseconds with 0 for the zero time, so a set time
 // must lie strictly after the Unix epoch and before the year 2262.
 //
+// The conversion between the Go types and the protobuf messages is not
+// written per field: convert.go works it out from the two definitions
+// (the proto field's name is the Go field's JSON name), so adding a field
+// is adding it to market.proto and to the Go type. The checks
+// (check.go) say what each field may hold.
+//
 // The package is pure encoding: it must not import libp2p or do any I/O
 // beyond the io.Writer and bufio.Reader handed to WriteFrame and
 // ReadFrame.

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"google.golang.org/protobuf/proto"
 
@@ -66,10 +67,11 @@ func EncodeQuery(q Query) ([]byte, error) {
 	if err := checkQuery(q); err != nil {
 		return nil, err
 	}
-	b, err := marshal.Marshal(&pb.Query{
-		Version: Version, Kind: q.Kind, Job: q.Job, Task: q.Task,
-		Replica: q.Replica, Attempt: q.Attempt, From: q.From, MaxBytes: q.MaxBytes, Credential: q.Credential,
-	})
+	x := &pb.Query{Version: Version}
+	if err := toPB("query", reflect.ValueOf(q), x.ProtoReflect()); err != nil {
+		return nil, err
+	}
+	b, err := marshal.Marshal(x)
 	if err != nil {
 		return nil, fmt.Errorf("wire: query: %w", err)
 	}
@@ -93,9 +95,9 @@ func DecodeQuery(b []byte) (Query, error) {
 	if x.Version != Version {
 		return Query{}, bad("query.version", "%d not supported (want %d)", x.Version, Version)
 	}
-	q := Query{
-		Kind: x.Kind, Job: x.Job, Task: x.Task, Replica: x.Replica,
-		Attempt: x.Attempt, From: x.From, MaxBytes: x.MaxBytes, Credential: x.Credential,
+	var q Query
+	if err := fromPB("query", x.ProtoReflect(), reflect.ValueOf(&q).Elem()); err != nil {
+		return Query{}, err
 	}
 	if err := checkQuery(q); err != nil {
 		return Query{}, err
@@ -140,7 +142,11 @@ func EncodeQueryReply(r QueryReply) ([]byte, error) {
 	if err := checkReply(r); err != nil {
 		return nil, err
 	}
-	b, err := marshal.Marshal(&pb.QueryReply{Version: Version, Found: r.Found, Error: r.Error, Body: r.Body})
+	x := &pb.QueryReply{Version: Version}
+	if err := toPB("query_reply", reflect.ValueOf(r), x.ProtoReflect()); err != nil {
+		return nil, err
+	}
+	b, err := marshal.Marshal(x)
 	if err != nil {
 		return nil, fmt.Errorf("wire: query_reply: %w", err)
 	}
@@ -166,9 +172,9 @@ func DecodeQueryReply(b []byte) (QueryReply, error) {
 	if x.Version != Version {
 		return QueryReply{}, bad("query_reply.version", "%d not supported (want %d)", x.Version, Version)
 	}
-	r := QueryReply{Found: x.Found, Error: x.Error, Body: x.Body}
-	if len(r.Body) == 0 {
-		r.Body = nil
+	var r QueryReply
+	if err := fromPB("query_reply", x.ProtoReflect(), reflect.ValueOf(&r).Elem()); err != nil {
+		return QueryReply{}, err
 	}
 	if err := checkReply(r); err != nil {
 		return QueryReply{}, err
