@@ -34,15 +34,15 @@ import (
 
 // nextEpoch is the epoch of a replica's next attempt after e, in job j.
 func (sh *shared) nextEpoch(j *JobRecord, e uint64) uint64 {
-	hi := e >> epochTagBits
-	if hi+1 >= 1<<(32-epochTagBits) || (j.EpochTag == 0 && hi == 0) {
+	hi := e >> EpochTagBits
+	if hi+1 >= 1<<(32-EpochTagBits) || (j.EpochTag == 0 && hi == 0) {
 		return e + 1
 	}
-	return (hi+1)<<epochTagBits | uint64(j.EpochTag)
+	return (hi+1)<<EpochTagBits | uint64(j.EpochTag)
 }
 
-// epochTagBits is the width of a take-over's tag in an epoch.
-const epochTagBits = 20
+// EpochTagBits is the width of a take-over's tag in an epoch.
+const EpochTagBits = 20
 
 // epochTag is the tag of node's take-over of job at now: never zero.
 func epochTag(node NodeID, job string, now time.Time) uint32 {
@@ -51,7 +51,7 @@ func epochTag(node NodeID, job string, now time.Time) uint32 {
 	h.Write([]byte{0})
 	h.Write([]byte(job))
 	h.Write(binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano())))
-	if t := h.Sum32() & (1<<epochTagBits - 1); t != 0 {
+	if t := h.Sum32() & (1<<EpochTagBits - 1); t != 0 {
 		return t
 	}
 	return 1
@@ -64,7 +64,7 @@ func epochSteps(from, to uint64) uint64 {
 	if to <= from {
 		return 0
 	}
-	if hf, ht := from>>epochTagBits, to>>epochTagBits; ht > hf {
+	if hf, ht := from>>EpochTagBits, to>>EpochTagBits; ht > hf {
 		return ht - hf
 	}
 	return to - from

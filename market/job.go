@@ -1,8 +1,12 @@
 package market
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -85,8 +89,8 @@ type TaskRecord struct {
 	// PredictedStart, for one awarded and queued, when its winning bid
 	// predicted it would. Both are worked out by Market.Job for the copy
 	// it returns (waiting.go), never stored or copied to peers.
-	Waiting        string    `json:"waiting,omitempty"`
-	PredictedStart time.Time `json:"predicted_start,omitzero"`
+	Waiting        string    `json:"waiting,omitempty" pb:"-"`
+	PredictedStart time.Time `json:"predicted_start,omitzero" pb:"-"`
 }
 
 // JobRecord is the manager's durable record of a job.
@@ -111,9 +115,48 @@ type JobRecord struct {
 	Owner  string `json:"owner,omitempty"`
 	Ticket []byte `json:"ticket,omitempty"`
 	// specSigned says that Spec was decoded from the very bytes Ticket
-	// signs (DecodeJobRecord read a ticket stored without them), so the
+	// signs (AttachTicket put a ticket stored without them back), so the
 	// two cannot differ; CheckReplica then need not compare them.
 	specSigned bool
+}
+
+// DetachTicket is what a record's stored form keeps of its spec and
+// ticket: the spec's JSON, and the ticket without those bytes when it
+// signs exactly them (detached), else whole. The ticket signs the spec's
+// canonical form, so a record of a signed job stores the spec once.
+func DetachTicket(j JobRecord) (specJSON, ticket []byte, detached bool, err error) {
+	specJSON, err = json.Marshal(j.Spec)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("job record %s: encode spec: %w", j.ID, err)
+	}
+	if len(j.Ticket) > 0 {
+		if t, sp, err := auth.DetachSpec(j.Ticket); err == nil && bytes.Equal(sp, specJSON) {
+			return specJSON, t, true, nil
+		}
+	}
+	return specJSON, j.Ticket, false, nil
+}
+
+// AttachTicket sets j's spec and ticket from what DetachTicket gave. A
+// detached ticket gets the spec's very bytes back, so the two cannot
+// differ and the record need not be checked against its ticket again.
+func (j *JobRecord) AttachTicket(specJSON, ticket []byte, detached bool) error {
+	var js spec.Job
+	if err := json.Unmarshal(specJSON, &js); err != nil {
+		return fmt.Errorf("job record %s: spec: %w", j.ID, err)
+	}
+	j.Spec, j.Ticket, j.specSigned = js, nil, false
+	switch {
+	case detached:
+		full, err := auth.AttachSpec(ticket, specJSON)
+		if err != nil {
+			return fmt.Errorf("job record %s: ticket: %w", j.ID, err)
+		}
+		j.Ticket, j.specSigned = full, true
+	case len(ticket) > 0:
+		j.Ticket = ticket
+	}
+	return nil
 }
 
 // Clone returns a deep copy, safe to hand to another goroutine.

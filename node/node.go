@@ -28,6 +28,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/checkpoints"
@@ -272,7 +273,7 @@ func (n *Node) openStore(in *configRead) (err error) {
 	// "Job records"), so they are stored in a binary encoding, a third of
 	// JSON's size; JSON ones from earlier versions still read.
 	n.jobs = store.NewBucket[market.JobRecord](n.store, "jobs").AllowLarge(replication.MaxFrame).
-		WithCodec(market.EncodeJobRecord, market.DecodeJobRecord)
+		WithCodec(wire.EncodeJobRecord, wire.DecodeJobRecord)
 	n.copies = store.NewBucket[replication.Copy](n.store, "replicas").AllowLarge(replication.MaxFrame+4<<10).
 		WithCodec(replication.EncodeCopy, replication.DecodeCopy)
 	n.boot, err = n.nextBoot()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/executor"
 	"github.com/agora-sched/agora/store"
 )
@@ -37,7 +38,7 @@ func TestRestartWithMoreRecordsThanAList(t *testing.T) {
 	}
 	const count = store.MaxListEntries + 1
 	now := time.Now()
-	jobs := store.NewBucket[market.JobRecord](s, "jobs")
+	jobs := store.NewBucket[market.JobRecord](s, "jobs").WithCodec(wire.EncodeJobRecord, wire.DecodeJobRecord)
 	execs := store.NewBucket[executor.Execution](s, "executions")
 	var js []store.Entry[market.JobRecord]
 	var es []store.Entry[executor.Execution]

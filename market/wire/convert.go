@@ -5,10 +5,10 @@ import (
 	"math"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
@@ -26,13 +26,44 @@ import (
 //   - or a field of a Go struct field that has no proto field of its own
 //     (ManagerClaim's Rank is flattened into ManagerClaim).
 //
-// Every exported Go field must match a proto field and every proto field
-// a Go field (but a top-level message's version, which the caller sets
-// and checks); a mismatch panics when the pair is first used, and
+// Every exported Go field must match a proto field (but those tagged
+// pb:"-", never stored or sent) and every proto field a Go field (but a
+// top-level message's version and checksum, which the caller sets and
+// checks (seal.go), and the
+// fields a hook converts by hand, byHand); a mismatch panics when the pair is first used, and
 // TestEveryMessageMaps uses every pair. Repeated and map fields come back
 // nil when empty; integers that do not fit the Go type are refused. A
 // message field is required, except for the types in mayBeAbsent, which
 // are left out when zero and read back as zero when absent.
+
+// byHand are the proto fields a message's hook (hooks) converts, each
+// with the Go field it fills ("" for none).
+var byHand = map[protoreflect.FullName]string{
+	"agora.v1.JobRecord.spec":            "Spec",
+	"agora.v1.JobRecord.ticket":          "Ticket",
+	"agora.v1.JobRecord.ticket_detached": "",
+}
+
+// hook converts what the mapping cannot for one message type, after the
+// mapped fields.
+type hook struct {
+	to   func(path string, v reflect.Value, m protoreflect.Message) error
+	from func(path string, m protoreflect.Message, v reflect.Value) error
+}
+
+// hooks are the messages with fields converted by hand (record.go).
+var hooks = map[protoreflect.FullName]hook{}
+
+// generated are the conversions convert_gen.go writes out, per pair of
+// types (gen_test.go writes it from the mapping): toPB and fromPB hand a
+// pair to its generated code when there is one, and work the mapping out
+// themselves otherwise (a pair added since, or convert_gen.go removed to
+// be written again). useGenerated is false only in the test that holds
+// the two to each other.
+var (
+	generated    = map[planKey]hook{}
+	useGenerated = true
+)
 
 // mayBeAbsent are the messages whose absence means their zero value.
 var mayBeAbsent = map[protoreflect.FullName]bool{
@@ -56,17 +87,36 @@ type planKey struct {
 	md protoreflect.FullName
 }
 
-var plans sync.Map // planKey -> []fieldMap
+// plans are the mappings of the package's own pairs (roots), worked out
+// once at init and read-only after, so that any goroutine may encode; a
+// pair from elsewhere (a stored copy's) is worked out at each use.
+var plans = map[planKey][]fieldMap{}
 
 // planFor maps the fields of Go struct type t to those of md.
 func planFor(t reflect.Type, md protoreflect.MessageDescriptor) []fieldMap {
+	if p, ok := plans[planKey{t, md.FullName()}]; ok {
+		return p
+	}
+	return buildPlan(t, md)
+}
+
+// addPlans works out the plans of t and md and of the pairs they reach.
+func addPlans(t reflect.Type, md protoreflect.MessageDescriptor) {
 	k := planKey{t, md.FullName()}
-	if p, ok := plans.Load(k); ok {
-		return p.([]fieldMap)
+	if _, ok := plans[k]; ok {
+		return
 	}
 	p := buildPlan(t, md)
-	plans.Store(k, p)
-	return p
+	plans[k] = p
+	for _, f := range p {
+		if f.fd.Kind() == protoreflect.MessageKind && !f.fd.IsMap() {
+			et := t.FieldByIndex(f.index).Type
+			if et.Kind() == reflect.Slice || et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			addPlans(et, f.fd.Message())
+		}
+	}
 }
 
 func buildPlan(t reflect.Type, md protoreflect.MessageDescriptor) []fieldMap {
@@ -75,8 +125,14 @@ func buildPlan(t reflect.Type, md protoreflect.MessageDescriptor) []fieldMap {
 	fds := md.Fields()
 	for i := range fds.Len() {
 		fd := fds.Get(i)
-		if fd.Name() == "version" && fd.ContainingMessage().Parent() == fd.ContainingMessage().ParentFile() {
-			continue // the framing's (Envelope, Query, QueryReply): the caller's
+		if (fd.Name() == "version" || fd.Name() == "checksum") && fd.ContainingMessage().Parent() == fd.ContainingMessage().ParentFile() {
+			continue // the framing's (Envelope, Query, QueryReply, a record): the caller's
+		}
+		if goName, ok := byHand[fd.FullName()]; ok {
+			if f, ok := t.FieldByName(goName); ok {
+				used[fmt.Sprint(f.Index[:1])] = true
+			}
+			continue
 		}
 		idx, ok := goField(t, fd)
 		if !ok {
@@ -87,7 +143,7 @@ func buildPlan(t reflect.Type, md protoreflect.MessageDescriptor) []fieldMap {
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.IsExported() && f.Tag.Get("json") != "-" && !used[fmt.Sprint([]int{i})] {
+		if f.IsExported() && f.Tag.Get("pb") != "-" && !used[fmt.Sprint([]int{i})] {
 			panic(fmt.Sprintf("wire: Go field %s.%s has no field in %s", t, f.Name, md.FullName()))
 		}
 	}
@@ -100,7 +156,7 @@ func goField(t reflect.Type, fd protoreflect.FieldDescriptor) ([]int, bool) {
 	name := string(fd.Name())
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() {
+		if !f.IsExported() || f.Tag.Get("pb") == "-" {
 			continue
 		}
 		switch n := jsonName(f); {
@@ -148,6 +204,9 @@ func jsonName(f reflect.StructField) string {
 
 // toPB writes Go struct v into m.
 func toPB(path string, v reflect.Value, m protoreflect.Message) error {
+	if g, ok := generated[planKey{v.Type(), m.Descriptor().FullName()}]; ok && useGenerated {
+		return g.to(path, v, m)
+	}
 	for _, f := range planFor(v.Type(), m.Descriptor()) {
 		gv := v.FieldByIndex(f.index)
 		switch {
@@ -202,11 +261,17 @@ func toPB(path string, v reflect.Value, m protoreflect.Message) error {
 			m.Set(f.fd, pv)
 		}
 	}
+	if h, ok := hooks[m.Descriptor().FullName()]; ok {
+		return h.to(path, v, m)
+	}
 	return nil
 }
 
 // fromPB reads m into Go struct v (settable).
 func fromPB(path string, m protoreflect.Message, v reflect.Value) error {
+	if g, ok := generated[planKey{v.Type(), m.Descriptor().FullName()}]; ok && useGenerated {
+		return g.from(path, m, v)
+	}
 	for _, f := range planFor(v.Type(), m.Descriptor()) {
 		gv := v.FieldByIndex(f.index)
 		switch {
@@ -260,6 +325,9 @@ func fromPB(path string, m protoreflect.Message, v reflect.Value) error {
 			}
 		}
 	}
+	if h, ok := hooks[m.Descriptor().FullName()]; ok {
+		return h.from(path, m, v)
+	}
 	return nil
 }
 
@@ -268,11 +336,8 @@ func fromPB(path string, m protoreflect.Message, v reflect.Value) error {
 func scalarToPB(path string, fd protoreflect.FieldDescriptor, v reflect.Value) (protoreflect.Value, error) {
 	p := func() string { return join(path, string(fd.Name())) }
 	if v.Type() == timeType {
-		t := v.Interface().(time.Time)
-		if t.IsZero() {
-			return protoreflect.ValueOfInt64(0), nil
-		}
-		return protoreflect.ValueOfInt64(t.UnixNano()), nil
+		n, err := timeToPB(path, string(fd.Name()), v.Interface().(time.Time))
+		return protoreflect.ValueOfInt64(n), err
 	}
 	switch fd.Kind() {
 	case protoreflect.StringKind:
@@ -334,9 +399,7 @@ func isUnsigned(fd protoreflect.FieldDescriptor) bool {
 func scalarFromPB(path string, fd protoreflect.FieldDescriptor, pv protoreflect.Value, v reflect.Value) error {
 	p := func() string { return join(path, string(fd.Name())) }
 	if v.Type() == timeType {
-		if n := pv.Int(); n != 0 {
-			v.Set(reflect.ValueOf(time.Unix(0, n).UTC()))
-		}
+		v.Set(reflect.ValueOf(timeFromPB(pv.Int())))
 		return nil
 	}
 	switch fd.Kind() {
@@ -377,4 +440,35 @@ func scalarFromPB(path string, fd protoreflect.FieldDescriptor, pv protoreflect.
 		return bad(p(), "%d: out of range", n)
 	}
 	return nil
+}
+
+// ToProto writes Go struct v (a value or a pointer to one) into m by the
+// mapping; errors name the field from path.
+func ToProto(path string, v any, m proto.Message) error {
+	return toPB(path, reflect.Indirect(reflect.ValueOf(v)), m.ProtoReflect())
+}
+
+// FromProto reads m into the Go struct v points to by the mapping.
+func FromProto(path string, m proto.Message, v any) error {
+	return fromPB(path, m.ProtoReflect(), reflect.ValueOf(v).Elem())
+}
+
+// timeToPB is a time as Unix nanoseconds, 0 for the zero time; one they
+// cannot hold is refused (field name of message path p).
+func timeToPB(p, name string, t time.Time) (int64, error) {
+	switch {
+	case t.IsZero():
+		return 0, nil
+	case t.Before(minTime) || t.After(maxTime):
+		return 0, bad(join(p, name), "%s: not between the Unix epoch and 2262, what Unix nanoseconds hold", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+// timeFromPB is the inverse of timeToPB; set times come back in UTC.
+func timeFromPB(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }

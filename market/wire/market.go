@@ -112,6 +112,12 @@ func init() {
 	if len(kinds) != fds.Len() {
 		panic("wire: pb.Envelope has a body field no market message maps to")
 	}
+	for t, fd := range bodies {
+		addPlans(t, fd.Message())
+	}
+	addPlans(reflect.TypeOf(Query{}), (&pb.Query{}).ProtoReflect().Descriptor())
+	addPlans(reflect.TypeOf(QueryReply{}), (&pb.QueryReply{}).ProtoReflect().Descriptor())
+	addPlans(reflect.TypeOf(market.JobRecord{}), (&pb.JobRecord{}).ProtoReflect().Descriptor())
 }
 
 // msgFromPB converts the body of an envelope to its market message.

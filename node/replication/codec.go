@@ -1,204 +1,114 @@
 package replication
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/market/wire/pb"
 )
 
-// The stored form of a Copy, version 1: the magic byte 0xA8, the version,
-// the replica set (a uvarint count, then each peer ID as a uvarint length
-// and its bytes), the time it was stored (a uvarint length and
-// time.Time's binary form), then the job record in the binary job-record
-// encoding (market.EncodeJobRecord) to the end. Copies stored as JSON by
-// earlier versions still read.
+// The stored form of a Copy: a pb.StoredCopy of version 1 (market.proto),
+// sealed with its checksum (wire.MarshalSealed); the record inside is a
+// job record as wire.EncodeJobRecord writes it. Copies of pre-release
+// builds (binary, beginning with the byte 0xA8, or JSON) are refused by
+// name.
 const (
-	copyMagic   = 0xA8
-	copyVersion = 1
+	copyVersion    = 1
+	oldCopyMagic   = 0xA8
+	oldCopyJSON    = '{'
+	copyWhat       = "job-record copy"
+	frameCopyField = 1 // CopyBatch.copies
 )
 
 // EncodeCopy encodes c for the node's replicas bucket.
 func EncodeCopy(c Copy) ([]byte, error) {
-	rec, err := market.EncodeJobRecord(c.Record)
-	if err != nil {
-		return nil, err
+	x := &pb.StoredCopy{Version: copyVersion}
+	if err := wire.ToProto("stored_copy", c, x); err != nil {
+		return nil, fmt.Errorf("copy of job %s: %w", c.Record.ID, err)
 	}
-	updated, err := c.Updated.MarshalBinary()
-	if err != nil {
-		return nil, fmt.Errorf("copy of job %s: stored time: %w", c.Record.ID, err)
-	}
-	b := make([]byte, 0, 16+len(updated)+len(rec)+len(c.Replicas)*56)
-	b = append(b, copyMagic, copyVersion)
-	b = appendPeerList(b, c.Replicas)
-	b = appendBytes(b, updated)
-	return append(b, rec...), nil
+	return wire.MarshalSealed(x)
 }
 
-// DecodeCopy decodes a stored copy, binary or JSON.
+// DecodeCopy decodes a stored copy into c, which a failed decode leaves
+// as it was.
 func DecodeCopy(data []byte, c *Copy) error {
-	if len(data) == 0 {
-		return errors.New("job-record copy: empty")
-	}
-	if data[0] != copyMagic {
-		var v Copy
-		if err := json.Unmarshal(data, &v); err != nil {
-			return fmt.Errorf("job-record copy: neither binary nor JSON: %w", err)
-		}
-		*c = v
-		return nil
-	}
-	b := data[1:]
-	v, k := binary.Uvarint(b)
 	switch {
-	case k <= 0:
-		return errors.New("job-record copy: version: truncated")
-	case v != copyVersion:
-		return fmt.Errorf("job-record copy: encoding version %d, this node reads version %d", v, copyVersion)
+	case len(data) == 0:
+		return errors.New(copyWhat + ": empty")
+	case data[0] == oldCopyMagic || data[0] == oldCopyJSON:
+		return fmt.Errorf("%s: written by a pre-release build; this build reads version-%d protobuf copies only: empty the node's data directory", copyWhat, copyVersion)
 	}
-	reps, b, err := readPeerList(b[k:])
-	if err != nil {
-		return fmt.Errorf("job-record copy: %w", err)
+	var x pb.StoredCopy
+	if err := wire.UnmarshalSealed(copyWhat, data, &x); err != nil {
+		return err
 	}
-	out := Copy{Replicas: reps}
-	updated, b, ok := readBytes(b)
-	if !ok {
-		return errors.New("job-record copy: stored time: truncated")
+	if x.Version != copyVersion {
+		return fmt.Errorf("%s: encoding version %d, this node reads version %d", copyWhat, x.Version, copyVersion)
 	}
-	if err := out.Updated.UnmarshalBinary(updated); err != nil {
-		return fmt.Errorf("job-record copy: stored time: %w", err)
-	}
-	if err := market.DecodeJobRecord(b, &out.Record); err != nil {
-		return fmt.Errorf("job-record copy: %w", err)
+	var out Copy
+	if err := wire.FromProto("stored_copy", &x, &out); err != nil {
+		return fmt.Errorf("%s: %w", copyWhat, err)
 	}
 	*c = out
 	return nil
 }
 
-// encodeElement encodes a record and its replica set as one element of a
-// request frame: the replica set, then the record in the binary job-record
-// encoding to the element's end.
-func encodeElement(rec market.JobRecord, peers []market.NodeID) ([]byte, error) {
-	b, err := market.EncodeJobRecord(rec)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, 8+len(b)+len(peers)*56)
-	out = appendPeerList(out, peers)
-	return append(out, b...), nil
+// element is one record of a request frame and its replica set: a
+// pb.CopyElement.
+type element struct {
+	Replicas []market.NodeID
+	Record   market.JobRecord
 }
 
-// decodeElement decodes one element of a request frame.
-func decodeElement(data []byte) (market.JobRecord, []market.NodeID, error) {
-	peers, rest, err := readPeerList(data)
-	if err != nil {
-		return market.JobRecord{}, nil, err
+// encodeElement encodes a record and its replica set as one element of a
+// request frame.
+func encodeElement(rec market.JobRecord, peers []market.NodeID) ([]byte, error) {
+	var x pb.CopyElement
+	if err := wire.ToProto("copy", element{Replicas: peers, Record: rec}, &x); err != nil {
+		return nil, fmt.Errorf("copy of job %s: %w", rec.ID, err)
 	}
-	var rec market.JobRecord
-	if err := market.DecodeJobRecord(rest, &rec); err != nil {
-		return market.JobRecord{}, nil, err
-	}
-	return rec, peers, nil
+	return marshal.Marshal(&x)
 }
+
+var marshal = proto.MarshalOptions{Deterministic: true}
 
 // requestFrame builds the request frame for the first of elems (encoded
-// elements): a uvarint count, then each element as a uvarint length and
-// its bytes; at most recordsPerFrame elements and maxFrame bytes, at
-// least one. It says how many it holds.
+// elements): a pb.CopyBatch holding them, at most recordsPerFrame and
+// maxFrame bytes, at least one. It says how many it holds.
 func requestFrame(elems [][]byte) (int, []byte) {
 	k, size := 0, 0
 	for k < len(elems) && k < recordsPerFrame {
-		if k > 0 && size+len(elems[k])+2*binary.MaxVarintLen64 > maxFrame {
+		n := protowire.SizeTag(frameCopyField) + protowire.SizeBytes(len(elems[k]))
+		if k > 0 && size+n > maxFrame {
 			break
 		}
-		size += len(elems[k]) + binary.MaxVarintLen64
+		size += n
 		k++
 	}
-	body := make([]byte, 0, size+binary.MaxVarintLen64)
-	body = binary.AppendUvarint(body, uint64(k))
+	body := make([]byte, 0, size)
 	for _, e := range elems[:k] {
-		body = appendBytes(body, e)
+		body = protowire.AppendTag(body, frameCopyField, protowire.BytesType)
+		body = protowire.AppendBytes(body, e)
 	}
 	return k, body
 }
 
-// element is a decoded element of a request frame.
-type element struct {
-	rec   market.JobRecord
-	peers []market.NodeID
-}
-
 // decodeFrame decodes a request frame.
 func decodeFrame(b []byte) ([]element, error) {
-	count, k := binary.Uvarint(b)
-	if k <= 0 || count > uint64(len(b)-k)/2 { // an element takes two bytes at least
-		return nil, errors.New("record count: truncated or past the frame's end")
+	var x pb.CopyBatch
+	if err := proto.Unmarshal(b, &x); err != nil {
+		return nil, fmt.Errorf("not a frame of job records: %w", err)
 	}
-	b = b[k:]
-	out := make([]element, count)
-	for i := range out {
-		e, rest, ok := readBytes(b)
-		if !ok {
-			return nil, fmt.Errorf("record %d of %d: truncated", i+1, count)
+	out := make([]element, len(x.Copies))
+	for i, c := range x.Copies {
+		if err := wire.FromProto("copy", c, &out[i]); err != nil {
+			return nil, fmt.Errorf("record %d of %d: %w", i+1, len(x.Copies), err)
 		}
-		rec, peers, err := decodeElement(e)
-		if err != nil {
-			return nil, fmt.Errorf("record %d of %d: %w", i+1, count, err)
-		}
-		out[i] = element{rec: rec, peers: peers}
-		b = rest
-	}
-	if len(b) > 0 {
-		return nil, fmt.Errorf("%d bytes after the %d records", len(b), count)
 	}
 	return out, nil
-}
-
-// appendPeerList appends a uvarint count and each ID as a uvarint length
-// and its bytes.
-func appendPeerList(b []byte, ids []market.NodeID) []byte {
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	for _, p := range ids {
-		b = appendBytes(b, []byte(p))
-	}
-	return b
-}
-
-// appendBytes appends p as a uvarint length and its bytes.
-func appendBytes(b, p []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(p)))
-	return append(b, p...)
-}
-
-// readBytes reads what appendBytes wrote and returns the rest; ok is
-// false when b is too short.
-func readBytes(b []byte) (p, rest []byte, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return nil, nil, false
-	}
-	return b[k : k+int(n)], b[k+int(n):], true
-}
-
-// readPeerList reads what appendPeerList wrote and returns the rest.
-func readPeerList(b []byte) ([]market.NodeID, []byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) { // each ID takes a byte at least
-		return nil, nil, errors.New("replica set: truncated")
-	}
-	b = b[k:]
-	var ids []market.NodeID
-	if n > 0 {
-		ids = make([]market.NodeID, n)
-	}
-	for i := range ids {
-		p, rest, ok := readBytes(b)
-		if !ok {
-			return nil, nil, errors.New("replica set: truncated")
-		}
-		ids[i], b = market.NodeID(p), rest
-	}
-	return ids, b, nil
 }

@@ -44,21 +44,14 @@ func TestReplicaRecordCodec(t *testing.T) {
 	}
 	js := copyJSON(t, r)
 	if len(b) >= len(js) {
-		t.Fatalf("binary replica %d bytes, JSON %d", len(b), len(js))
+		t.Fatalf("stored copy %d bytes, JSON %d", len(b), len(js))
 	}
-	for _, c := range []struct {
-		name string
-		data []byte
-	}{{"binary", b}, {"JSON, as earlier versions stored it", js}} {
-		t.Run(c.name, func(t *testing.T) {
-			var got Copy
-			if err := DecodeCopy(c.data, &got); err != nil {
-				t.Fatal(err)
-			}
-			if have := copyJSON(t, got); !bytes.Equal(have, js) {
-				t.Fatalf("replica changed:\nwant %s\nhave %s", js, have)
-			}
-		})
+	var got Copy
+	if err := DecodeCopy(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if have := copyJSON(t, got); !bytes.Equal(have, js) {
+		t.Fatalf("copy changed:\nwant %s\nhave %s", js, have)
 	}
 }
 
@@ -67,18 +60,18 @@ func TestReplicaRecordCodecBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	future := bytes.Clone(good)
-	future[1] = 9
+	damaged := bytes.Clone(good)
+	damaged[len(damaged)/2] ^= 1
 	cases := []struct {
 		name string
 		data []byte
 		want string
 	}{
 		{"empty", nil, "empty"},
-		{"garbage", []byte("<xml/>"), "neither binary nor JSON"},
-		{"future version", future, "encoding version 9"},
-		{"replica count past the end", []byte{copyMagic, 1, 200}, "replica set: truncated"},
-		{"bad record inside", append(bytes.Clone(good[:len(good)-3]), 0xff, 0xff, 0xff), "job-record copy: job record"},
+		{"pre-release binary", []byte{oldCopyMagic, 1, 0}, "pre-release build"},
+		{"pre-release JSON", copyJSON(t, testCopy(t)), "pre-release build"},
+		{"garbage", []byte("<xml/>"), "checksum does not match"},
+		{"damaged", damaged, "checksum does not match"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,7 +88,7 @@ func TestReplicaRecordCodecBadInput(t *testing.T) {
 	for n := range len(good) {
 		var r Copy
 		if DecodeCopy(good[:n], &r) == nil {
-			t.Fatalf("replica cut to %d of %d bytes decoded without error", n, len(good))
+			t.Fatalf("copy cut to %d of %d bytes decoded without error", n, len(good))
 		}
 	}
 }

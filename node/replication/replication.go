@@ -373,12 +373,12 @@ func (s *Service) storeFrame(from market.NodeID, b []byte, now time.Time) answer
 	var dropped []Copy
 	for _, e := range elems {
 		var held *market.HeldCopy
-		if c, ok, err := s.opts.Copies.Get(e.rec.ID); err != nil {
+		if c, ok, err := s.opts.Copies.Get(e.Record.ID); err != nil {
 			return answer{Error: err.Error()}
 		} else if ok {
 			held = &market.HeldCopy{Manager: c.Record.Manager, Holders: c.Replicas}
 		}
-		err := s.opts.Check(from, e.rec, held)
+		err := s.opts.Check(from, e.Record, held)
 		if err == nil && held == nil {
 			err = s.countNew(from, now)
 		}
@@ -386,18 +386,18 @@ func (s *Service) storeFrame(from market.NodeID, b []byte, now time.Time) answer
 			if a.Errors == nil {
 				a.Errors = map[string]string{}
 			}
-			a.Errors[e.rec.ID] = wire.ClipText(err.Error(), wire.MaxErrorLen)
+			a.Errors[e.Record.ID] = wire.ClipText(err.Error(), wire.MaxErrorLen)
 			continue
 		}
-		c := Copy{Record: e.rec, Replicas: e.peers, Updated: now}
-		if !slices.Contains(e.peers, self) {
-			if err := s.opts.Copies.Delete(e.rec.ID); err != nil {
+		c := Copy{Record: e.Record, Replicas: e.Replicas, Updated: now}
+		if !slices.Contains(e.Replicas, self) {
+			if err := s.opts.Copies.Delete(e.Record.ID); err != nil {
 				return answer{Error: err.Error()}
 			}
 			dropped = append(dropped, c)
 			continue
 		}
-		entries = append(entries, store.Entry[Copy]{Key: e.rec.ID, Value: c})
+		entries = append(entries, store.Entry[Copy]{Key: e.Record.ID, Value: c})
 	}
 	if err := s.opts.Copies.PutAll(entries); err != nil {
 		return answer{Error: err.Error()}

@@ -215,11 +215,11 @@ func TestMalformedFrame(t *testing.T) {
 		body []byte
 		want string
 	}{
-		{"JSON", []byte(`{"records": []}`), "record count"},
-		{"count past the end", []byte{5, 1, 0}, "record count"},
-		{"record cut short", good[:len(good)-4], "truncated"},
-		{"bytes after the records", append(bytes.Clone(good), 0), "bytes after the 1 records"},
-		{"not a job record", []byte{1, 3, 0, 'x', 'y'}, "record 1 of 1: job record"},
+		{"JSON", []byte(`{"records": []}`), "not a frame of job records"},
+		{"length past the end", []byte{0x0a, 5, 1, 0}, "not a frame of job records"},
+		{"record cut short", good[:len(good)-4], "not a frame of job records"},
+		{"a byte after the records", append(bytes.Clone(good), 0), "not a frame of job records"},
+		{"a record without its record", []byte{0x0a, 0}, "record 1 of 1: wire: copy.record: required"},
 	} {
 		if rep := ask(bad.body); !strings.Contains(rep.Error, "malformed job records") || !strings.Contains(rep.Error, bad.want) || rep.Stored != 0 {
 			t.Fatalf("%s: answered %+v, want an error with %q", bad.name, rep, bad.want)
@@ -270,8 +270,8 @@ func TestRequestFrame(t *testing.T) {
 					t.Fatalf("frame decodes to %d records (%v), says %d", len(dec), err, k)
 				}
 				for _, d := range dec {
-					if want := fmt.Sprintf("j-%d", next); d.rec.ID != want || fmt.Sprint(d.peers) != fmt.Sprintf("[p1 p-%d]", next) {
-						t.Fatalf("record %s with replicas %v, want %s", d.rec.ID, d.peers, want)
+					if want := fmt.Sprintf("j-%d", next); d.Record.ID != want || fmt.Sprint(d.Replicas) != fmt.Sprintf("[p1 p-%d]", next) {
+						t.Fatalf("record %s with replicas %v, want %s", d.Record.ID, d.Replicas, want)
 					}
 					next++
 				}

@@ -2823,6 +2823,605 @@ func (x *QueryReply) GetBody() []byte {
 	return nil
 }
 
+// Job records: what a manager stores for each job and copies to the
+// peers that keep its record (docs/protocol.md, "Job-record copies").
+// One version, 1; records of pre-release builds (a binary encoding that
+// began with the byte 0xA7, or JSON) are refused by name.
+type JobRecord struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Version           uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`                   // record version; 1
+	Id                string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`                              // job ID, as TaskKey.job
+	Spec              []byte                 `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`                          // the job spec, canonical JSON (market/spec): what a ticket signs
+	Manager           string                 `protobuf:"bytes,4,opt,name=manager,proto3" json:"manager,omitempty"`                    // node ID of the manager that wrote the record
+	Origin            string                 `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`                      // node ID of the job's first manager; "" when unknown
+	EpochTag          uint32                 `protobuf:"varint,6,opt,name=epoch_tag,json=epochTag,proto3" json:"epoch_tag,omitempty"` // the epoch tag of the manager that took the job over last, below 2^20; 0 while its first manager has it
+	SubmittedUnixNano int64                  `protobuf:"varint,7,opt,name=submitted_unix_nano,json=submittedUnixNano,proto3" json:"submitted_unix_nano,omitempty"`
+	State             string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"` // the job's state, as ManagerClaim.state
+	Reason            string                 `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	FinishedUnixNano  int64                  `protobuf:"varint,10,opt,name=finished_unix_nano,json=finishedUnixNano,proto3" json:"finished_unix_nano,omitempty"` // 0 while unfinished
+	Tasks             []*TaskRecord          `protobuf:"bytes,11,rep,name=tasks,proto3" json:"tasks,omitempty"`                                                  // one per replica of every task, in the spec's order
+	Owner             string                 `protobuf:"bytes,12,opt,name=owner,proto3" json:"owner,omitempty"`                                                  // the user who submitted the job, in a network with an authority
+	Ticket            []byte                 `protobuf:"bytes,13,opt,name=ticket,proto3" json:"ticket,omitempty"`                                                // the submission the owner signed (market/auth); with ticket_detached, without its spec's bytes
+	TicketDetached    bool                   `protobuf:"varint,14,opt,name=ticket_detached,json=ticketDetached,proto3" json:"ticket_detached,omitempty"`         // the ticket is stored with its spec cut out: the spec is field 3's bytes
+	Checksum          uint32                 `protobuf:"fixed32,15,opt,name=checksum,proto3" json:"checksum,omitempty"`                                          // CRC-32C (Castagnoli) of the bytes before it; the record's last field, so a record cut short or damaged is refused
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *JobRecord) Reset() {
+	*x = JobRecord{}
+	mi := &file_market_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobRecord) ProtoMessage() {}
+
+func (x *JobRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
+func (*JobRecord) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *JobRecord) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *JobRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *JobRecord) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *JobRecord) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *JobRecord) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *JobRecord) GetEpochTag() uint32 {
+	if x != nil {
+		return x.EpochTag
+	}
+	return 0
+}
+
+func (x *JobRecord) GetSubmittedUnixNano() int64 {
+	if x != nil {
+		return x.SubmittedUnixNano
+	}
+	return 0
+}
+
+func (x *JobRecord) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *JobRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JobRecord) GetFinishedUnixNano() int64 {
+	if x != nil {
+		return x.FinishedUnixNano
+	}
+	return 0
+}
+
+func (x *JobRecord) GetTasks() []*TaskRecord {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *JobRecord) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *JobRecord) GetTicket() []byte {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
+func (x *JobRecord) GetTicketDetached() bool {
+	if x != nil {
+		return x.TicketDetached
+	}
+	return false
+}
+
+func (x *JobRecord) GetChecksum() uint32 {
+	if x != nil {
+		return x.Checksum
+	}
+	return 0
+}
+
+type TaskRecord struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Key                *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`     // key.job is left empty when it is the record's id
+	State              string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // as TaskStatus.state
+	Node               string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`   // node ID of the executor of the current placement; "" if none
+	Epoch              uint64                 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Attempts           int32                  `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Failures           int32                  `protobuf:"varint,6,opt,name=failures,proto3" json:"failures,omitempty"`
+	ExitCode           int32                  `protobuf:"zigzag32,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Reason             string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	ReadyUnixNano      int64                  `protobuf:"varint,9,opt,name=ready_unix_nano,json=readyUnixNano,proto3" json:"ready_unix_nano,omitempty"`                // when it became ready to place; 0: not yet
+	NotBeforeUnixNano  int64                  `protobuf:"varint,10,opt,name=not_before_unix_nano,json=notBeforeUnixNano,proto3" json:"not_before_unix_nano,omitempty"` // retry back-off
+	StartedUnixNano    int64                  `protobuf:"varint,11,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	FinishedUnixNano   int64                  `protobuf:"varint,12,opt,name=finished_unix_nano,json=finishedUnixNano,proto3" json:"finished_unix_nano,omitempty"`
+	LeaseUntilUnixNano int64                  `protobuf:"varint,13,opt,name=lease_until_unix_nano,json=leaseUntilUnixNano,proto3" json:"lease_until_unix_nano,omitempty"` // when the executor's lease lapses unless renewed
+	History            []*AttemptRecord       `protobuf:"bytes,14,rep,name=history,proto3" json:"history,omitempty"`
+	Outputs            *DataRef               `protobuf:"bytes,15,opt,name=outputs,proto3" json:"outputs,omitempty"` // the outputs of the attempt that succeeded; absent otherwise
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *TaskRecord) Reset() {
+	*x = TaskRecord{}
+	mi := &file_market_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskRecord) ProtoMessage() {}
+
+func (x *TaskRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskRecord.ProtoReflect.Descriptor instead.
+func (*TaskRecord) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *TaskRecord) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetReadyUnixNano() int64 {
+	if x != nil {
+		return x.ReadyUnixNano
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetNotBeforeUnixNano() int64 {
+	if x != nil {
+		return x.NotBeforeUnixNano
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetFinishedUnixNano() int64 {
+	if x != nil {
+		return x.FinishedUnixNano
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetLeaseUntilUnixNano() int64 {
+	if x != nil {
+		return x.LeaseUntilUnixNano
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetHistory() []*AttemptRecord {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetOutputs() *DataRef {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+type AttemptRecord struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Attempt          int32                  `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Epoch            uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Node             string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	State            string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	ExitCode         int32                  `protobuf:"zigzag32,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Reason           string                 `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	AwardedUnixNano  int64                  `protobuf:"varint,7,opt,name=awarded_unix_nano,json=awardedUnixNano,proto3" json:"awarded_unix_nano,omitempty"`
+	StartedUnixNano  int64                  `protobuf:"varint,8,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	FinishedUnixNano int64                  `protobuf:"varint,9,opt,name=finished_unix_nano,json=finishedUnixNano,proto3" json:"finished_unix_nano,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AttemptRecord) Reset() {
+	*x = AttemptRecord{}
+	mi := &file_market_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttemptRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttemptRecord) ProtoMessage() {}
+
+func (x *AttemptRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttemptRecord.ProtoReflect.Descriptor instead.
+func (*AttemptRecord) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *AttemptRecord) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *AttemptRecord) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *AttemptRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *AttemptRecord) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *AttemptRecord) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *AttemptRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AttemptRecord) GetAwardedUnixNano() int64 {
+	if x != nil {
+		return x.AwardedUnixNano
+	}
+	return 0
+}
+
+func (x *AttemptRecord) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *AttemptRecord) GetFinishedUnixNano() int64 {
+	if x != nil {
+		return x.FinishedUnixNano
+	}
+	return 0
+}
+
+// A copy of another manager's record as a holder stores it.
+type StoredCopy struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Version         uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`                                          // 1
+	Replicas        []string               `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`                                         // the record's replica set when it was pushed
+	UpdatedUnixNano int64                  `protobuf:"varint,3,opt,name=updated_unix_nano,json=updatedUnixNano,proto3" json:"updated_unix_nano,omitempty"` // when it was stored
+	Record          *JobRecord             `protobuf:"bytes,4,opt,name=record,proto3" json:"record,omitempty"`
+	Checksum        uint32                 `protobuf:"fixed32,5,opt,name=checksum,proto3" json:"checksum,omitempty"` // as JobRecord.checksum
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *StoredCopy) Reset() {
+	*x = StoredCopy{}
+	mi := &file_market_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoredCopy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoredCopy) ProtoMessage() {}
+
+func (x *StoredCopy) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoredCopy.ProtoReflect.Descriptor instead.
+func (*StoredCopy) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *StoredCopy) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *StoredCopy) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *StoredCopy) GetUpdatedUnixNano() int64 {
+	if x != nil {
+		return x.UpdatedUnixNano
+	}
+	return 0
+}
+
+func (x *StoredCopy) GetRecord() *JobRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *StoredCopy) GetChecksum() uint32 {
+	if x != nil {
+		return x.Checksum
+	}
+	return 0
+}
+
+// One request frame of the /agora/jobrecord/1.0.0 protocol: records and
+// their replica sets, pushed by their manager.
+type CopyBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Copies        []*CopyElement         `protobuf:"bytes,1,rep,name=copies,proto3" json:"copies,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyBatch) Reset() {
+	*x = CopyBatch{}
+	mi := &file_market_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyBatch) ProtoMessage() {}
+
+func (x *CopyBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyBatch.ProtoReflect.Descriptor instead.
+func (*CopyBatch) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CopyBatch) GetCopies() []*CopyElement {
+	if x != nil {
+		return x.Copies
+	}
+	return nil
+}
+
+type CopyElement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replicas      []string               `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Record        *JobRecord             `protobuf:"bytes,2,opt,name=record,proto3" json:"record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyElement) Reset() {
+	*x = CopyElement{}
+	mi := &file_market_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyElement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyElement) ProtoMessage() {}
+
+func (x *CopyElement) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyElement.ProtoReflect.Descriptor instead.
+func (*CopyElement) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CopyElement) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *CopyElement) GetRecord() *JobRecord {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
 var File_market_proto protoreflect.FileDescriptor
 
 const file_market_proto_rawDesc = "" +
@@ -3065,7 +3664,64 @@ const file_market_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12\x12\n" +
-	"\x04body\x18\x04 \x01(\fR\x04bodyB-Z+github.com/agora-sched/agora/market/wire/pbb\x06proto3"
+	"\x04body\x18\x04 \x01(\fR\x04body\"\xc3\x03\n" +
+	"\tJobRecord\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\fR\x04spec\x12\x18\n" +
+	"\amanager\x18\x04 \x01(\tR\amanager\x12\x16\n" +
+	"\x06origin\x18\x05 \x01(\tR\x06origin\x12\x1b\n" +
+	"\tepoch_tag\x18\x06 \x01(\rR\bepochTag\x12.\n" +
+	"\x13submitted_unix_nano\x18\a \x01(\x03R\x11submittedUnixNano\x12\x14\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12,\n" +
+	"\x12finished_unix_nano\x18\n" +
+	" \x01(\x03R\x10finishedUnixNano\x12*\n" +
+	"\x05tasks\x18\v \x03(\v2\x14.agora.v1.TaskRecordR\x05tasks\x12\x14\n" +
+	"\x05owner\x18\f \x01(\tR\x05owner\x12\x16\n" +
+	"\x06ticket\x18\r \x01(\fR\x06ticket\x12'\n" +
+	"\x0fticket_detached\x18\x0e \x01(\bR\x0eticketDetached\x12\x1a\n" +
+	"\bchecksum\x18\x0f \x01(\aR\bchecksum\"\xa4\x04\n" +
+	"\n" +
+	"TaskRecord\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\x05R\battempts\x12\x1a\n" +
+	"\bfailures\x18\x06 \x01(\x05R\bfailures\x12\x1b\n" +
+	"\texit_code\x18\a \x01(\x11R\bexitCode\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12&\n" +
+	"\x0fready_unix_nano\x18\t \x01(\x03R\rreadyUnixNano\x12/\n" +
+	"\x14not_before_unix_nano\x18\n" +
+	" \x01(\x03R\x11notBeforeUnixNano\x12*\n" +
+	"\x11started_unix_nano\x18\v \x01(\x03R\x0fstartedUnixNano\x12,\n" +
+	"\x12finished_unix_nano\x18\f \x01(\x03R\x10finishedUnixNano\x121\n" +
+	"\x15lease_until_unix_nano\x18\r \x01(\x03R\x12leaseUntilUnixNano\x121\n" +
+	"\ahistory\x18\x0e \x03(\v2\x17.agora.v1.AttemptRecordR\ahistory\x12+\n" +
+	"\aoutputs\x18\x0f \x01(\v2\x11.agora.v1.DataRefR\aoutputs\"\xa4\x02\n" +
+	"\rAttemptRecord\x12\x18\n" +
+	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x1b\n" +
+	"\texit_code\x18\x05 \x01(\x11R\bexitCode\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12*\n" +
+	"\x11awarded_unix_nano\x18\a \x01(\x03R\x0fawardedUnixNano\x12*\n" +
+	"\x11started_unix_nano\x18\b \x01(\x03R\x0fstartedUnixNano\x12,\n" +
+	"\x12finished_unix_nano\x18\t \x01(\x03R\x10finishedUnixNano\"\xb7\x01\n" +
+	"\n" +
+	"StoredCopy\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\tR\breplicas\x12*\n" +
+	"\x11updated_unix_nano\x18\x03 \x01(\x03R\x0fupdatedUnixNano\x12+\n" +
+	"\x06record\x18\x04 \x01(\v2\x13.agora.v1.JobRecordR\x06record\x12\x1a\n" +
+	"\bchecksum\x18\x05 \x01(\aR\bchecksum\":\n" +
+	"\tCopyBatch\x12-\n" +
+	"\x06copies\x18\x01 \x03(\v2\x15.agora.v1.CopyElementR\x06copies\"V\n" +
+	"\vCopyElement\x12\x1a\n" +
+	"\breplicas\x18\x01 \x03(\tR\breplicas\x12+\n" +
+	"\x06record\x18\x02 \x01(\v2\x13.agora.v1.JobRecordR\x06recordB-Z+github.com/agora-sched/agora/market/wire/pbb\x06proto3"
 
 var (
 	file_market_proto_rawDescOnce sync.Once
@@ -3079,7 +3735,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -3113,8 +3769,14 @@ var file_market_proto_goTypes = []any{
 	(*ManagerClaim)(nil),  // 29: agora.v1.ManagerClaim
 	(*Query)(nil),         // 30: agora.v1.Query
 	(*QueryReply)(nil),    // 31: agora.v1.QueryReply
-	nil,                   // 32: agora.v1.Request.LabelsEntry
-	nil,                   // 33: agora.v1.TaskSpec.EnvEntry
+	(*JobRecord)(nil),     // 32: agora.v1.JobRecord
+	(*TaskRecord)(nil),    // 33: agora.v1.TaskRecord
+	(*AttemptRecord)(nil), // 34: agora.v1.AttemptRecord
+	(*StoredCopy)(nil),    // 35: agora.v1.StoredCopy
+	(*CopyBatch)(nil),     // 36: agora.v1.CopyBatch
+	(*CopyElement)(nil),   // 37: agora.v1.CopyElement
+	nil,                   // 38: agora.v1.Request.LabelsEntry
+	nil,                   // 39: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	12, // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -3138,12 +3800,12 @@ var file_market_proto_depIdxs = []int32{
 	1,  // 18: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
 	3,  // 19: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
 	4,  // 20: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	32, // 21: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	38, // 21: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
 	1,  // 22: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
 	5,  // 23: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
 	8,  // 24: agora.v1.TaskOffer.inputs:type_name -> agora.v1.DataRef
 	6,  // 25: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	33, // 26: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	39, // 26: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
 	11, // 27: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
 	9,  // 28: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
 	10, // 29: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
@@ -3169,11 +3831,18 @@ var file_market_proto_depIdxs = []int32{
 	5,  // 49: agora.v1.Reserve.request:type_name -> agora.v1.Request
 	5,  // 50: agora.v1.StealRequest.room:type_name -> agora.v1.Request
 	1,  // 51: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	33, // 52: agora.v1.JobRecord.tasks:type_name -> agora.v1.TaskRecord
+	1,  // 53: agora.v1.TaskRecord.key:type_name -> agora.v1.TaskKey
+	34, // 54: agora.v1.TaskRecord.history:type_name -> agora.v1.AttemptRecord
+	8,  // 55: agora.v1.TaskRecord.outputs:type_name -> agora.v1.DataRef
+	32, // 56: agora.v1.StoredCopy.record:type_name -> agora.v1.JobRecord
+	37, // 57: agora.v1.CopyBatch.copies:type_name -> agora.v1.CopyElement
+	32, // 58: agora.v1.CopyElement.record:type_name -> agora.v1.JobRecord
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -3207,7 +3876,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
