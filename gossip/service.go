@@ -69,6 +69,10 @@ type Config struct {
 	// Cert is this node's certificate chain, carried in its adverts, in a
 	// network with an authority.
 	Cert []byte
+	// LeaveWatch, when set (and installed in the topic's pubsub), lets
+	// Leave return once its advert was written to a peer rather than
+	// when it was queued.
+	LeaveWatch *LeaveWatch
 	// Admit, when set, checks the certificate chain an advert carries for
 	// its author; an advert it refuses is rejected, or only dropped when
 	// the error is auth.ErrUntimely (revoked, expired: the relay that
@@ -409,13 +413,36 @@ func (s *Service) send(ctx context.Context, a Advert) {
 }
 
 // Leave publishes a final advert marked leaving, so peers drop this node at
-// once rather than after missed intervals.
+// once rather than after missed intervals. With a LeaveWatch it returns
+// once a peer was handed the advert (or none is subscribed, or ctx ends).
 func (s *Service) Leave(ctx context.Context) {
 	s.mu.Lock()
 	a := s.stamp(s.cfg.Local())
 	a.Leaving = true
 	s.mu.Unlock()
-	s.send(ctx, a)
+	b, err := a.Encode()
+	if err != nil {
+		log.Errorw("cannot encode local advert", "err", err)
+		return
+	}
+	var sent <-chan struct{}
+	if w := s.cfg.LeaveWatch; w != nil && len(s.topic.ListPeers()) > 0 {
+		sent = w.expect(b)
+	}
+	if err := s.topic.Publish(ctx, b); err != nil {
+		if ctx.Err() == nil {
+			log.Warnw("publish leaving advert", "err", err)
+		}
+		return
+	}
+	s.cfg.Metrics.Sent.Inc()
+	if sent != nil {
+		select {
+		case <-sent:
+		case <-ctx.Done():
+			log.Warnw("leaving advert not written to any peer in time", "err", ctx.Err())
+		}
+	}
 }
 
 // Touch notes that peer id was just heard from directly (View.Touch).

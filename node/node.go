@@ -66,6 +66,7 @@ type Node struct {
 	relayAdm    atomic.Pointer[admission.Admission] // for the relay's ACL, read off the loop
 	dht         *dht.IpfsDHT
 	ps          *pubsub.PubSub
+	leaveWatch  *gossip.LeaveWatch // Leave waits on it (gossip.LeaveWatch)
 	gossip      *gossip.Service
 	gater       *admission.Gater
 	reg         *prometheus.Registry
@@ -354,8 +355,9 @@ func (n *Node) startDHT(in *configRead) (err error) {
 // that cfg.PubSubOptions may override them.
 func (n *Node) startPubSub(*configRead) (err error) {
 	score, thresholds := gossip.PeerScore(n.cfg.Network, n.appScore())
+	n.leaveWatch = gossip.NewLeaveWatch()
 	psOpts := append([]pubsub.Option{pubsub.WithGossipSubParams(gossip.GossipSubParams()),
-		pubsub.WithPeerScore(score, thresholds), gossip.CutOff(n.cutOff)}, n.cfg.PubSubOptions...)
+		pubsub.WithPeerScore(score, thresholds), gossip.CutOff(n.cutOff), n.leaveWatch.Option()}, n.cfg.PubSubOptions...)
 	if n.ps, err = pubsub.NewGossipSub(n.ctx, n.ph, psOpts...); err != nil {
 		return fmt.Errorf("node: start gossipsub: %w", err)
 	}
@@ -376,6 +378,7 @@ func (n *Node) startGossip(*configRead) (err error) {
 		OnGone:     n.onGone,
 		Metrics:    gossip.NewMetrics(n.reg),
 		Flooded:    n.cutOff,
+		LeaveWatch: n.leaveWatch,
 	}
 	if n.trust != nil {
 		gcfg.Cert, gcfg.Admit = n.trust.chain.Encode(), n.trust.adm.AdmitAdvert
@@ -642,11 +645,8 @@ func (n *Node) teardown(graceful bool) {
 	}
 	if graceful && n.gossip != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		n.gossip.Leave(ctx)
+		n.gossip.Leave(ctx) // returns once a peer was handed the advert
 		cancel()
-		// Publish only queues the message: give gossipsub a moment to
-		// write it to the mesh before the host closes its connections.
-		time.Sleep(150 * time.Millisecond)
 	}
 	if graceful && n.mkt != nil && n.calls != nil {
 		_ = n.call(func() { n.saveHistory() })
