@@ -63,6 +63,10 @@ type Transport struct {
 	topic *pubsub.Topic
 	mu    sync.Mutex
 	peers map[peer.ID]*outbox
+	// inflight counts the frames queued or being written, for Flush;
+	// idle, when a Flush waits, is closed as inflight falls to zero.
+	inflight int
+	idle     chan struct{}
 }
 
 type outbox struct {
@@ -112,6 +116,9 @@ func (t *Transport) Send(to market.NodeID, msg market.Msg) {
 		t.wg.Add(1)
 		go t.run(id, ob)
 	}
+	if ob != nil {
+		t.inflight++
+	}
 	t.mu.Unlock()
 	if ob == nil {
 		return // closed
@@ -119,7 +126,18 @@ func (t *Transport) Send(to market.NodeID, msg market.Msg) {
 	select {
 	case ob.ch <- b:
 	default:
+		t.done(1)
 		log.Warnw("send queue full; dropping market message", "to", to, "kind", market.Kind(msg))
+	}
+}
+
+// done notes n frames written (or given up).
+func (t *Transport) done(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inflight -= n; t.inflight == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
 	}
 }
 
@@ -175,6 +193,7 @@ func (t *Transport) run(id peer.ID, ob *outbox) {
 			_ = s.Reset()
 			s = nil
 		}
+		t.done(frames)
 		batch, frames = batch[:0], 0 // sent, or given up: the market's timeouts recover
 	}
 }
@@ -300,24 +319,29 @@ func (t *Transport) Broadcast(msg market.Msg) {
 	}()
 }
 
-// Flush waits, up to d or until ctx ends, until every per-peer queue is
-// empty, so that reports queued just before a shutdown leave the node.
+// Flush waits, up to d or until ctx ends, until every message queued
+// has been written to its peer's stream (or given up), so that reports
+// queued just before a shutdown leave the node.
 func (t *Transport) Flush(ctx context.Context, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		empty := true
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
 		t.mu.Lock()
-		for _, ob := range t.peers {
-			if len(ob.ch) > 0 {
-				empty = false
-			}
-		}
-		t.mu.Unlock()
-		if empty {
-			time.Sleep(20 * time.Millisecond) // the last write in flight
+		if t.inflight == 0 {
+			t.mu.Unlock()
 			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		if t.idle == nil {
+			t.idle = make(chan struct{})
+		}
+		idle := t.idle
+		t.mu.Unlock()
+		select {
+		case <-idle:
+		case <-timer.C:
+			return errors.New("transport: messages still queued")
+		case <-ctx.Done():
+			return errors.New("transport: messages still queued")
+		}
 	}
-	return errors.New("transport: messages still queued")
 }
