@@ -118,7 +118,7 @@ bench-all:
 proto:
 	cd gossip/pb && protoc --go_out=. --go_opt=paths=source_relative advert.proto
 	cd market/wire/pb && protoc --go_out=. --go_opt=paths=source_relative market.proto
-	$(GO) test ./market/wire -run TestGenerated -count=1 -update
+	$(GO) test ./market/wire -run '^TestGenerated$$' -count=1 -update
 
 clean:
 	rm -rf bin
