@@ -30,27 +30,12 @@ type layerRule struct {
 // else".
 func readLayers(t *testing.T, pkgs map[string]bool) []layerRule {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(doc), "| package | owns | must not import |")
-	if !ok {
-		t.Fatal("docs/architecture.md: no package table")
-	}
 	io := []string{"github.com/libp2p/...", "github.com/dgraph-io/...", "github.com/NVIDIA/...", "os/exec", "net", "net/http"}
 	cells := map[string]string{}
 	var order []string
-	for _, line := range strings.Split(table, "\n")[2:] {
-		if !strings.HasPrefix(line, "| `") {
-			break
-		}
-		f := strings.Split(line, "|")
-		if len(f) != 5 {
-			t.Fatalf("docs/architecture.md: package row with %d cells: %s", len(f)-2, line)
-		}
-		pkg := strings.Trim(strings.TrimSpace(f[1]), "`")
-		cells[pkg] = strings.TrimSpace(f[3])
+	for _, f := range docTable(t, "| package | owns | must not import |", "package") {
+		pkg := strings.Trim(f[0], "`")
+		cells[pkg] = f[2]
 		order = append(order, pkg)
 	}
 	parens := regexp.MustCompile(`\([^)]*\)`)
@@ -200,4 +185,35 @@ func TestPureCore(t *testing.T) {
 	if n < 20 {
 		t.Fatalf("only %d files read", n)
 	}
+}
+
+// docTable reads the table of docs/architecture.md under header: each
+// row's cells, trimmed, for as long as rows begin with a ticked name.
+func docTable(t *testing.T, header, what string) [][]string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), header)
+	if !ok {
+		t.Fatalf("docs/architecture.md: no %s table", what)
+	}
+	want := strings.Count(header, "|") - 1
+	var rows [][]string
+	for _, line := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		f := strings.Split(line, "|")
+		if len(f) != want+2 {
+			t.Fatalf("docs/architecture.md: %s row with %d cells: %s", what, len(f)-2, line)
+		}
+		row := make([]string, want)
+		for i := range row {
+			row[i] = strings.TrimSpace(f[i+1])
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }

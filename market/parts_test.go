@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,34 +21,19 @@ const maxMethods = 60
 // no receiver has more than maxMethods methods and Market has fewer than
 // 20 fields.
 func TestParts(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(doc), "| part | files | owns | calls |")
-	if !ok {
-		t.Fatal("docs/architecture.md: no table of the market's parts")
-	}
 	ticked := regexp.MustCompile("`([^`]+)`")
 	type row struct{ files, calls []string }
 	rows := map[string]row{}
-	for _, line := range strings.Split(table, "\n")[2:] {
-		if !strings.HasPrefix(line, "| `") {
-			break
-		}
-		f := strings.Split(line, "|")
-		if len(f) != 6 {
-			t.Fatalf("docs/architecture.md: part row with %d cells: %s", len(f)-2, line)
-		}
+	for _, f := range docTable(t, "| part | files | owns | calls |", "part") {
 		var r row
-		for _, m := range ticked.FindAllStringSubmatch(f[2], -1) {
+		for _, m := range ticked.FindAllStringSubmatch(f[1], -1) {
 			r.files = append(r.files, m[1])
 		}
-		for _, m := range ticked.FindAllStringSubmatch(f[4], -1) {
+		for _, m := range ticked.FindAllStringSubmatch(f[3], -1) {
 			r.calls = append(r.calls, m[1])
 		}
 		slices.Sort(r.calls)
-		rows[strings.Trim(strings.TrimSpace(f[1]), "`")] = r
+		rows[strings.Trim(f[0], "`")] = r
 	}
 
 	fset := token.NewFileSet()
