@@ -42,10 +42,20 @@ func (n *Node) authorize(cred []byte, job, owner string, acts ...auth.Action) (a
 	return id, nil
 }
 
+// Authorize implements api.Backend.
+func (n *Node) Authorize(ctx context.Context, act auth.Action) error {
+	_, err := n.authorize(api.Credential(ctx), "", "", act)
+	return err
+}
+
 // visible is a job record as a caller may see it: whole for its owner
 // and admins (and everyone in an open network), else its summary and
-// an error wrapping api.ErrForbidden.
+// an error wrapping api.ErrForbidden; nothing at all without a
+// credential in a network with an authority.
 func (n *Node) visible(cred []byte, j market.JobRecord) (market.JobRecord, error) {
+	if n.trust != nil && len(cred) == 0 {
+		return market.JobRecord{}, errNoCredential
+	}
 	if _, err := n.authorize(cred, j.ID, j.Owner); err != nil {
 		return j.Summary(), err
 	}

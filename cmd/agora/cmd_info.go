@@ -24,6 +24,7 @@ func init() {
 func readCmd(name string, args []string, stdout, stderr io.Writer, path string, out any, human func(io.Writer)) int {
 	fs := newFlagSet(name, stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -32,6 +33,9 @@ func readCmd(name string, args []string, stdout, stderr io.Writer, path string, 
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora %s: unexpected argument %q\n", name, pos[0])
 		return exitBadUsage
+	}
+	if code := loadCredential(*cred, name, stderr); code != exitOK {
+		return code
 	}
 	var raw json.RawMessage
 	if err := newClient(*api).do("GET", path, nil, &raw); err != nil {

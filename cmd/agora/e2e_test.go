@@ -58,6 +58,9 @@ type proc struct {
 	data string
 	api  string
 	log  *syncBuffer
+	// cred, in a network with an authority, is the credential file the
+	// test helpers read the node's peers with (trustedNode's reader).
+	cred string
 }
 
 // syncBuffer is the output of a node process, read while it is written.
@@ -222,7 +225,11 @@ type peerJSON struct {
 
 func (p *proc) peers() map[string]peerJSON {
 	p.t.Helper()
-	out, errs, code := agora(p.t, "peers", "--json", "--api", p.api)
+	args := []string{"peers", "--json", "--api", p.api}
+	if p.cred != "" {
+		args = append(args, "--credential", p.cred)
+	}
+	out, errs, code := agora(p.t, args...)
 	if code != 0 {
 		p.t.Fatalf("agora peers: exit %d: %s", code, errs)
 	}

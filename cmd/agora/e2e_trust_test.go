@@ -1,12 +1,17 @@
 package main
 
 import (
+	"crypto/rand"
 	"encoding/json"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agora-sched/agora/market/auth"
+	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
@@ -23,15 +28,58 @@ func trustedNode(t testing.TB, ca string, args ...string) *proc {
 	if _, errs, code := agora(t, "admit", "--authority", ca, strings.TrimSpace(out), "--site", "lab", "--out", cert); code != 0 {
 		t.Fatalf("admit: %s", errs)
 	}
-	return startNode(t, data, append([]string{"--trust", filepath.Join(ca, "authority.pub"), "--cert", cert}, args...)...)
+	p := startNode(t, data, append([]string{"--trust", filepath.Join(ca, "authority.pub"), "--cert", cert}, args...)...)
+	p.cred = readerCredential(t, ca)
+	return p
+}
+
+// readerCredential is the credential of user "reader" of the authority
+// in ca, made on first use: what the test helpers read peers with.
+func readerCredential(t testing.TB, ca string) string {
+	t.Helper()
+	path := filepath.Join(ca, "reader.cred")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, errs, code := agora(t, "user", "add", "--authority", ca, "reader", "--out", path); code != 0 {
+		t.Fatalf("user add reader: %s", errs)
+	}
+	return path
+}
+
+// signedGet is GET path on p's API, signed with p's credential when it
+// has one.
+func signedGet(p *proc, path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.api+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.cred != "" {
+		b, err := os.ReadFile(p.cred)
+		if err != nil {
+			return nil, err
+		}
+		c, err := auth.ParseCredential(b)
+		if err != nil {
+			return nil, err
+		}
+		s, err := api.Sign(&c, http.MethodGet, path, "", nil, time.Now(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		if s.Token != "" {
+			req.Header.Set(api.CredentialHeader, s.Token)
+		}
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // TestUsersAndRoles: in a network with an authority, bob (a user) may not
 // cancel, read the logs of or read the spec of alice's job, on the node
 // that manages it or through another; carol (an admin) may cancel it;
 // alice's quota of no GPUs refuses a GPU job at submit; a submission
-// without a credential is refused; a revoked user can no longer submit
-// anywhere.
+// without a credential is refused, and so is every read but GET /v1/id
+// and /metrics; a revoked user can no longer submit anywhere.
 func TestUsersAndRoles(t *testing.T) {
 	ca := filepath.Join(t.TempDir(), "ca")
 	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
@@ -61,7 +109,26 @@ func TestUsersAndRoles(t *testing.T) {
 		t.Fatalf("alice's run: exit %d: %s", code, errs)
 	}
 	job := strings.TrimSpace(out)
-	// A job's status is public; its owner shows.
+	// Without a credential every read but the node's identity and its
+	// metrics is refused, the job's summary included, on the node that
+	// manages it and through another.
+	for _, p := range []*proc{a, b} {
+		for path, want := range map[string]int{
+			"/v1/jobs/" + job: 403, "/v1/jobs/" + job + "/spec": 403, "/v1/jobs/" + job + "/logs?task=main": 403,
+			"/v1/jobs": 403, "/v1/cluster/jobs": 403, "/v1/peers": 403, "/v1/devices": 403,
+			"/v1/id": 200, "/metrics": 200,
+		} {
+			resp, err := http.Get("http://" + p.api + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s without a credential: %d, want %d", path, resp.StatusCode, want)
+			}
+		}
+	}
+	// With one, a user who may not see the job's detail sees its summary.
 	out, errs, code = agora(t, "status", "--api", b.api, "--credential", cred["bob"], job)
 	if code != 0 || !strings.Contains(out, "alice") {
 		t.Fatalf("bob's status of alice's job through B: exit %d, %q %q; want the owner shown", code, out, errs)

@@ -47,7 +47,7 @@ var lastMiss string
 // viewsWhole reports whether every node lists every other node.
 func viewsWhole(nodes []*proc, ids []string) (bool, error) {
 	for i, p := range nodes {
-		resp, err := http.Get("http://" + p.api + "/v1/peers")
+		resp, err := signedGet(p, "/v1/peers")
 		if err != nil {
 			return false, err
 		}

@@ -22,6 +22,7 @@ const (
 	ActCancel Action = "cancel" // cancel a job
 	ActJobs   Action = "jobs"   // list jobs
 	ActDrain  Action = "drain"  // drain a node
+	ActPeers  Action = "peers"  // read a node's peers and resources
 )
 
 // Token is a signed request: a user asks a node to do Action (on Job),

@@ -15,6 +15,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/node/buildinfo"
 )
@@ -23,6 +24,11 @@ import (
 type Backend interface {
 	// Identity is the node's peer ID and its full listen addresses.
 	Identity() (string, []string)
+	// Authorize checks, in a network with an authority, that the
+	// request ctx belongs to carries a credential allowed to do act (one
+	// about no job); nil in an open network. Its error wraps
+	// ErrForbidden when the credential is missing or refused.
+	Authorize(ctx context.Context, act auth.Action) error
 	// Peers lists the other live peers.
 	Peers() []gossip.Member
 	// Connection says how this node is connected to peer id: "direct",
@@ -202,7 +208,25 @@ func (s *Server) handleID(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs, Build: buildinfo.Get()})
 }
 
-func (s *Server) handlePeers(w http.ResponseWriter, _ *http.Request) {
+// authorized answers a request its credential does not allow to do act,
+// and says whether it may go on.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, act auth.Action) bool {
+	err := s.b.Authorize(r.Context(), act)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrForbidden):
+		writeError(w, http.StatusForbidden, err.Error())
+	default:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	}
+	return false
+}
+
+func (s *Server) handlePeers(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r, auth.ActPeers) {
+		return
+	}
 	out := []PeerResponse{}
 	for _, m := range s.b.Peers() {
 		p := PeerView(m)
@@ -212,7 +236,10 @@ func (s *Server) handlePeers(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) handleDevices(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r, auth.ActPeers) {
+		return
+	}
 	writeJSON(w, http.StatusOK, s.b.Capacity())
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -28,10 +29,11 @@ type fake struct {
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (f *fake) Identity() (string, []string) { return "12D3KooWSelf", nil }
-func (f *fake) Peers() []gossip.Member       { return nil }
-func (f *fake) Connection(string) string     { return "none" }
-func (f *fake) Capacity() resource.Vector    { return resource.Vector{CPU: 4000} }
+func (f *fake) Identity() (string, []string)                 { return "12D3KooWSelf", nil }
+func (f *fake) Authorize(context.Context, auth.Action) error { return nil }
+func (f *fake) Peers() []gossip.Member                       { return nil }
+func (f *fake) Connection(string) string                     { return "none" }
+func (f *fake) Capacity() resource.Vector                    { return resource.Vector{CPU: 4000} }
 
 func (f *fake) Submit(_ context.Context, js spec.Job) (string, error) {
 	if js.Name == "refused" {

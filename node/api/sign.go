@@ -119,6 +119,8 @@ func ActionOf(method, path string) (auth.Action, string, bool) {
 		return auth.ActJobs, "", true
 	case method == "POST" && p == "/v1/drain":
 		return auth.ActDrain, "", true
+	case method == "GET" && (p == "/v1/peers" || p == "/v1/devices"):
+		return auth.ActPeers, "", true
 	}
 	rest, ok := strings.CutPrefix(p, "/v1/jobs/")
 	if !ok {

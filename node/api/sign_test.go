@@ -22,7 +22,9 @@ func TestActionOf(t *testing.T) {
 		{"GET", "/v1/jobs/j-1/outputs?task=a&replica=0", auth.ActLogs, "j-1"},
 		{"GET", "/v1/jobs/j-1/spec", auth.ActSpec, "j-1"},
 		{"GET", "/v1/data/chunks/ab", "", ""},
-		{"GET", "/v1/peers", "", ""},
+		{"GET", "/v1/peers", auth.ActPeers, ""},
+		{"GET", "/v1/devices", auth.ActPeers, ""},
+		{"GET", "/v1/id", "", ""},
 	} {
 		act, job, ok := ActionOf(c.method, c.path)
 		if ok != (c.act != "") || act != c.act || job != c.job {
