@@ -40,7 +40,13 @@ func (n *Node) startAPI() error {
 			return configErr("API token: %v", err)
 		}
 	}
-	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), api.GuardFor(n.APIAddr(), token))
+	g := api.GuardFor(n.APIAddr(), token)
+	sessions, err := api.NewSessions(n.ID().String(), rand.Reader, time.Now)
+	if err != nil {
+		return err
+	}
+	g.Sessions = sessions
+	n.api = api.New(n, promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}), g)
 	n.api.ServeData(n.data)
 	n.api.ServeUI(web.Handler(n))
 	n.wg.Add(1)

@@ -4,19 +4,24 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
+
+	nodeapi "github.com/agora-sched/agora/node/api"
 )
 
 func init() {
-	register("dashboard", "print the address of the node's web dashboard", cmdDashboard)
+	register("dashboard", "print a sign-in address for the node's web dashboard", cmdDashboard)
 }
 
-// cmdDashboard prints the dashboard's address: with the node's API token
-// in the fragment (which the browser keeps to itself) when this user can
-// read it, so that the sign-in page can set it as a cookie.
+// cmdDashboard asks the node for a one-time sign-in code and prints the
+// dashboard's address with it in the fragment (which the browser keeps to
+// itself): the sign-in page trades it for a session that only reads the
+// dashboard. The code is bought with the node's API token, or in a
+// network with an authority with the user's credential, signed for this
+// node; the browser gets neither.
 func cmdDashboard(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dashboard", stderr)
 	api := apiFlag(fs)
+	cred := credentialFlag(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -25,12 +30,24 @@ func cmdDashboard(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora dashboard: unexpected argument %q\n", pos[0])
 		return exitBadUsage
 	}
-	c := newClient(*api)
-	if c.token == "" {
-		fmt.Fprintln(stdout, c.base+"/ui/")
-		fmt.Fprintln(stderr, "agora dashboard: no API token found for this node (a network with an authority, or not this user's node): the address carries none")
-		return exitOK
+	if code := loadCredential(*cred, "dashboard", stderr); code != exitOK {
+		return code
 	}
-	fmt.Fprintf(stdout, "%s/ui/login#token=%s\n", strings.TrimRight(c.base, "/"), url.QueryEscape(c.token))
+	c := newClient(*api)
+	if c.token == "" && credential == nil {
+		fmt.Fprintln(stderr, "agora dashboard: no API token found for this node (not this user's node?) and no --credential (a network with an authority): cannot sign in")
+		return exitFailed
+	}
+	var id nodeapi.IDResponse
+	if err := c.do("GET", "/v1/id", nil, &id); err != nil {
+		fmt.Fprintf(stderr, "agora dashboard: %v\n", err)
+		return exitFailed
+	}
+	var code nodeapi.CodeResponse
+	if err := c.do("POST", "/v1/ui/code/"+url.PathEscape(id.PeerID), nil, &code); err != nil {
+		fmt.Fprintf(stderr, "agora dashboard: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "%s/ui/login#code=%s\n", c.base, code.Code)
 	return exitOK
 }

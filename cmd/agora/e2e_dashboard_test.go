@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,11 +77,15 @@ func TestDashboard(t *testing.T) {
 		}
 		jobs = append(jobs, jobID(out))
 	}
-	login, _, code := agora(t, "dashboard", "--api", a.api)
-	login = strings.TrimSpace(login)
-	if code != 0 || !strings.Contains(login, "/ui/login#token=") {
-		t.Fatalf("agora dashboard: %d %q", code, login)
+	signIn := func() string {
+		login, errs, code := agora(t, "dashboard", "--api", a.api)
+		login = strings.TrimSpace(login)
+		if code != 0 || !strings.Contains(login, "/ui/login#code=") {
+			t.Fatalf("agora dashboard: %d %q %s", code, login, errs)
+		}
+		return login
 	}
+	login := signIn() // one browser, one code: each browse is a new profile
 	shots := t.ArtifactDir()
 	if d := os.Getenv("AGORA_SCREENSHOTS"); d != "" {
 		shots = d
@@ -106,7 +112,7 @@ func TestDashboard(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job link in the overview:\n%s", dom)
 	}
-	next := strings.Replace(login, "/ui/login#", "/ui/login?next="+m[1]+"#", 1)
+	next := strings.Replace(signIn(), "/ui/login#", "/ui/login?next="+m[1]+"#", 1)
 	jdom := browse(t, bin, next, filepath.Join(shots, "job.png"))
 	for _, task := range []string{"fetch", "train", "eval"} {
 		if !strings.Contains(jdom, `data-task="`+task+`"`) {
@@ -124,9 +130,127 @@ func TestDashboard(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("job page DOM:\n%s", jdom)
 	}
-	// Without the token the pages send the browser to sign in.
+	// Without a session the pages send the browser to sign in; a used
+	// code signs no one in.
 	if dom := browse(t, bin, fmt.Sprintf("http://%s/ui/", a.api), ""); !strings.Contains(dom, "agora dashboard") || strings.Contains(dom, ids[0]) {
-		t.Fatalf("the overview without a token:\n%s", dom)
+		t.Fatalf("the overview without a session:\n%s", dom)
+	}
+	if dom := browse(t, bin, login, ""); !strings.Contains(dom, "used or expired") || strings.Contains(dom, ids[0]) {
+		t.Fatalf("the sign-in page with a used code:\n%s", dom)
 	}
 	t.Logf("screenshots in %s", shots)
+}
+
+// session signs in to p's dashboard with the address agora dashboard
+// printed (args: its flags) and returns the session cookie.
+func session(t *testing.T, p *proc, args ...string) *http.Cookie {
+	t.Helper()
+	out, errs, code := agora(t, append([]string{"dashboard", "--api", p.api}, args...)...)
+	_, c, ok := strings.Cut(strings.TrimSpace(out), "/ui/login#code=")
+	if code != 0 || !ok {
+		t.Fatalf("agora dashboard: %d %q %s", code, out, errs)
+	}
+	req, _ := http.NewRequest("POST", "http://"+p.api+"/ui/session", strings.NewReader(`{"code": "`+c+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 {
+		t.Fatalf("trading the code: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	return resp.Cookies()[0]
+}
+
+// uiGet reads a dashboard page with a session cookie and extra headers,
+// without following redirects.
+func uiGet(t *testing.T, p *proc, path string, ck *http.Cookie, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+p.api+path, nil)
+	if ck != nil {
+		req.AddCookie(ck)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestDashboardSession (issue 43, done-when 3), on the real binary, two
+// nodes on one host: the session cookie is HttpOnly and named for its
+// node; another node refuses it (under either name), and the node
+// refuses it on a request from another port of the host; in a network
+// with an authority a user's session shows the user's jobs and not
+// another user's, and without one the pages send the browser to sign in.
+func TestDashboardSession(t *testing.T) {
+	nodes, ids := startThree(t, "cpu: 2\nmemory: 4GiB\ngpus: []\n")
+	a, b := nodes[0], nodes[1]
+	ck := session(t, a)
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || !strings.HasPrefix(ck.Name, "agora_ui_") {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, named agora_ui_…", ck)
+	}
+	if code, body := uiGet(t, a, "/ui/", ck); code != 200 || !strings.Contains(body, ids[1]) {
+		t.Fatalf("A's overview with A's session: %d", code)
+	}
+	bck := session(t, b)
+	if bck.Name == ck.Name {
+		t.Fatalf("two nodes on one host name their session cookies alike (%s)", ck.Name)
+	}
+	for _, c := range []*http.Cookie{ck, {Name: bck.Name, Value: ck.Value}} {
+		if code, _ := uiGet(t, b, "/ui/", c); code != 303 {
+			t.Errorf("B with A's session as %s: %d, want 303 to sign in", c.Name, code)
+		}
+	}
+	for _, h := range [][]string{{"Sec-Fetch-Site", "same-site"}, {"Origin", "http://127.0.0.1:1"}} {
+		if code, body := uiGet(t, a, "/ui/", ck, h...); code != 403 || !strings.Contains(body, "another origin") {
+			t.Errorf("A's session on a request with %s: %d %s, want 403", h, code, body)
+		}
+	}
+	if code, _ := uiGet(t, a, "/v1/jobs", ck); code != 401 {
+		t.Errorf("the API with a session and no token: %d, want 401", code)
+	}
+
+	ca := filepath.Join(t.TempDir(), "ca")
+	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
+		t.Fatal(errs)
+	}
+	tn := trustedNode(t, ca, "--resources", writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n"))
+	cred := map[string]string{}
+	jobs := map[string]string{}
+	for _, name := range []string{"alice", "bob"} {
+		cred[name] = filepath.Join(t.TempDir(), name+".cred")
+		if _, errs, code := agora(t, "user", "add", "--authority", ca, name, "--out", cred[name]); code != 0 {
+			t.Fatalf("user add %s: %s", name, errs)
+		}
+		out, errs, code := agora(t, "run", "--api", tn.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
+		if code != 0 {
+			t.Fatalf("%s's run: %s", name, errs)
+		}
+		jobs[name] = strings.TrimSpace(out)
+	}
+	if code, _ := uiGet(t, tn, "/ui/", nil); code != 303 {
+		t.Errorf("a trust-mode page without a session: %d, want 303", code)
+	}
+	if _, errs, code := agora(t, "dashboard", "--api", tn.api); code == 0 {
+		t.Errorf("agora dashboard without a credential in a network with an authority succeeded: %s", errs)
+	}
+	ack := session(t, tn, "--credential", cred["alice"])
+	code, body := uiGet(t, tn, "/ui/", ack)
+	if code != 200 || !strings.Contains(body, `data-job="`+jobs["alice"]+`"`) || strings.Contains(body, jobs["bob"]) {
+		t.Fatalf("alice's overview: %d; want her job %s and not bob's %s:\n%s", code, jobs["alice"], jobs["bob"], body)
+	}
+	if code, body := uiGet(t, tn, "/ui/jobs/"+jobs["bob"], ack); code != 200 || !strings.Contains(body, "owner-or-admin") || strings.Contains(body, `id="events"`) {
+		t.Errorf("alice's page of bob's job: %d; want its summary, the rule named and no event log:\n%s", code, body)
+	}
+	if code, body := uiGet(t, tn, "/ui/jobs/"+jobs["alice"], ack); code != 200 || strings.Contains(body, "owner-or-admin") || !strings.Contains(body, `id="events"`) {
+		t.Errorf("alice's page of her own job: %d; want its detail and event log:\n%s", code, body)
+	}
 }

@@ -292,6 +292,56 @@ func TestTicketAndToken(t *testing.T) {
 	}
 }
 
+// TestSessionToken: a dashboard session signs in only to the node it
+// names, within Skew of its signing, and then stands for its user's
+// reads — of any job — for SessionTTL, never for a change.
+func TestSessionToken(t *testing.T) {
+	w := newWorld(t)
+	alice := w.user(t, "alice", false, NoQuota)
+	tok, err := NewToken(ActSession, "peerA", t0, alice.Key, alice.Chain, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := w.book.VerifySession(&tok, "peerA", t0.Add(time.Minute)); err != nil || id.Name != "alice" {
+		t.Fatalf("sign-in: %+v %v", id, err)
+	}
+	for _, c := range []struct {
+		node string
+		now  time.Time
+		want string
+	}{
+		{"peerB", t0, "presented to"},
+		{"peerA", t0.Add(Skew + time.Second), "from this node's clock"},
+	} {
+		if _, err := w.book.VerifySession(&tok, c.node, c.now); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("sign-in to %s at %v: %v, want %q", c.node, c.now.Sub(t0), err, c.want)
+		}
+	}
+	if _, err := w.book.VerifyToken(&tok, "j-9", t0.Add(SessionTTL-time.Minute), ActStatus, ActLogs); err != nil {
+		t.Fatalf("a session's read of another job, late in its life: %v", err)
+	}
+	for _, c := range []struct {
+		act  Action
+		now  time.Time
+		want string
+	}{
+		{ActCancel, t0, "only reads"},
+		{ActDrain, t0, "only reads"},
+		{ActStatus, t0.Add(SessionTTL + time.Second), "lapsed"},
+	} {
+		if _, err := w.book.VerifyToken(&tok, "j-9", c.now, c.act); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s at %v: %v, want %q", c.act, c.now.Sub(t0), err, c.want)
+		}
+	}
+	other, err := NewToken(ActStatus, "peerA", t0, alice.Key, alice.Chain, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.book.VerifySession(&other, "peerA", t0); err == nil {
+		t.Fatal("a status token signed in to the dashboard")
+	}
+}
+
 func TestDecodeRefusesBadInput(t *testing.T) {
 	w := newWorld(t)
 	ch := w.node(t, w.authority, "peerA", "lab")

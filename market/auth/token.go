@@ -23,7 +23,23 @@ const (
 	ActJobs   Action = "jobs"   // list jobs
 	ActDrain  Action = "drain"  // drain a node
 	ActPeers  Action = "peers"  // read a node's peers and resources
+	// ActSession signs a user into the dashboard of the node its Job
+	// names: it stands for the user's reads (Reads) for SessionTTL.
+	ActSession Action = "session"
 )
+
+// SessionTTL is how long a dashboard session lasts after the user
+// signed it.
+const SessionTTL = 12 * time.Hour
+
+// Reads says whether act only reads: what a dashboard session may do.
+func Reads(act Action) bool {
+	switch act {
+	case ActStatus, ActSpec, ActLogs, ActJobs, ActPeers, ActSession:
+		return true
+	}
+	return false
+}
 
 // Token is a signed request: a user asks a node to do Action (on Job),
 // at Time. A node takes it within Skew of its own clock.
@@ -100,6 +116,20 @@ func DecodeToken(data []byte) (Token, error) {
 	return t, nil
 }
 
+// VerifySession checks t as a sign-in to node's dashboard at now: a
+// session token for that node, signed within Skew of now.
+func (b *Book) VerifySession(t *Token, node string, now time.Time) (Identity, error) {
+	switch {
+	case t.Action != ActSession:
+		return Identity{}, fmt.Errorf("a %s credential is not a dashboard sign-in", t.Action)
+	case t.Job != node:
+		return Identity{}, fmt.Errorf("dashboard sign-in for node %q presented to %q", clip(t.Job), clip(node))
+	case now.Sub(t.Time) > Skew || t.Time.Sub(now) > Skew:
+		return Identity{}, fmt.Errorf("dashboard sign-in signed at %s, more than %v from this node's clock", t.Time.Format(time.RFC3339), Skew)
+	}
+	return b.VerifyToken(t, node, now, ActSession)
+}
+
 // ParseTokenText reads a token from its header text.
 func ParseTokenText(s string) (Token, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
@@ -123,11 +153,25 @@ func NewToken(act Action, job string, now time.Time, key ed25519.PrivateKey, cha
 // any are given), fresh at now, and signed by the user its chain names,
 // and returns that user.
 func (b *Book) VerifyToken(t *Token, job string, now time.Time, acts ...Action) (Identity, error) {
-	if t.Job != job || (len(acts) > 0 && !slices.Contains(acts, t.Action)) {
-		return Identity{}, fmt.Errorf("request credential for %s %q used for %v %q", t.Action, clip(t.Job), acts, clip(job))
-	}
-	if d := now.Sub(t.Time); d > Skew || d < -Skew {
-		return Identity{}, fmt.Errorf("request credential signed at %s, more than %v from this node's clock", t.Time.Format(time.RFC3339), Skew)
+	if t.Action == ActSession {
+		// A dashboard session reads as its user, of any job, until it
+		// lapses; its Job names the node it was signed for, which the
+		// sign-in checks (VerifySession).
+		for _, a := range acts {
+			if !Reads(a) {
+				return Identity{}, fmt.Errorf("a dashboard session only reads: it may not %s", a)
+			}
+		}
+		if d := now.Sub(t.Time); d > SessionTTL || d < -Skew {
+			return Identity{}, fmt.Errorf("dashboard session signed at %s: lapsed (sessions last %v)", t.Time.Format(time.RFC3339), SessionTTL)
+		}
+	} else {
+		if t.Job != job || (len(acts) > 0 && !slices.Contains(acts, t.Action)) {
+			return Identity{}, fmt.Errorf("request credential for %s %q used for %v %q", t.Action, clip(t.Job), acts, clip(job))
+		}
+		if d := now.Sub(t.Time); d > Skew || d < -Skew {
+			return Identity{}, fmt.Errorf("request credential signed at %s, more than %v from this node's clock", t.Time.Format(time.RFC3339), Skew)
+		}
 	}
 	// A client polling a job signs one token and sends it again while it
 	// is fresh: its signature is checked once.

@@ -423,6 +423,17 @@ func (a *Admission) Verify(check func(*auth.Book) error) error {
 	return check(a.book)
 }
 
+// VerifySession checks a dashboard sign-in to node (auth.VerifySession).
+func (a *Admission) VerifySession(raw []byte, node string) (auth.Identity, error) {
+	t, err := auth.DecodeToken(raw)
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.book.VerifySession(&t, node, a.opts.Now())
+}
+
 // VerifyToken checks a request credential (an encoded market/auth token)
 // about job, naming one of acts when any are given, against the
 // admission's book, and returns its user and the action it names.

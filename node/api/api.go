@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,12 @@ import (
 type Backend interface {
 	// Identity is the node's peer ID and its full listen addresses.
 	Identity() (string, []string)
+	// SignIn checks a dashboard sign-in: in a network with an authority,
+	// that the request ctx belongs to carries a session credential
+	// (market/auth ActSession) signed for this node, whose user it
+	// returns; nil and "" in an open network (the API token let the
+	// request in).
+	SignIn(ctx context.Context) (string, error)
 	// Authorize checks, in a network with an authority, that the
 	// request ctx belongs to carries a credential allowed to do act (one
 	// about no job); nil in an open network. Its error wraps
@@ -126,6 +133,7 @@ type Server struct {
 	published string // the API address its token was published for
 	mux       *http.ServeMux
 	data      DataBackend // nil: no data endpoints (ServeData)
+	sessions  *Sessions
 }
 
 // ServeUI mounts the dashboard (package web) under /ui/; GET / leads
@@ -139,7 +147,12 @@ func (s *Server) ServeUI(ui http.Handler) {
 // behind g.
 func New(b Backend, metrics http.Handler, g Guard) *Server {
 	mux := http.NewServeMux()
-	s := &Server{b: b, token: g.Token, mux: mux}
+	if g.Sessions == nil {
+		g.Sessions, _ = NewSessions("", rand.Reader, time.Now)
+	}
+	s := &Server{b: b, token: g.Token, mux: mux, sessions: g.Sessions}
+	mux.HandleFunc("POST /v1/ui/code/{node}", s.handleCode)
+	mux.HandleFunc("POST /ui/session", s.handleSession)
 	mux.HandleFunc("GET /v1/id", s.handleID)
 	mux.HandleFunc("GET /v1/peers", s.handlePeers)
 	mux.HandleFunc("GET /v1/devices", s.handleDevices)

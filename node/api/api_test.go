@@ -31,6 +31,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (f *fake) Identity() (string, []string)                 { return "12D3KooWSelf", nil }
 func (f *fake) Authorize(context.Context, auth.Action) error { return nil }
+func (f *fake) SignIn(context.Context) (string, error)       { return "", nil }
 func (f *fake) Peers() []gossip.Member                       { return nil }
 func (f *fake) Connection(string) string                     { return "none" }
 func (f *fake) Capacity() resource.Vector                    { return resource.Vector{CPU: 4000} }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"mime"
@@ -27,6 +28,9 @@ type Guard struct {
 	// AnyIP lets a Host header name any IP address (an API listening on
 	// all interfaces, with --insecure): DNS rebinding needs a name.
 	AnyIP bool
+	// Sessions are the dashboard's sign-ins (session.go): a session's
+	// cookie lets a browser read /ui/ pages, and only those.
+	Sessions *Sessions
 }
 
 // GuardFor is the guard of an API listening on addr (host:port) with
@@ -100,19 +104,14 @@ func (g *Guard) check(r *http.Request) (int, string) {
 			return http.StatusUnsupportedMediaType, "Content-Type " + quote(r.Header.Get("Content-Type")) + " is not taken for " + r.Method + ": send application/json (a job spec may also be application/yaml)"
 		}
 	}
+	if uiRead(r) && r.URL.Path != "/ui/login" && (g.Token == "" || !strings.HasPrefix(r.Header.Get(TokenHeader), "Bearer ")) {
+		// A dashboard page without the bearer token (a browser): it needs
+		// a session (guarded), in every network.
+		return http.StatusSeeOther, "/ui/login"
+	}
 	if g.Token != "" && !open(r) {
 		got, ok := strings.CutPrefix(r.Header.Get(TokenHeader), "Bearer ")
-		if !ok && uiRead(r) {
-			// The dashboard: a browser holds the token in a cookie (set by
-			// /ui/login); it reads only.
-			if c, err := r.Cookie(UICookie); err == nil {
-				got, ok = c.Value, true
-			}
-		}
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(g.Token)) != 1 {
-			if uiRead(r) {
-				return http.StatusSeeOther, "/ui/login"
-			}
 			return http.StatusUnauthorized, "missing or wrong API token: the agora command reads it on the node's machine (" + TokenFileHint + "); other clients send it as Authorization: Bearer TOKEN"
 		}
 	}
@@ -120,17 +119,16 @@ func (g *Guard) check(r *http.Request) (int, string) {
 }
 
 // open says whether a request needs no token: the node's identity, for
-// health checks, its metrics, for a local scraper, and the dashboard's
-// sign-in page.
+// health checks, its metrics, for a local scraper, the dashboard's
+// sign-in page, and the trade of a sign-in code for a session (the code
+// is the proof).
 func open(r *http.Request) bool {
-	return r.Method == http.MethodGet && (r.URL.Path == "/v1/id" || r.URL.Path == "/metrics" || r.URL.Path == "/ui/login")
+	return r.Method == http.MethodGet && (r.URL.Path == "/v1/id" || r.URL.Path == "/metrics" || r.URL.Path == "/ui/login") ||
+		r.Method == http.MethodPost && r.URL.Path == "/ui/session"
 }
 
-// UICookie holds the API token in a dashboard user's browser.
-const UICookie = "agora_token"
-
 // uiRead says whether r reads a dashboard page (GET /, GET /ui/...): the
-// only requests a token cookie lets in.
+// only requests a session lets in.
 func uiRead(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }
@@ -159,9 +157,28 @@ func quote(s string) string {
 	return "\"" + strings.ReplaceAll(s, "\"", "'") + "\""
 }
 
-// guarded runs g's checks before h.
+// guarded runs g's checks before h. A dashboard page read with a live
+// session goes on as its user: with the credential that stands for the
+// user's reads (none in an open network).
 func guarded(g Guard, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if uiRead(r) && g.Sessions != nil {
+			if se, ok := g.Sessions.fromRequest(r); ok {
+				ctx := context.WithValue(r.Context(), viewerKey{}, se.user)
+				if se.cred != nil {
+					ctx = WithCredential(ctx, se.cred)
+				}
+				r = r.WithContext(ctx)
+				g := g
+				g.Token = "" // the session stands for it
+				if code, msg := g.checkSession(r); code != 0 {
+					writeError(w, code, msg)
+					return
+				}
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
 		if code, msg := g.check(r); code == http.StatusSeeOther {
 			http.Redirect(w, r, msg, code) // a dashboard page without the token: sign in
 			return
@@ -171,4 +188,28 @@ func guarded(g Guard, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// checkSession is check for a dashboard read that came with a session:
+// the host and origin rules, no token.
+func (g *Guard) checkSession(r *http.Request) (int, string) {
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	if !g.hostAllowed(host) {
+		return http.StatusMisdirectedRequest, "Host " + quote(r.Host) + " is not this node's API address"
+	}
+	// Cookies are not kept apart by port: a page on another port of this
+	// host is same-site, and its requests carry the session. Take only
+	// the dashboard's own pages' requests and the user's own navigation.
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return http.StatusForbidden, "Origin " + quote(o) + " is another origin (another port or site): the dashboard's session serves its own pages only"
+		}
+	}
+	if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
+		return http.StatusForbidden, "a request from another origin (Sec-Fetch-Site: " + sfs + "): the dashboard's session serves its own pages only; open the address directly"
+	}
+	return 0, ""
 }

@@ -2,6 +2,8 @@ package api
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -160,32 +163,31 @@ func TestCheckExposure(t *testing.T) {
 	}
 }
 
-// TestUICookie: the token in the dashboard's cookie opens GET /ui/ pages
-// only; without it a page sends the browser to sign in; the cookie
-// drives nothing else.
-func TestUICookie(t *testing.T) {
-	s := New(&fake{}, http.NotFoundHandler(), Guard{Token: testToken})
+// TestUISession: the API token (not the cookie) buys a one-time sign-in
+// code; the code buys an HttpOnly session cookie named for the node;
+// the cookie opens GET /ui/ pages only, until it lapses, and drives
+// nothing else; another node's cookie, a used code, a tampered cookie
+// or the old token cookie open nothing.
+func TestUISession(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	sessions, err := NewSessions("12D3KooWSelf", rand.Reader, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(&fake{}, http.NotFoundHandler(), Guard{Token: testToken, Sessions: sessions})
 	s.ServeUI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "page "+r.URL.Path) }))
 	srv := httptest.NewServer(s.srv.Handler)
 	defer srv.Close()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for _, tc := range []struct {
-		name, method, path string
-		cookie             string
-		code               int
-		want               string
-	}{
-		{"a page with the cookie", "GET", "/ui/", testToken, 200, "page /ui/"},
-		{"a job page with the cookie", "GET", "/ui/jobs/j-1", testToken, 200, "page /ui/jobs/j-1"},
-		{"a page without it", "GET", "/ui/jobs/j-1", "", 303, ""},
-		{"a page with a wrong one", "GET", "/ui/", "nope", 303, ""},
-		{"the sign-in page", "GET", "/ui/login", "", 200, "page /ui/login"},
-		{"the API with the cookie", "GET", "/v1/jobs", testToken, 401, "API token"},
-		{"a change with the cookie", "DELETE", "/v1/jobs/j-1", testToken, 415, "Content-Type"},
-	} {
-		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
-		if tc.cookie != "" {
-			req.AddCookie(&http.Cookie{Name: UICookie, Value: tc.cookie})
+	do := func(method, path, body string, header map[string]string, cookie *http.Cookie) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
 		}
 		resp, err := noRedirect.Do(req)
 		if err != nil {
@@ -193,11 +195,73 @@ func TestUICookie(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
-			t.Errorf("%s: %d %s, want %d %q", tc.name, resp.StatusCode, b, tc.code, tc.want)
+		return resp, string(b)
+	}
+	jsonType := map[string]string{"Content-Type": "application/json"}
+	if resp, _ := do("POST", "/v1/ui/code/12D3KooWSelf", "", jsonType, nil); resp.StatusCode != 401 {
+		t.Fatalf("a code without the token: %d", resp.StatusCode)
+	}
+	code := func() string {
+		resp, body := do("POST", "/v1/ui/code/12D3KooWSelf", "", map[string]string{"Content-Type": "application/json", TokenHeader: "Bearer " + testToken}, nil)
+		var c CodeResponse
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &c) != nil || c.Code == "" {
+			t.Fatalf("a code with the token: %d %s", resp.StatusCode, body)
+		}
+		return c.Code
+	}
+	c := code()
+	resp, body := do("POST", "/ui/session", `{"code": "`+c+`"}`, jsonType, nil)
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 {
+		t.Fatalf("trading the code: %d %s %v", resp.StatusCode, body, resp.Cookies())
+	}
+	ck := resp.Cookies()[0]
+	if ck.Name != sessions.CookieName() || !strings.HasPrefix(ck.Name, "agora_ui_") || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/ui/" || strings.Contains(ck.Value, testToken) {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict, Path /ui/, named for the node, without the token", ck)
+	}
+	if resp, _ := do("POST", "/ui/session", `{"code": "`+c+`"}`, jsonType, nil); resp.StatusCode != 403 {
+		t.Errorf("a code used twice: %d", resp.StatusCode)
+	}
+	other, _ := NewSessions("12D3KooWOther", rand.Reader, clock)
+	theirs, _ := other.code("", nil, now.Add(time.Hour))
+	theirValue, _, _ := other.trade(theirs)
+	tampered := *ck
+	tampered.Value = ck.Value[:len(ck.Value)-2] + "xx"
+	for _, tc := range []struct {
+		name, method, path string
+		cookie             *http.Cookie
+		code               int
+		want               string
+	}{
+		{"a page with the session", "GET", "/ui/", ck, 200, "page /ui/"},
+		{"a job page with the session", "GET", "/ui/jobs/j-1", ck, 200, "page /ui/jobs/j-1"},
+		{"a page without it", "GET", "/ui/jobs/j-1", nil, 303, ""},
+		{"a tampered session", "GET", "/ui/", &tampered, 303, ""},
+		{"another node's session under this node's name", "GET", "/ui/", &http.Cookie{Name: ck.Name, Value: theirValue}, 303, ""},
+		{"the old token cookie", "GET", "/ui/", &http.Cookie{Name: "agora_token", Value: testToken}, 303, ""},
+		{"the sign-in page", "GET", "/ui/login", nil, 200, "page /ui/login"},
+		{"a page from another port of the host", "GET", "/ui/", ck, 403, "another origin"},
+		{"the API with the session", "GET", "/v1/jobs", ck, 401, "API token"},
+		{"a change with the session", "DELETE", "/v1/jobs/j-1", ck, 415, "Content-Type"},
+	} {
+		var header map[string]string
+		if strings.Contains(tc.name, "another port") {
+			header = map[string]string{"Sec-Fetch-Site": "same-site"}
+		}
+		resp, body := do(tc.method, tc.path, "", header, tc.cookie)
+		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %s, want %d %q", tc.name, resp.StatusCode, body, tc.code, tc.want)
 		}
 		if tc.code == 303 && resp.Header.Get("Location") != "/ui/login" {
 			t.Errorf("%s: sent to %q, want /ui/login", tc.name, resp.Header.Get("Location"))
 		}
+	}
+	late := code()
+	now = now.Add(codeTTL + time.Second)
+	if resp, _ := do("POST", "/ui/session", `{"code": "`+late+`"}`, jsonType, nil); resp.StatusCode != 403 {
+		t.Errorf("a code traded after %v: %d", codeTTL, resp.StatusCode)
+	}
+	now = now.Add(SessionTTL)
+	if resp, _ := do("GET", "/ui/", "", nil, ck); resp.StatusCode != 303 {
+		t.Errorf("a session past %v: %d", SessionTTL, resp.StatusCode)
 	}
 }

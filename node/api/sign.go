@@ -122,6 +122,9 @@ func ActionOf(method, path string) (auth.Action, string, bool) {
 	case method == "GET" && (p == "/v1/peers" || p == "/v1/devices"):
 		return auth.ActPeers, "", true
 	}
+	if node, ok := strings.CutPrefix(p, "/v1/ui/code/"); ok && method == "POST" {
+		return auth.ActSession, node, true // a dashboard sign-in to that node
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/jobs/")
 	if !ok {
 		return "", "", false

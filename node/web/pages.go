@@ -144,16 +144,20 @@ var jobPage = template.Must(template.New("job").Funcs(funcs).Parse(`{{define "ti
 </script>` + foot))
 
 var loginPage = template.Must(template.New("login").Funcs(funcs).Parse(`{{define "title"}}sign in{{end}}` + head + `
-<p id="msg">Open the address <code>agora dashboard</code> prints on the node's machine: it carries the node's API token.</p>
+<p id="msg">Open the address <code>agora dashboard</code> prints on the node's machine: it carries a one-time sign-in code.</p>
 <script>
 (function(){
-  var m = /^#token=([A-Za-z0-9_\-.~%]+)$/.exec(location.hash);
+  var m = /^#code=([A-Za-z0-9_\-]+)$/.exec(location.hash);
   if (!m) return;
-  document.cookie = "agora_token=" + m[1] + "; path=/; SameSite=Strict";
+  history.replaceState(null, "", location.pathname + location.search);
   var next = new URLSearchParams(location.search).get("next") || "/ui/";
   if (!/^\/ui\/[A-Za-z0-9_.\/-]*$/.test(next)) next = "/ui/"; // this node's pages only
-  history.replaceState(null, "", "/ui/login");
-  location.replace(next);
+  fetch("/ui/session", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({code: m[1]}), credentials: "same-origin"})
+    .then(function(r) {
+      if (r.ok) { location.replace(next); return; }
+      document.getElementById("msg").textContent = "This sign-in code is used or expired: run agora dashboard again.";
+    })
+    .catch(function() { document.getElementById("msg").textContent = "The node did not answer."; });
 })();
 </script>` + foot))
 

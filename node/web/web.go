@@ -242,7 +242,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	boxes, edges, width, height := dag(j)
 	data["Boxes"], data["Edges"], data["Width"], data["Height"] = boxes, edges, width, height
 	self, _ := h.src.Identity()
-	if string(j.Manager) == self {
+	if string(j.Manager) == self && err == nil { // the event log is the detail too
 		data["Events"] = h.src.Events(id)
 	}
 	data["Logs"] = h.logText(ctx, j)
