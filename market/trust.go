@@ -68,12 +68,45 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 		return "", err
 	}
 	id := info.ticket.JobID()
-	if _, dup := m.jobs[id]; dup {
-		return "", fmt.Errorf("job %s was submitted already", id)
+	if mgr, ok := m.knownJob(id); ok {
+		return "", &Submitted{Job: id, Manager: mgr}
 	}
 	m.tix.remember(id, info)
 	m.mgr.submit(id, *info.spec, info.user.Name, raw)
 	return id, nil
+}
+
+// Submitted is the refusal of a ticket whose job this node knows already:
+// a ticket is accepted once in the network, and a submission of it again
+// is answered with the job and its manager.
+type Submitted struct {
+	Job     string
+	Manager NodeID
+}
+
+func (e *Submitted) Error() string {
+	return fmt.Sprintf("job %s was submitted already; %s manages it", e.Job, e.Manager)
+}
+
+// KnownJob is the manager of job id as this node knows it: itself, when
+// it manages the job (or holds it back after a restart), the manager it
+// gave the job up to, or the manager of the copy of its record it holds.
+func (m *Market) KnownJob(id string) (NodeID, bool) { return m.knownJob(id) }
+
+func (m *Market) knownJob(id string) (NodeID, bool) {
+	if _, ok := m.jobs[id]; ok {
+		return m.cfg.Self, true
+	}
+	if _, ok := m.fo.reclaim.held[id]; ok {
+		return m.cfg.Self, true
+	}
+	if mgr, ok := m.sp.yieldedTo[id]; ok {
+		return mgr, true
+	}
+	if mgr, ok := m.fo.copies.manager[id]; ok {
+		return mgr, true
+	}
+	return "", false
 }
 
 // Revoked takes a revocation: the market stops trusting what it

@@ -152,15 +152,67 @@ func (n *Node) SubmitTicket(ctx context.Context, raw []byte) (string, error) {
 		return "", err
 	}
 	id := t.JobID()
+	// A ticket is accepted once in the network: its job's record lives
+	// with its manager and, from before the submission is answered, with
+	// the peers closest to its ID. Ask them first.
+	if mgr, ok := n.managerOf(ctx, id); ok {
+		return "", &api.Existing{ID: id, Manager: string(mgr)}
+	}
 	n.checks.PrepareSubmission(raw) // on this request's goroutine, not the loop
-	return n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
+	jid, err := n.accept(ctx, id, api.ErrForbidden, func(now time.Time) error {
 		_, err := n.mkt.SubmitTicket(now, raw)
-		if err != nil {
+		var dup *market.Submitted
+		if err != nil && !errors.As(err, &dup) {
 			n.countRefused(market.RefuseSubmission)
 		}
 		return err
 	})
+	var dup *market.Submitted
+	if errors.As(err, &dup) {
+		return "", &api.Existing{ID: dup.Job, Manager: string(dup.Manager)}
+	}
+	return jid, err
 }
+
+// managerOf is the manager of job id as this node or the peers closest
+// to the ID (those that hold its record's copies) know it.
+func (n *Node) managerOf(ctx context.Context, id string) (market.NodeID, bool) {
+	var mgr market.NodeID
+	var ok bool
+	if n.call(func() { mgr, ok = n.mkt.KnownJob(id) }) != nil || ok {
+		return mgr, ok
+	}
+	var view []market.NodeID
+	for _, m := range n.Peers() {
+		view = append(view, market.NodeID(m.Advert.Peer.String()))
+	}
+	var peers []peer.ID
+	for _, p := range market.Closest(id, view, managerAsk) {
+		if pid, err := peer.Decode(string(p)); err == nil {
+			peers = append(peers, pid)
+		}
+	}
+	if len(peers) == 0 {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.mkt.Config().QueryTimeout)
+	defer cancel()
+	answers, _ := n.query.AskAll(ctx, peers, wire.Query{Kind: wire.QueryManager, Job: id})
+	for _, p := range peers {
+		var a struct {
+			Manager market.NodeID `json:"manager"`
+		}
+		if b, found := answers[p.String()]; found && json.Unmarshal(b, &a) == nil && a.Manager != "" {
+			return a.Manager, true
+		}
+	}
+	return "", false
+}
+
+// managerAsk is how many of the peers closest to a ticket's job ID a node
+// asks before it accepts the ticket: the job's replica set, with room for
+// the manager among them and for views that differ a little.
+const managerAsk = 5
 
 // accept runs submit on the loop and waits for the job's first copies;
 // a refusal is wrapped in refused.

@@ -56,6 +56,16 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 		return wire.QueryReply{Found: true, Body: body}
 	case wire.QueryJobs:
 		return n.answerJobs(q.Credential)
+	case wire.QueryManager:
+		// Only the manager's name, of a job the asker names: what it
+		// needs to refuse a second acceptance of the job's ticket.
+		var mgr market.NodeID
+		var ok bool
+		if n.call(func() { mgr, ok = n.mkt.KnownJob(q.Job) }) != nil || !ok {
+			return wire.QueryReply{}
+		}
+		body, _ := json.Marshal(map[string]market.NodeID{"manager": mgr})
+		return wire.QueryReply{Found: true, Body: body}
 	case "cancel":
 		found, err := n.cancelLocal(q.Job, q.Credential)
 		if err != nil {

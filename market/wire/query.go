@@ -24,6 +24,11 @@ const (
 	// cluster-wide list); Job is empty. The reply body is
 	// {"jobs": [row...], "truncated": bool} (docs/protocol.md).
 	QueryJobs = "jobs"
+	// QueryManager asks who manages a job, as the answerer knows it: the
+	// answerer itself, or the manager of the copy of the job's record it
+	// holds. The reply body is {"manager": NODE}. A node asks it of the
+	// peers closest to a ticket's job ID before it accepts the ticket.
+	QueryManager = "manager"
 )
 
 // Query asks a peer about a job it manages or a task attempt it ran.
@@ -108,11 +113,11 @@ func DecodeQuery(b []byte) (Query, error) {
 // checkQuery checks every field of a query.
 func checkQuery(q Query) error {
 	switch q.Kind {
-	case QueryStatus, QueryLogs, QueryCancel, QueryJobs:
+	case QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager:
 	case "":
 		return bad("query.kind", "required")
 	default:
-		return bad("query.kind", "unknown kind %s (want %q, %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel, QueryJobs)
+		return bad("query.kind", "unknown kind %s (want %q, %q, %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager)
 	}
 	if q.Kind == QueryJobs {
 		if q.Job != "" || q.Task != "" {

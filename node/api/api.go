@@ -76,6 +76,18 @@ type Backend interface {
 	Revoke(ctx context.Context, data []byte) (string, bool, error)
 }
 
+// Existing is the answer to a submission of a job the network has
+// already: a ticket is accepted once, and submitting it again, to any
+// node, names the job and its manager. The API answers 200 with both.
+type Existing struct {
+	ID      string
+	Manager string
+}
+
+func (e *Existing) Error() string {
+	return "job " + e.ID + " was submitted already; " + e.Manager + " manages it"
+}
+
 // Errors a Backend returns.
 var (
 	ErrNotFound  = errors.New("not found")
@@ -277,7 +289,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 			id, err = s.b.Submit(r.Context(), *js)
 		}
 	}
+	var ex *Existing
 	switch {
+	case errors.As(err, &ex):
+		writeJSON(w, http.StatusOK, map[string]any{"id": ex.ID, "manager": ex.Manager, "existing": true})
 	case errors.Is(err, ErrForbidden):
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, ErrRefused):
