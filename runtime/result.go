@@ -61,6 +61,8 @@ func exitResult(ps *os.ProcessState, waitErr error, st stopState, timeout time.D
 		}
 	}
 	switch {
+	case st.limit != "":
+		res.Reason = st.limit
 	case st.timedOut:
 		res.TimedOut = true
 		res.Reason = fmt.Sprintf("timeout after %s", timeout)

@@ -186,7 +186,7 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 	if id == "" {
 		return errors.New("runtime: empty task id")
 	}
-	t := &task{id: id, spec: spec, done: done, out: newOutput(sink)}
+	t := &task{id: id, spec: spec, done: done, out: newOutput(sink), quit: make(chan struct{})}
 	t.spec.Command = slices.Clone(spec.Command)
 	t.spec.GPUs = slices.Clone(spec.GPUs)
 	t.spec.Env = maps.Clone(spec.Env)

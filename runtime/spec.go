@@ -58,6 +58,10 @@ type Spec struct {
 	// Memory is the memory limit in bytes; zero means no limit. It is
 	// applied only where cgroups allow it.
 	Memory int64
+	// Disk is the most bytes the task may keep in its work directory;
+	// zero means no limit. It is kept by measurement (disk.go): a task
+	// past it is killed, and its result names the limit.
+	Disk int64
 	// ExitFile, when set, is where the task's exit status is written, by
 	// a shell that runs the command and outlives the node: a node killed
 	// while its task runs learns on restart that the task finished, and
@@ -84,7 +88,7 @@ func (s Spec) validate() error {
 	if s.Timeout < 0 {
 		return fmt.Errorf("runtime: negative timeout %s", s.Timeout)
 	}
-	if s.CPUMilli < 0 || s.Memory < 0 {
+	if s.CPUMilli < 0 || s.Memory < 0 || s.Disk < 0 {
 		return errors.New("runtime: negative resource limit")
 	}
 	for _, g := range s.GPUs {

@@ -16,6 +16,7 @@ type stopState struct {
 	timedOut  bool
 	cancelled bool
 	reason    string
+	limit     string // a limit the task broke (killFor): a failure with this reason
 }
 
 // task is one running attempt.
@@ -40,6 +41,7 @@ type task struct {
 	cg       *taskCgroup
 	stdout   *os.File // read ends of the output pipes
 	stderr   *os.File
+	quit     chan struct{} // closed when the main process exited: the watchers stop
 }
 
 // start prepares and starts the process. The caller holds t.mu.
@@ -147,6 +149,9 @@ func (t *task) start(r *Runner) error {
 			t.terminate(stopState{timedOut: true})
 		})
 	}
+	if t.spec.Disk > 0 {
+		go t.watchDisk(dir)
+	}
 	log.Debugw("task started", "id", t.id, "pid", t.pid, "cmd", t.spec.Command, "dir", dir)
 	return nil
 }
@@ -210,6 +215,9 @@ func (t *task) supervise(r *Runner) Result {
 // now on), stops the timers and returns why the task was stopped, if it
 // was. The caller holds t.mu.
 func (t *task) exitedLocked() stopState {
+	if !t.exited && t.quit != nil {
+		close(t.quit)
+	}
 	t.exited = true
 	if t.timeout != nil {
 		t.timeout.Stop()

@@ -55,6 +55,9 @@ type Options struct {
 	Store *store.Store
 	// Runner runs the processes; runtime.NewRunner when nil.
 	Runner TaskRunner
+	// DiskReserve is the free space on DataDir's file system that tasks
+	// may not take (diskguard.go); DefaultDiskReserve when zero.
+	DiskReserve int64
 	// Checkpoints keeps and moves the checkpoints.
 	Checkpoints *checkpoints.Service
 	// Data keeps and moves tasks' outputs and inputs; DataRetention is
@@ -105,6 +108,9 @@ type Executor struct {
 	mu      sync.Mutex
 	pending map[string]*pendingStart // run ID → attempt restoring before start
 	active  map[string]int           // checkpoint key → attempts of it running here
+	// workDirs are the work directories of the attempts started here, by
+	// run ID, for the disk reserve (diskguard.go).
+	workDirs map[string]string
 }
 
 // New builds an executor, closing the attempts a previous run of the
@@ -114,7 +120,7 @@ func New(opts Options) *Executor {
 	ctx, cancel := context.WithCancel(context.Background())
 	x := &Executor{opts: opts, ctx: ctx, cancel: cancel, runner: opts.Runner, store: opts.Store, ck: opts.Checkpoints,
 		execs: store.NewBucket[Execution](opts.Store, "executions"), tasksQ: make(chan func(), taskQueue),
-		pending: map[string]*pendingStart{}, active: map[string]int{}}
+		pending: map[string]*pendingStart{}, active: map[string]int{}, workDirs: map[string]string{}}
 	if x.runner == nil {
 		x.runner = runtime.NewRunner(runtime.Options{})
 	}
@@ -123,7 +129,8 @@ func New(opts Options) *Executor {
 		x.wg.Add(1)
 		go x.sweepData()
 	}
-	x.wg.Add(2)
+	x.wg.Add(3)
+	go x.guardDisk()
 	go x.taskLoop()
 	go func() {
 		defer x.wg.Done()
@@ -291,7 +298,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		JobID: k.Job, Task: k.Task, Replica: k.Replica, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch,
 		Command: st.Task.Command, Env: st.Task.Env, WorkDir: filepath.Join(dir, "work"),
 		GPUs: st.Alloc.GPUs, Timeout: st.Task.Timeout, Grace: grace,
-		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory,
+		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory, Disk: st.Task.Request.Disk,
 		ExitFile: exitFile(dir, st.Task.Epoch),
 	}
 	_ = os.Remove(spec.ExitFile) // planted by an earlier attempt in the same directory, it would lie
@@ -335,7 +342,17 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		}
 	})
 	epoch := st.Task.Epoch
-	done := x.ended(st, spec.WorkDir, ck, stream, ex)
+	id := runID(k, epoch)
+	x.mu.Lock()
+	x.workDirs[id] = spec.WorkDir
+	x.mu.Unlock()
+	ended := x.ended(st, spec.WorkDir, ck, stream, ex)
+	done := func(r runtime.Result) {
+		x.mu.Lock()
+		delete(x.workDirs, id)
+		x.mu.Unlock()
+		ended(r)
+	}
 	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
 		if x.opts.Data == nil {
 			go done(runtime.Result{ExitCode: -1, Reason: "start: this node cannot fetch inputs", Finished: time.Now()})

@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,5 +264,42 @@ func TestKillSendsSIGKILL(t *testing.T) {
 	case r := <-x.exit.ch:
 		t.Fatalf("a killed executor reported an exit: %q", r)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestDiskReserve: while less than the node's reserve is free on its data
+// directory's file system, the task holding the most in its work
+// directory is killed, and its exit names the reserve; the others run
+// on.
+func TestDiskReserve(t *testing.T) {
+	every := DiskGuardEvery
+	DiskGuardEvery = time.Hour // the guard's own ticks stay out of it: the test calls it
+	t.Cleanup(func() { DiskGuardEvery = every })
+	x := executors(t, 1, nil)[0]
+	start := func(job string, mib int) {
+		script := fmt.Sprintf(`head -c %d /dev/zero > big; touch ready; while :; do sleep 0.1; done`, mib<<20)
+		x.Start(market.StartTask{Task: market.TaskSpec{TaskOffer: market.TaskOffer{Key: market.TaskKey{Job: job, Task: "t"}},
+			Command: []string{"sh", "-c", script}, Epoch: 1, Attempt: 1}})
+	}
+	start("j-small", 1)
+	start("j-large", 8)
+	for _, job := range []string{"j-small", "j-large"} {
+		ready := filepath.Join(x.taskDir(market.TaskKey{Job: job, Task: "t"}), "work", "ready")
+		waitfor.Cond(t, 10*time.Second, job+" to write", func() bool { _, err := os.Stat(ready); return err == nil })
+	}
+	real := freeBytes
+	t.Cleanup(func() { freeBytes = real })
+	freeBytes = func(string) (int64, error) { return 10 << 20, nil }
+	x.checkReserve(DefaultDiskReserve)
+	select {
+	case r := <-x.exit.ch:
+		if !strings.Contains(r, "disk is nearly full") || !strings.Contains(r, "(8 MiB)") {
+			t.Fatalf("exit %q: want the 8 MiB task's, naming the reserve", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no task was killed")
+	}
+	if running := x.runner.Running(); len(running) != 1 || !strings.Contains(running[0], "j-small") {
+		t.Fatalf("running after the guard: %v, want j-small alone", running)
 	}
 }
