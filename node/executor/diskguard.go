@@ -19,8 +19,8 @@ import (
 
 // DefaultDiskReserve is the free space a node keeps from its tasks: the
 // store's own reserve and room beside it for records, logs and
-// checkpoints.
-const DefaultDiskReserve = store.Reserve + 256<<20
+// checkpoints (128 MiB in all).
+const DefaultDiskReserve = store.Reserve + 64<<20
 
 // DiskGuardEvery is how often the reserve is looked at.
 var DiskGuardEvery = time.Second
