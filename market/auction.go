@@ -35,6 +35,16 @@ func (au *auctioneer) placeReady() {
 			lacking = append(lacking, inputLack{j, t, why})
 			continue
 		}
+		if au.overUserLimit(j, t) != "" {
+			// Its user's network-wide running limit: looked at again in a
+			// while (the reason shows in Job's Waiting).
+			t.NotBefore = au.now.Add(userLimitRetry)
+			if settled := j.Submitted.Add(demandSettles(au.cfg)); settled.After(t.NotBefore) {
+				t.NotBefore = settled
+			}
+			au.dl.retimeJob(j.ID)
+			continue
+		}
 		if j.isGang(t.Key.Task) {
 			if t.Key.Replica == 0 {
 				au.gang.placeGang(j, t.Key.Task)

@@ -118,7 +118,7 @@ func (c *cluster) adverts() {
 		for j, o := range c.nodes {
 			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] {
 				m.Advert(c.now, Peer{ID: c.ids[j], Limits: o.Config().Limits, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(c.now),
-					Reserved: o.Reserved(), Waiting: o.Waiting(), HeadRoom: o.HeadRoom()})
+					Reserved: o.Reserved(), Waiting: o.Waiting(), HeadRoom: o.HeadRoom(), Users: o.UserUsage()})
 			}
 		}
 	}

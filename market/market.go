@@ -28,6 +28,9 @@ type Peer struct {
 	// sees.
 	Waiting  WaitingGang
 	HeadRoom HeadRoom
+	// Users is what the limited users' jobs hold and wait for on the
+	// jobs the peer manages (userlimits.go).
+	Users []UserUsage
 	// Boot is the peer's boot counter (0: unknown): an advert with
 	// another one than the view holds comes from a restarted peer.
 	Boot uint64

@@ -1,6 +1,10 @@
 package market
 
-import "github.com/agora-sched/agora/devices/resource"
+import (
+	"slices"
+
+	"github.com/agora-sched/agora/devices/resource"
+)
 
 // SoftState is what a node's adverts say of its market: the room its
 // tasks leave, its queue, the gang reservation it honours, the gang
@@ -14,11 +18,14 @@ type SoftState struct {
 	Reserved ReservedRoom
 	Waiting  WaitingGang
 	HeadRoom HeadRoom
+	// Users is what the limited users' jobs managed here hold and wait
+	// for (userlimits.go).
+	Users []UserUsage
 }
 
 // SoftState is the market's soft state now.
 func (m *Market) SoftState() SoftState {
-	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom()}
+	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom(), Users: m.UserUsage()}
 }
 
 // Moved reports whether s says something an advert should carry at once
@@ -27,5 +34,5 @@ func (m *Market) SoftState() SoftState {
 func (s SoftState) Moved(o SoftState) bool {
 	return s.Free.CPU != o.Free.CPU || s.Free.Memory != o.Free.Memory || s.Free.GPUShare() != o.Free.GPUShare() ||
 		s.Queue != o.Queue || s.Reserved.Gang != o.Reserved.Gang || s.Reserved.Unreserved.CPU != o.Reserved.Unreserved.CPU ||
-		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom)
+		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom) || !slices.Equal(s.Users, o.Users)
 }

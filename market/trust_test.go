@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -120,7 +121,7 @@ func TestSignedJobRuns(t *testing.T) {
 // may not use declines to bid, naming the rule too.
 func TestQuotaAtSubmitAndAtContractors(t *testing.T) {
 	a := newAuthority(t)
-	noGPU := a.user(t, "alice", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: 0, MaxPriority: auth.Unlimited})
+	noGPU := a.user(t, "alice", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: 0, MaxPriority: auth.Unlimited, MaxRunningCPU: auth.Unlimited, MaxRunningGPU: auth.Unlimited, MaxRunningJobs: auth.Unlimited})
 	c := trustCluster(t, a, "lab", "lab", "edge")
 	gpuJob := `{"name": "g", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "1", "gpu": 1}}]}`
 	_, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, noGPU, gpuJob, c.now))
@@ -128,7 +129,7 @@ func TestQuotaAtSubmitAndAtContractors(t *testing.T) {
 	if !errors.As(err, &r) || r.Rule != auth.RuleMaxGPU {
 		t.Fatalf("GPU job of a user without GPUs: %v", err)
 	}
-	labOnly := a.user(t, "bob", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: auth.Unlimited, MaxPriority: auth.Unlimited, Sites: []string{"lab"}})
+	labOnly := a.user(t, "bob", auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: auth.Unlimited, MaxPriority: auth.Unlimited, Sites: []string{"lab"}, MaxRunningCPU: auth.Unlimited, MaxRunningGPU: auth.Unlimited, MaxRunningJobs: auth.Unlimited})
 	id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, labOnly, oneTask, c.now))
 	if err != nil {
 		t.Fatal(err)
@@ -683,5 +684,77 @@ func perturb(v reflect.Value) {
 		perturb(v.Field(0))
 	default:
 		panic("perturb: " + v.Type().String())
+	}
+}
+
+// TestUserRunningLimit: alice may run 2 cores at once across the
+// network. Six one-core jobs of hers, three submitted to each of two
+// managers at once, never run more than 2 cores together (the harness's
+// adverts are current, so the bound's window is empty), every one of
+// them runs, and a waiting replica's reason names the rule. Bob, without
+// a limit, runs beside her. (Without the wait of a limited user's new
+// job, demandSettles, each manager placed 2 at once: 4 cores.)
+func TestUserRunningLimit(t *testing.T) {
+	a := newAuthority(t)
+	q := auth.NoQuota
+	q.MaxRunningCPU = 2000
+	alice := a.user(t, "alice", q)
+	bob := a.user(t, "bob", auth.NoQuota)
+	c := newClusterWith(t, func(i int, cfg *Config) { cfg.Trust = a.book }, cpuNode(8), cpuNode(8), cpuNode(8))
+	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 5 * time.Second }
+	var ids []string
+	for i := range 6 {
+		raw := a.ticket(t, alice, fmt.Sprintf(`{"name": "a%d", "tasks": [{"name": "t", "command": ["true"], "resources": {"cpu": "1"}}]}`, i), c.now)
+		id, err := c.nodes[i%2].SubmitTicket(c.now, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	bobs, err := c.nodes[2].SubmitTicket(c.now, a.ticket(t, bob, `{"name": "b", "tasks": [{"name": "t", "replicas": 4, "command": ["true"], "resources": {"cpu": "1"}}]}`, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	peak, sawReason := int64(0), false
+	c.until(5*time.Minute, "every job to succeed", func() bool {
+		var running int64
+		for _, rs := range c.running {
+			for k, r := range rs {
+				if k.Job != bobs {
+					running += r.spec.Request.CPU
+				}
+			}
+		}
+		if running > peak && running > 2000 {
+			var who []string
+			for n, rs := range c.running {
+				for k := range rs {
+					if k.Job != bobs {
+						who = append(who, string(n)+":"+k.Job)
+					}
+				}
+			}
+			t.Logf("%v: %d running: %v; n0 %+v n1 %+v", c.now.Sub(t0), running, who, c.nodes[0].UserUsage(), c.nodes[1].UserUsage())
+		}
+		peak = max(peak, running)
+		done := c.job(2, bobs).State == JobSucceeded
+		for i, id := range ids {
+			j := c.job(i%2, id)
+			done = done && j.State == JobSucceeded
+			for _, tr := range j.Tasks {
+				sawReason = sawReason || strings.Contains(tr.Waiting, auth.RuleMaxRunningCPU)
+			}
+		}
+		return done
+	})
+	if peak > 2000 {
+		t.Fatalf("alice ran %d millicores at once, over her limit of 2000", peak)
+	}
+	if peak < 2000 {
+		t.Errorf("alice never ran 2 cores at once (peak %d): the limit held her below it", peak)
+	}
+	if !sawReason {
+		t.Error("no waiting replica named the rule")
 	}
 }

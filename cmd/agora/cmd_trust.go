@@ -266,7 +266,7 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--valid 720h] [--out FILE]")
+		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--valid 720h] [--out FILE]")
 		return exitBadUsage
 	}
 	fs := newFlagSet("user add", stderr)
@@ -275,6 +275,9 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 	maxCPU := fs.String("max-cpu", "", "the most CPUs one task replica may ask for (e.g. 4, 500m; default: no limit)")
 	maxGPU := fs.Int("max-gpu", auth.Unlimited, "the most GPUs one task replica may ask for (default: no limit)")
 	maxPrio := fs.Int("max-priority", auth.Unlimited, "the highest priority the user's jobs may ask for (default: no limit)")
+	maxRunCPU := fs.String("max-running-cpu", "", "the most CPUs the user's task replicas may hold at once across the network (e.g. 16; default: no limit)")
+	maxRunGPU := fs.Int("max-running-gpu", auth.Unlimited, "the most GPUs the user's task replicas may hold at once across the network (default: no limit)")
+	maxRunJobs := fs.Int("max-running-jobs", auth.Unlimited, "the most of the user's jobs that may run at once across the network (default: no limit)")
 	var sites multiFlag
 	fs.Var(&sites, "site", "a site the user's tasks may run at (repeatable; default: any)")
 	out := fs.String("out", "", "write the credential here, mode 0600 (default: stdout)")
@@ -291,15 +294,21 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora user add: user name %q: use 1 to 64 letters, digits, '.', '_' or '-'\n", name)
 		return exitBadUsage
 	}
-	q := auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: *maxGPU, MaxPriority: *maxPrio, Sites: sites}
-	if *maxCPU != "" {
-		if q.MaxCPU, err = resource.ParseCPU(*maxCPU); err != nil {
-			fmt.Fprintf(stderr, "agora user add: --max-cpu: %v\n", err)
-			return exitBadUsage
+	q := auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: *maxGPU, MaxPriority: *maxPrio, Sites: sites,
+		MaxRunningCPU: auth.Unlimited, MaxRunningGPU: *maxRunGPU, MaxRunningJobs: *maxRunJobs}
+	for _, f := range []struct {
+		name, val string
+		dst       *int64
+	}{{"--max-cpu", *maxCPU, &q.MaxCPU}, {"--max-running-cpu", *maxRunCPU, &q.MaxRunningCPU}} {
+		if f.val != "" {
+			if *f.dst, err = resource.ParseCPU(f.val); err != nil {
+				fmt.Fprintf(stderr, "agora user add: %s: %v\n", f.name, err)
+				return exitBadUsage
+			}
 		}
 	}
-	if q.MaxGPU < auth.Unlimited || q.MaxPriority < auth.Unlimited {
-		fmt.Fprintln(stderr, "agora user add: --max-gpu and --max-priority must be 0 or more")
+	if q.MaxGPU < auth.Unlimited || q.MaxPriority < auth.Unlimited || q.MaxRunningGPU < auth.Unlimited || q.MaxRunningJobs < auth.Unlimited {
+		fmt.Fprintln(stderr, "agora user add: --max-gpu, --max-priority, --max-running-gpu and --max-running-jobs must be 0 or more")
 		return exitBadUsage
 	}
 	is, _, err := loadIssuer(*dir)

@@ -428,7 +428,7 @@ func TestAllowAndQuotas(t *testing.T) {
 			t.Errorf("%s by %s: %v, want rule %s", c.act, c.id.Name, err, c.rule)
 		}
 	}
-	q := Quota{MaxCPU: 4000, MaxGPU: 0, MaxPriority: 5, Sites: []string{"lab"}}
+	q := Quota{MaxCPU: 4000, MaxGPU: 0, MaxPriority: 5, Sites: []string{"lab"}, MaxRunningCPU: 8000, MaxRunningGPU: 2, MaxRunningJobs: 3}
 	job := func(prio int, r resource.Request) *spec.Job {
 		return &spec.Job{Name: "j", Priority: prio, Tasks: []spec.Task{{Name: "t", Request: r}}}
 	}
@@ -495,5 +495,37 @@ func TestDetachSpec(t *testing.T) {
 	}
 	if _, err := w.book.VerifyTicket(&o, t0); err == nil {
 		t.Fatal("a ticket with another spec attached verified")
+	}
+}
+
+// TestRunningLimitsInCert: a user certificate carries the running limits
+// through its encoding; a version 1 certificate, which has none, still
+// verifies and reads them as Unlimited.
+func TestRunningLimitsInCert(t *testing.T) {
+	w := newWorld(t)
+	q := NoQuota
+	q.MaxRunningCPU, q.MaxRunningGPU, q.MaxRunningJobs = 8000, 2, 3
+	alice := w.user(t, "alice", false, q)
+	back, err := DecodeChain(alice.Chain.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.book.VerifyUser(back, t0)
+	if err != nil || id.Quota.MaxRunningCPU != 8000 || id.Quota.MaxRunningGPU != 2 || id.Quota.MaxRunningJobs != 3 || !id.Quota.Running() {
+		t.Fatalf("running limits read back as %+v (%v)", id.Quota, err)
+	}
+	old := Cert{Kind: User, Subject: "bob", Key: w.key(t).Public().(ed25519.PublicKey), Quota: NoQuota, NotBefore: t0, NotAfter: t0.Add(time.Hour), version: 1}
+	old = resign(t, old, w.root, w.rng)
+	enc := old.Encode()
+	if enc[1] != 1 {
+		t.Fatalf("a version 1 certificate encoded as version %d", enc[1])
+	}
+	c, err := DecodeCert(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err = w.book.VerifyUser(Chain{c}, t0)
+	if err != nil || id.Quota.Running() {
+		t.Fatalf("a version 1 user: %+v (%v)", id.Quota, err)
 	}
 }

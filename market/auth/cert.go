@@ -61,10 +61,23 @@ type Quota struct {
 	MaxGPU      int
 	MaxPriority int
 	Sites       []string
+	// MaxRunningCPU (millicores), MaxRunningGPU and MaxRunningJobs bound
+	// what the user's jobs run at once across the whole network: the
+	// replicas awarded or running, and the jobs with any (market
+	// userlimits.go). Version 1 certificates carry none: Unlimited.
+	MaxRunningCPU  int64
+	MaxRunningGPU  int
+	MaxRunningJobs int
 }
 
 // NoQuota is a quota without limits.
-var NoQuota = Quota{MaxCPU: Unlimited, MaxGPU: Unlimited, MaxPriority: Unlimited}
+var NoQuota = Quota{MaxCPU: Unlimited, MaxGPU: Unlimited, MaxPriority: Unlimited,
+	MaxRunningCPU: Unlimited, MaxRunningGPU: Unlimited, MaxRunningJobs: Unlimited}
+
+// Running says whether q bounds the user's running work at all.
+func (q Quota) Running() bool {
+	return q.MaxRunningCPU != Unlimited || q.MaxRunningGPU != Unlimited || q.MaxRunningJobs != Unlimited
+}
 
 // Cert is a certificate: what its issuer vouches for about its subject
 // between NotBefore and NotAfter.
@@ -89,19 +102,26 @@ type Cert struct {
 	// Issuer is the key that signed it: the authority's or a delegate's.
 	Issuer []byte
 	Sig    []byte
+	// version is the encoding the certificate was read in (0: this
+	// build's, certVersion): its signature is over that encoding.
+	version uint64
 }
 
 const (
 	certMagic   = 0xAC
-	certVersion = 1
+	certVersion = 2 // 2 added the running limits; 1 still reads
 	certDomain  = "agora-cert-v1\x00"
 )
 
 // body is the signed part of the encoding.
 func (c *Cert) body() []byte {
 	w := writer{b: make([]byte, 0, 256)}
+	v := c.version
+	if v == 0 {
+		v = certVersion
+	}
 	w.byte(certMagic)
-	w.uint(certVersion)
+	w.uint(v)
 	w.byte(byte(c.Kind))
 	w.str(c.Subject)
 	w.bytes(c.Key)
@@ -112,6 +132,11 @@ func (c *Cert) body() []byte {
 	w.int(int64(c.Quota.MaxGPU))
 	w.int(int64(c.Quota.MaxPriority))
 	w.strs(c.Quota.Sites)
+	if v >= 2 {
+		w.int(c.Quota.MaxRunningCPU)
+		w.int(int64(c.Quota.MaxRunningGPU))
+		w.int(int64(c.Quota.MaxRunningJobs))
+	}
 	w.time(c.NotBefore)
 	w.time(c.NotAfter)
 	w.bytes(c.Serial)
@@ -143,8 +168,9 @@ func DecodeCert(data []byte) (Cert, error) {
 	if m := r.byte("magic"); r.err == nil && m != certMagic {
 		return Cert{}, fmt.Errorf("certificate: magic %#x is not %#x", m, certMagic)
 	}
-	if v := r.uint("version"); r.err == nil && v != certVersion {
-		return Cert{}, fmt.Errorf("certificate: version %d, this node reads version %d", v, certVersion)
+	v := r.uint("version")
+	if r.err == nil && (v < 1 || v > certVersion) {
+		return Cert{}, fmt.Errorf("certificate: version %d, this node reads versions 1 to %d", v, certVersion)
 	}
 	c.Kind = Kind(r.byte("kind"))
 	c.Subject = r.str("subject", maxSubject)
@@ -156,6 +182,13 @@ func DecodeCert(data []byte) (Cert, error) {
 	c.Quota.MaxGPU = int(r.int("quota.max_gpu"))
 	c.Quota.MaxPriority = int(r.int("quota.max_priority"))
 	c.Quota.Sites = r.strs("quota.sites", maxSites, maxSite)
+	c.Quota.MaxRunningCPU, c.Quota.MaxRunningGPU, c.Quota.MaxRunningJobs = Unlimited, Unlimited, Unlimited
+	c.version = v
+	if v >= 2 {
+		c.Quota.MaxRunningCPU = r.int("quota.max_running_cpu")
+		c.Quota.MaxRunningGPU = int(r.int("quota.max_running_gpu"))
+		c.Quota.MaxRunningJobs = int(r.int("quota.max_running_jobs"))
+	}
 	c.NotBefore = r.time("not_before")
 	c.NotAfter = r.time("not_after")
 	c.Serial = r.bytes("serial", 32)

@@ -25,6 +25,11 @@ const (
 	RuleMaxGPU      = "quota.max-gpu"
 	RuleMaxPriority = "quota.max-priority"
 	RuleSites       = "quota.sites"
+	// The network-wide running limits (market userlimits.go): a replica
+	// past one waits.
+	RuleMaxRunningCPU  = "quota.max-running-cpu"
+	RuleMaxRunningGPU  = "quota.max-running-gpu"
+	RuleMaxRunningJobs = "quota.max-running-jobs"
 )
 
 // Allow decides whether user id may do act on a job owned by owner: its

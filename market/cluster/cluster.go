@@ -301,6 +301,7 @@ type advertSum struct {
 	head          string // the head it sees, and when it has room for it
 	headAt        time.Time
 	headNever     bool
+	users         string // what the limited users' jobs hold and wait for
 }
 
 // adverts publishes the adverts of the nodes whose free room or queue
@@ -328,16 +329,17 @@ func (c *Cluster) adverts() {
 func (c *Cluster) advertise(j int, force bool) {
 	nd := c.nodes[j]
 	o := nd.Market
-	free, res, w, hr := o.Free(), o.Reserved(), o.Waiting(), o.HeadRoom()
+	free, res, w, hr, users := o.Free(), o.Reserved(), o.Waiting(), o.HeadRoom(), o.UserUsage()
 	sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen(),
-		reserved: res.Gang, unreserved: res.Unreserved.CPU, waiting: w.Gang, head: hr.Gang, headAt: hr.At, headNever: hr.Never}
+		reserved: res.Gang, unreserved: res.Unreserved.CPU, waiting: w.Gang, head: hr.Gang, headAt: hr.At, headNever: hr.Never,
+		users: fmt.Sprint(users)}
 	if sum == nd.last && !force {
 		return
 	}
 	nd.last = sum
 	now := c.Time()
 	p := market.Peer{ID: nd.ID, Site: nd.cfg.Site, Labels: nd.cfg.Labels, Limits: nd.cfg.Limits, Capacity: o.Capacity(), Free: free, Queue: sum.queue,
-		PredictedWait: o.PredictedWait(now), Reserved: res, Waiting: w, HeadRoom: hr, Boot: nd.boot + 1}
+		PredictedWait: o.PredictedWait(now), Reserved: res, Waiting: w, HeadRoom: hr, Users: users, Boot: nd.boot + 1}
 	nd.adv = p
 	for _, i := range c.watchers[j] {
 		if !c.alive(i) {
