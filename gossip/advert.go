@@ -39,7 +39,22 @@ const (
 	MaxReservedGangLen = 512
 	// MaxHolds bounds the manifests an advert lists.
 	MaxHolds = 64
+	// MaxUsers bounds the users an advert reports usage of, and
+	// MaxUserLen a user's name.
+	MaxUsers   = 64
+	MaxUserLen = 64
+	// maxUsage bounds a usage figure: far beyond any network's CPUs.
+	maxUsage = 1 << 48
 )
+
+// UserUsage is what one limited user's jobs managed by the node hold
+// and wait for (market.UserUsage: CPU in millicores, GPUs in
+// thousandths).
+type UserUsage struct {
+	User                                           string
+	RunningCPU, RunningGPU, WaitingCPU, WaitingGPU int64
+	RunningJobs, WaitingJobs                       int
+}
 
 // Advert is a node's resource advertisement in Go form.
 type Advert struct {
@@ -79,6 +94,9 @@ type Advert struct {
 	// most recent first, at most MaxHolds: managers call it first for
 	// tasks that take them.
 	Holds []string
+	// Users is, per user with network-wide running limits, what that
+	// user's jobs the node manages hold and wait for; at most MaxUsers.
+	Users []UserUsage
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -115,6 +133,10 @@ func (a Advert) Encode() ([]byte, error) {
 		m.Unreserved = VectorToPB(a.Unreserved)
 	}
 	m.Waiting, m.HeadRoom = waitingToPB(a.Waiting), headRoomToPB(a.HeadRoom)
+	for _, u := range a.Users[:min(len(a.Users), MaxUsers)] {
+		m.Users = append(m.Users, &pb.UserUsage{User: u.User, RunningCpuMilli: u.RunningCPU, RunningGpuMilli: u.RunningGPU,
+			RunningJobs: uint32(max(u.RunningJobs, 0)), WaitingCpuMilli: u.WaitingCPU, WaitingGpuMilli: u.WaitingGPU, WaitingJobs: uint32(max(u.WaitingJobs, 0))})
+	}
 	for _, ad := range a.Addrs {
 		m.Addrs = append(m.Addrs, ad.Bytes())
 	}
@@ -188,6 +210,18 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		}
 		a.Addrs = append(a.Addrs, addr)
 	}
+	for i, u := range m.Users {
+		if u.User == "" || len(u.User) > MaxUserLen {
+			return Advert{}, fmt.Errorf("gossip: advert users[%d]: user name of %d bytes, want 1..%d", i, len(u.User), MaxUserLen)
+		}
+		for _, v := range []int64{u.RunningCpuMilli, u.RunningGpuMilli, u.WaitingCpuMilli, u.WaitingGpuMilli, int64(u.RunningJobs), int64(u.WaitingJobs)} {
+			if v < 0 || v > maxUsage {
+				return Advert{}, fmt.Errorf("gossip: advert users[%d] (%s): a figure outside 0..%d", i, u.User, int64(maxUsage))
+			}
+		}
+		a.Users = append(a.Users, UserUsage{User: u.User, RunningCPU: u.RunningCpuMilli, RunningGPU: u.RunningGpuMilli, RunningJobs: int(u.RunningJobs),
+			WaitingCPU: u.WaitingCpuMilli, WaitingGPU: u.WaitingGpuMilli, WaitingJobs: int(u.WaitingJobs)})
+	}
 	for i, h := range m.Holds {
 		if len(h) != sha256.Size {
 			return Advert{}, fmt.Errorf("gossip: advert holds[%d]: %d bytes, want %d", i, len(h), sha256.Size)
@@ -207,6 +241,8 @@ func checkAdvertFields(m *pb.Advert) error {
 		return fmt.Errorf("gossip: advert has %d labels, limit %d", len(m.Labels), MaxLabels)
 	case len(m.Holds) > MaxHolds:
 		return fmt.Errorf("gossip: advert holds %d manifests, limit %d", len(m.Holds), MaxHolds)
+	case len(m.Users) > MaxUsers:
+		return fmt.Errorf("gossip: advert reports %d users, limit %d", len(m.Users), MaxUsers)
 	case len(m.Addrs) > MaxAddrs:
 		return fmt.Errorf("gossip: advert has %d addrs, limit %d", len(m.Addrs), MaxAddrs)
 	case m.IntervalMs < minIntervalMs || m.IntervalMs > maxIntervalMs:

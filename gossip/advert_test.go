@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func sampleAdvert(t testing.TB) Advert {
 			Request: resource.Request{CPU: 4000, Memory: 16 << 30, GPU: resource.GPURequest{Count: 2, Model: "A100"}, Site: "lab",
 				Labels: map[string]string{"rack": "r1"}, Devices: []resource.DeviceRequest{{Kind: "fpga", Count: 1}}, Limits: resource.LimitCPU}},
 		HeadRoom: HeadRoom{Gang: "job-9/train", At: time.UnixMilli(1700000600000)},
+		Users:    []UserUsage{{User: "alice", RunningCPU: 2000, RunningGPU: 500, RunningJobs: 2, WaitingCPU: 1000, WaitingJobs: 1}},
 	}
 }
 
@@ -65,6 +67,9 @@ func TestAdvertRoundTrip(t *testing.T) {
 	}
 	if got.Capacity.String() != a.Capacity.String() || got.Free.CPU != a.Free.CPU || got.Capacity.GPUs[0] != a.Capacity.GPUs[0] {
 		t.Fatalf("vectors differ: %v / %v", got.Capacity, a.Capacity)
+	}
+	if !slices.Equal(got.Users, a.Users) {
+		t.Fatalf("users %+v, want %+v", got.Users, a.Users)
 	}
 	if len(got.Addrs) != 1 || !got.Addrs[0].Equal(a.Addrs[0]) || got.Labels["zone"] != "a" {
 		t.Fatalf("addrs or labels differ: %v %v", got.Addrs, got.Labels)

@@ -144,10 +144,11 @@ func (m *Market) UserUsage() []UserUsage {
 // overUserLimit says why replica t of job j must wait for its user's
 // running limit, or "" when it may be placed now. Each manager is
 // entitled to a part of the limit in proportion to its demand (what its
-// jobs of the user run and wait for), the lowest node ID taking what the
-// rounding leaves: demands change only as jobs arrive and replicas end,
-// so the parts stay put while a manager places, and while the views
-// agree they add up to the limit at most.
+// jobs of the user run and wait for), in whole replicas, what the
+// rounding leaves going one each to the nodes in ID order: demands
+// change only as jobs arrive and replicas end, so the parts stay put
+// while a manager places, and while the views agree they add up to the
+// limit at most.
 func (au *auctioneer) overUserLimit(j *JobRecord, t *TaskRecord) string {
 	q, ok := au.limitedUser(j)
 	if !ok {
@@ -221,14 +222,29 @@ func (au *auctioneer) overUserLimit(j *JobRecord, t *TaskRecord) string {
 		if demand <= d.max {
 			continue // room for everything that waits, everywhere
 		}
-		part := d.max * nodes[self].demand[d.index] / demand
-		if self == 0 {
-			var others int64
-			for _, n := range nodes[1:] {
-				others += d.max * n.demand[d.index] / demand
-			}
-			part = d.max - others
+		// Parts in whole replicas of this size: each node's demand in
+		// them, the limit's replicas shared in proportion, what the
+		// rounding leaves one each to the nodes in ID order.
+		units := d.max / d.want
+		demands := make([]int64, len(nodes))
+		var total int64
+		for i, n := range nodes {
+			demands[i] = (n.demand[d.index] + d.want - 1) / d.want
+			total += demands[i]
 		}
+		alloc := make([]int64, len(nodes))
+		left := units
+		for i := range nodes {
+			alloc[i] = units * demands[i] / total
+			left -= alloc[i]
+		}
+		for i := 0; left > 0 && i < len(nodes); i++ {
+			if alloc[i] < demands[i] {
+				alloc[i]++
+				left--
+			}
+		}
+		part := alloc[self] * d.want
 		if nodes[self].running[d.index]+d.want > part {
 			return fmt.Sprintf("user %s is at this node's part of the network-wide limit %s: %s of its %s running here, %s of %s in all, with work waiting on %d other nodes",
 				j.Owner, d.rule, d.unit(nodes[self].running[d.index]), d.unit(part), d.unit(used), d.unit(d.max), len(nodes)-1)

@@ -589,7 +589,27 @@ func (n *Node) localAdvert() gossip.Advert {
 		Unreserved:    s.Reserved.Unreserved.Clone(),
 		Waiting:       gossip.WaitingGang{Gang: s.Waiting.Gang, Size: s.Waiting.Size, Request: s.Waiting.Request, Priority: s.Waiting.Priority, Since: s.Waiting.Since},
 		HeadRoom:      gossip.HeadRoom{Gang: s.HeadRoom.Gang, At: s.HeadRoom.At, Never: s.HeadRoom.Never},
+		Users:         usersToAdvert(s.Users),
 	}
+}
+
+// usersToAdvert and usersFromAdvert carry market.UserUsage in adverts.
+func usersToAdvert(us []market.UserUsage) []gossip.UserUsage {
+	var out []gossip.UserUsage
+	for _, u := range us {
+		out = append(out, gossip.UserUsage{User: u.User, RunningCPU: u.RunningCPU, RunningGPU: u.RunningGPU, RunningJobs: u.RunningJobs,
+			WaitingCPU: u.WaitingCPU, WaitingGPU: u.WaitingGPU, WaitingJobs: u.WaitingJobs})
+	}
+	return out
+}
+
+func usersFromAdvert(us []gossip.UserUsage) []market.UserUsage {
+	var out []market.UserUsage
+	for _, u := range us {
+		out = append(out, market.UserUsage{User: u.User, RunningCPU: u.RunningCPU, RunningGPU: u.RunningGPU, RunningJobs: u.RunningJobs,
+			WaitingCPU: u.WaitingCPU, WaitingGPU: u.WaitingGPU, WaitingJobs: u.WaitingJobs})
+	}
+	return out
 }
 
 // ID is the node's peer ID.

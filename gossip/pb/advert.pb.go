@@ -283,6 +283,7 @@ type Advert struct {
 	Holds               [][]byte               `protobuf:"bytes,21,rep,name=holds,proto3" json:"holds,omitempty"`                                                         // manifests of task data the node holds whole, most recent first, <= 64, each the 32-byte SHA-256 that is its ID
 	Waiting             *WaitingGang           `protobuf:"bytes,22,opt,name=waiting,proto3" json:"waiting,omitempty"`                                                     // the first gang the node manages that has waited to be placed; absent when none
 	HeadRoom            *HeadRoom              `protobuf:"bytes,23,opt,name=head_room,json=headRoom,proto3" json:"head_room,omitempty"`                                   // when the node will have room for the head it sees; absent when it sees none
+	Users               []*UserUsage           `protobuf:"bytes,24,rep,name=users,proto3" json:"users,omitempty"`                                                         // per user with network-wide running limits, what that user's jobs managed by the node hold and wait for; <= 64, by user name
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -478,6 +479,109 @@ func (x *Advert) GetHeadRoom() *HeadRoom {
 	return nil
 }
 
+func (x *Advert) GetUsers() []*UserUsage {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+// UserUsage is what one user's jobs managed by the advertising node hold
+// (replicas awarded or running, the jobs with any) and wait for (ready
+// replicas, jobs not yet running): each node places a limited user's
+// replicas within its part of the user's limits (market userlimits.go).
+type UserUsage struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	User            string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`                                                 // 1..64 bytes
+	RunningCpuMilli int64                  `protobuf:"varint,2,opt,name=running_cpu_milli,json=runningCpuMilli,proto3" json:"running_cpu_milli,omitempty"` // >= 0
+	RunningGpuMilli int64                  `protobuf:"varint,3,opt,name=running_gpu_milli,json=runningGpuMilli,proto3" json:"running_gpu_milli,omitempty"` // >= 0
+	RunningJobs     uint32                 `protobuf:"varint,4,opt,name=running_jobs,json=runningJobs,proto3" json:"running_jobs,omitempty"`
+	WaitingCpuMilli int64                  `protobuf:"varint,5,opt,name=waiting_cpu_milli,json=waitingCpuMilli,proto3" json:"waiting_cpu_milli,omitempty"` // >= 0
+	WaitingGpuMilli int64                  `protobuf:"varint,6,opt,name=waiting_gpu_milli,json=waitingGpuMilli,proto3" json:"waiting_gpu_milli,omitempty"` // >= 0
+	WaitingJobs     uint32                 `protobuf:"varint,7,opt,name=waiting_jobs,json=waitingJobs,proto3" json:"waiting_jobs,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UserUsage) Reset() {
+	*x = UserUsage{}
+	mi := &file_advert_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserUsage) ProtoMessage() {}
+
+func (x *UserUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_advert_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserUsage.ProtoReflect.Descriptor instead.
+func (*UserUsage) Descriptor() ([]byte, []int) {
+	return file_advert_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UserUsage) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UserUsage) GetRunningCpuMilli() int64 {
+	if x != nil {
+		return x.RunningCpuMilli
+	}
+	return 0
+}
+
+func (x *UserUsage) GetRunningGpuMilli() int64 {
+	if x != nil {
+		return x.RunningGpuMilli
+	}
+	return 0
+}
+
+func (x *UserUsage) GetRunningJobs() uint32 {
+	if x != nil {
+		return x.RunningJobs
+	}
+	return 0
+}
+
+func (x *UserUsage) GetWaitingCpuMilli() int64 {
+	if x != nil {
+		return x.WaitingCpuMilli
+	}
+	return 0
+}
+
+func (x *UserUsage) GetWaitingGpuMilli() int64 {
+	if x != nil {
+		return x.WaitingGpuMilli
+	}
+	return 0
+}
+
+func (x *UserUsage) GetWaitingJobs() uint32 {
+	if x != nil {
+		return x.WaitingJobs
+	}
+	return 0
+}
+
 // WaitingGang is a gang a node is placing that has waited longer than
 // its GangReserveAfter and needs more than half of the nodes that could
 // hold a replica: a candidate for the head every node keeps room for
@@ -495,7 +599,7 @@ type WaitingGang struct {
 
 func (x *WaitingGang) Reset() {
 	*x = WaitingGang{}
-	mi := &file_advert_proto_msgTypes[4]
+	mi := &file_advert_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +611,7 @@ func (x *WaitingGang) String() string {
 func (*WaitingGang) ProtoMessage() {}
 
 func (x *WaitingGang) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[4]
+	mi := &file_advert_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +624,7 @@ func (x *WaitingGang) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingGang.ProtoReflect.Descriptor instead.
 func (*WaitingGang) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{4}
+	return file_advert_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WaitingGang) GetGang() string {
@@ -579,7 +683,7 @@ type ReplicaRequest struct {
 
 func (x *ReplicaRequest) Reset() {
 	*x = ReplicaRequest{}
-	mi := &file_advert_proto_msgTypes[5]
+	mi := &file_advert_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +695,7 @@ func (x *ReplicaRequest) String() string {
 func (*ReplicaRequest) ProtoMessage() {}
 
 func (x *ReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[5]
+	mi := &file_advert_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +708,7 @@ func (x *ReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{5}
+	return file_advert_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReplicaRequest) GetCpuMilli() int64 {
@@ -697,7 +801,7 @@ type HeadRoom struct {
 
 func (x *HeadRoom) Reset() {
 	*x = HeadRoom{}
-	mi := &file_advert_proto_msgTypes[6]
+	mi := &file_advert_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +813,7 @@ func (x *HeadRoom) String() string {
 func (*HeadRoom) ProtoMessage() {}
 
 func (x *HeadRoom) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[6]
+	mi := &file_advert_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +826,7 @@ func (x *HeadRoom) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeadRoom.ProtoReflect.Descriptor instead.
 func (*HeadRoom) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{6}
+	return file_advert_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HeadRoom) GetGang() string {
@@ -774,7 +878,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x06\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -803,10 +907,19 @@ const file_advert_proto_rawDesc = "" +
 	"\x0fruns_unenforced\x18\x14 \x01(\bR\x0erunsUnenforced\x12\x14\n" +
 	"\x05holds\x18\x15 \x03(\fR\x05holds\x12/\n" +
 	"\awaiting\x18\x16 \x01(\v2\x15.agora.v1.WaitingGangR\awaiting\x12/\n" +
-	"\thead_room\x18\x17 \x01(\v2\x12.agora.v1.HeadRoomR\bheadRoom\x1a9\n" +
+	"\thead_room\x18\x17 \x01(\v2\x12.agora.v1.HeadRoomR\bheadRoom\x12)\n" +
+	"\x05users\x18\x18 \x03(\v2\x13.agora.v1.UserUsageR\x05users\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x02\n" +
+	"\tUserUsage\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12*\n" +
+	"\x11running_cpu_milli\x18\x02 \x01(\x03R\x0frunningCpuMilli\x12*\n" +
+	"\x11running_gpu_milli\x18\x03 \x01(\x03R\x0frunningGpuMilli\x12!\n" +
+	"\frunning_jobs\x18\x04 \x01(\rR\vrunningJobs\x12*\n" +
+	"\x11waiting_cpu_milli\x18\x05 \x01(\x03R\x0fwaitingCpuMilli\x12*\n" +
+	"\x11waiting_gpu_milli\x18\x06 \x01(\x03R\x0fwaitingGpuMilli\x12!\n" +
+	"\fwaiting_jobs\x18\a \x01(\rR\vwaitingJobs\"\xb1\x01\n" +
 	"\vWaitingGang\x12\x12\n" +
 	"\x04gang\x18\x01 \x01(\tR\x04gang\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\rR\x04size\x122\n" +
@@ -847,37 +960,39 @@ func file_advert_proto_rawDescGZIP() []byte {
 	return file_advert_proto_rawDescData
 }
 
-var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_advert_proto_goTypes = []any{
 	(*Resources)(nil),      // 0: agora.v1.Resources
 	(*GPU)(nil),            // 1: agora.v1.GPU
 	(*Device)(nil),         // 2: agora.v1.Device
 	(*Advert)(nil),         // 3: agora.v1.Advert
-	(*WaitingGang)(nil),    // 4: agora.v1.WaitingGang
-	(*ReplicaRequest)(nil), // 5: agora.v1.ReplicaRequest
-	(*HeadRoom)(nil),       // 6: agora.v1.HeadRoom
-	nil,                    // 7: agora.v1.Device.AttributesEntry
-	nil,                    // 8: agora.v1.Advert.LabelsEntry
-	nil,                    // 9: agora.v1.ReplicaRequest.LabelsEntry
+	(*UserUsage)(nil),      // 4: agora.v1.UserUsage
+	(*WaitingGang)(nil),    // 5: agora.v1.WaitingGang
+	(*ReplicaRequest)(nil), // 6: agora.v1.ReplicaRequest
+	(*HeadRoom)(nil),       // 7: agora.v1.HeadRoom
+	nil,                    // 8: agora.v1.Device.AttributesEntry
+	nil,                    // 9: agora.v1.Advert.LabelsEntry
+	nil,                    // 10: agora.v1.ReplicaRequest.LabelsEntry
 }
 var file_advert_proto_depIdxs = []int32{
 	1,  // 0: agora.v1.Resources.gpus:type_name -> agora.v1.GPU
 	2,  // 1: agora.v1.Resources.devices:type_name -> agora.v1.Device
-	7,  // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
-	8,  // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
+	8,  // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
+	9,  // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
 	0,  // 4: agora.v1.Advert.capacity:type_name -> agora.v1.Resources
 	0,  // 5: agora.v1.Advert.free:type_name -> agora.v1.Resources
 	0,  // 6: agora.v1.Advert.unreserved:type_name -> agora.v1.Resources
-	4,  // 7: agora.v1.Advert.waiting:type_name -> agora.v1.WaitingGang
-	6,  // 8: agora.v1.Advert.head_room:type_name -> agora.v1.HeadRoom
-	5,  // 9: agora.v1.WaitingGang.request:type_name -> agora.v1.ReplicaRequest
-	2,  // 10: agora.v1.ReplicaRequest.devices:type_name -> agora.v1.Device
-	9,  // 11: agora.v1.ReplicaRequest.labels:type_name -> agora.v1.ReplicaRequest.LabelsEntry
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 7: agora.v1.Advert.waiting:type_name -> agora.v1.WaitingGang
+	7,  // 8: agora.v1.Advert.head_room:type_name -> agora.v1.HeadRoom
+	4,  // 9: agora.v1.Advert.users:type_name -> agora.v1.UserUsage
+	6,  // 10: agora.v1.WaitingGang.request:type_name -> agora.v1.ReplicaRequest
+	2,  // 11: agora.v1.ReplicaRequest.devices:type_name -> agora.v1.Device
+	10, // 12: agora.v1.ReplicaRequest.labels:type_name -> agora.v1.ReplicaRequest.LabelsEntry
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_advert_proto_init() }
@@ -891,7 +1006,7 @@ func file_advert_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_advert_proto_rawDesc), len(file_advert_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
