@@ -27,11 +27,7 @@ func TestUserRunningLimitNetwork(t *testing.T) {
 	res := writeFile(t, "r.yaml", "cpu: 4\nmemory: 4GiB\ngpus: []\n")
 	a := trustedNode(t, ca, "--resources", res)
 	b := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
-	waitfor.Every(t, 15*time.Second, apiPoll, "A and B to see each other", func() bool {
-		_, ab := a.peers()[b.id().PeerID]
-		_, ba := b.peers()[a.id().PeerID]
-		return ab && ba
-	})
+	seeEachOther(t, a, b)
 	cred := filepath.Join(t.TempDir(), "alice.cred")
 	if _, errs, code := agora(t, "user", "add", "--authority", ca, "alice", "--max-running-cpu", "1", "--out", cred); code != 0 {
 		t.Fatal(errs)

@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // TestSignedDataJob (issues 21 and 23): in a network with an authority,
@@ -28,10 +25,7 @@ func TestSignedDataJob(t *testing.T) {
 			t.Fatalf("user add %s: %s", name, errs)
 		}
 	}
-	waitfor.Every(t, 10*time.Second, apiPoll, "A and B to see each other", func() bool {
-		_, ok := a.peers()[b.id().PeerID]
-		return ok
-	})
+	seeEachOther(t, a, b)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "params.json"), []byte(`{"signed": true}`), 0o644); err != nil {
 		t.Fatal(err)

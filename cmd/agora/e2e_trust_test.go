@@ -33,6 +33,16 @@ func trustedNode(t testing.TB, ca string, args ...string) *proc {
 	return p
 }
 
+// seeEachOther waits until a lists b and b lists a.
+func seeEachOther(t testing.TB, a, b *proc) {
+	t.Helper()
+	waitfor.Every(t, 15*time.Second, apiPoll, "A and B to see each other", func() bool {
+		_, ab := a.peers()[b.id().PeerID]
+		_, ba := b.peers()[a.id().PeerID]
+		return ab && ba
+	})
+}
+
 // readerCredential is the credential of user "reader" of the authority
 // in ca, made on first use: what the test helpers read peers with.
 func readerCredential(t testing.TB, ca string) string {
@@ -98,11 +108,7 @@ func TestUsersAndRoles(t *testing.T) {
 	}
 	// Both ways: B finds a job it does not manage by asking the peers of
 	// its view, and A seeing B says nothing of whether B's view holds A.
-	waitfor.Every(t, 10*time.Second, apiPoll, "A and B to see each other", func() bool {
-		_, ab := a.peers()[b.id().PeerID]
-		_, ba := b.peers()[a.id().PeerID]
-		return ab && ba
-	})
+	seeEachOther(t, a, b)
 
 	out, errs, code := agora(t, "run", "--api", a.api, "--credential", cred["alice"], "--cpu", "100m", "--", "sleep", "60")
 	if code != 0 {
