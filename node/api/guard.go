@@ -82,12 +82,8 @@ var bodyTypes = map[string]bool{
 // check refuses a request the guard does not let through, with its
 // status and a message naming the rule.
 func (g *Guard) check(r *http.Request) (int, string) {
-	host, _, err := net.SplitHostPort(r.Host)
-	if err != nil {
-		host = r.Host
-	}
-	if !g.hostAllowed(host) {
-		return http.StatusMisdirectedRequest, "Host " + quote(r.Host) + " is not this node's API address (use 127.0.0.1 or the address the node was given with --api)"
+	if code, msg := g.checkHost(r); code != 0 {
+		return code, msg
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
@@ -190,15 +186,24 @@ func guarded(g Guard, h http.Handler) http.Handler {
 	})
 }
 
-// checkSession is check for a dashboard read that came with a session:
-// the host and origin rules, no token.
-func (g *Guard) checkSession(r *http.Request) (int, string) {
+// checkHost refuses a request whose Host is not this node's API
+// address.
+func (g *Guard) checkHost(r *http.Request) (int, string) {
 	host, _, err := net.SplitHostPort(r.Host)
 	if err != nil {
 		host = r.Host
 	}
 	if !g.hostAllowed(host) {
-		return http.StatusMisdirectedRequest, "Host " + quote(r.Host) + " is not this node's API address"
+		return http.StatusMisdirectedRequest, "Host " + quote(r.Host) + " is not this node's API address (use 127.0.0.1 or the address the node was given with --api)"
+	}
+	return 0, ""
+}
+
+// checkSession is check for a dashboard read that came with a session:
+// the host and origin rules, no token.
+func (g *Guard) checkSession(r *http.Request) (int, string) {
+	if code, msg := g.checkHost(r); code != 0 {
+		return code, msg
 	}
 	// Cookies are not kept apart by port: a page on another port of this
 	// host is same-site, and its requests carry the session. Take only
