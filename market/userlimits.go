@@ -69,8 +69,14 @@ func (au *auctioneer) limitedUser(j *JobRecord) (auth.Quota, bool) {
 	if j.Owner == "" || len(j.Ticket) == 0 || !au.tix.trusted() {
 		return auth.Quota{}, false
 	}
-	info, err := au.tix.job(au.now, j.ID, j.Ticket)
-	if err != nil || !info.user.Quota.Running() {
+	info := au.tix.byJob[j.ID] // checked already: its ID is its ticket's
+	if info == nil {
+		var err error
+		if info, err = au.tix.job(au.now, j.ID, j.Ticket); err != nil {
+			return auth.Quota{}, false
+		}
+	}
+	if !info.user.Quota.Running() {
 		return auth.Quota{}, false
 	}
 	return info.user.Quota, true
