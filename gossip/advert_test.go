@@ -136,6 +136,13 @@ func TestDecodeAdvertRejects(t *testing.T) {
 		{name: "empty label key", mutate: func(m *pb.Advert) { m.Labels = map[string]string{"": "x"} }, want: "label"},
 		{name: "device kind", mutate: func(m *pb.Advert) { m.Capacity.Devices[0].Kind = "" }, want: "devices[0]"},
 		{name: "reserved gang without room", mutate: func(m *pb.Advert) { m.ReservedGang = "j/t" }, want: "without unreserved"},
+		{name: "user usage without a user", mutate: func(m *pb.Advert) { m.Users[0].User = "" }, want: "users[0]"},
+		{name: "negative user usage", mutate: func(m *pb.Advert) { m.Users[0].RunningCpuMilli = -1 }, want: "users[0] (alice)"},
+		{name: "too many users", mutate: func(m *pb.Advert) {
+			for range MaxUsers {
+				m.Users = append(m.Users, m.Users[0])
+			}
+		}, want: "users"},
 		{name: "reserved gang too long", mutate: func(m *pb.Advert) {
 			m.ReservedGang, m.Unreserved = strings.Repeat("g", MaxReservedGangLen+1), m.Free
 		}, want: "reserved_gang longer"},
