@@ -27,6 +27,7 @@ type auction struct {
 // back-off has passed: those of the jobs whose timers are due.
 func (au *auctioneer) placeReady() {
 	var lacking []inputLack
+	var usage map[string]*UserUsage // the limited users' (userlimits.go), made on first need
 	for j, t := range tasksOf(au.dueJobs()) {
 		if t.State != TaskPending || au.auctions[t.Key] != nil || au.now.Before(t.NotBefore) {
 			continue
@@ -35,23 +36,33 @@ func (au *auctioneer) placeReady() {
 			lacking = append(lacking, inputLack{j, t, why})
 			continue
 		}
-		if au.overUserLimit(j, t) != "" {
-			// Its user's network-wide running limit: looked at again in a
-			// while (the reason shows in Job's Waiting).
-			t.NotBefore = au.now.Add(userLimitRetry)
-			if settled := j.Submitted.Add(demandSettles(au.cfg)); settled.After(t.NotBefore) {
-				t.NotBefore = settled
+		_, limited := au.limitedUser(j)
+		if limited {
+			if usage == nil {
+				usage = au.limitedUsage()
 			}
-			au.dl.retimeJob(j.ID)
+			if au.overUserLimit(j, t, usage) != "" {
+				// Its user's network-wide running limit: looked at again in a
+				// while (the reason shows in Job's Waiting).
+				t.NotBefore = au.now.Add(userLimitRetry)
+				if settled := j.Submitted.Add(demandSettles(au.cfg)); settled.After(t.NotBefore) {
+					t.NotBefore = settled
+				}
+				au.dl.retimeJob(j.ID)
+				continue
+			}
+		}
+		switch {
+		case !j.isGang(t.Key.Task):
+			au.openAuction(j, t)
+		case t.Key.Replica == 0:
+			au.gang.placeGang(j, t.Key.Task)
+		default:
 			continue
 		}
-		if j.isGang(t.Key.Task) {
-			if t.Key.Replica == 0 {
-				au.gang.placeGang(j, t.Key.Task)
-			}
-			continue
+		if limited { // what this turn places counts for its next ones
+			usage[j.Owner] = au.userUsage(j.Owner)
 		}
-		au.openAuction(j, t)
 	}
 	for _, l := range lacking {
 		au.failLacking(l)

@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -82,37 +83,72 @@ func (au *auctioneer) limitedUser(j *JobRecord) (auth.Quota, bool) {
 	return info.user.Quota, true
 }
 
-// ownUsage is what user's jobs managed here hold and wait for.
-func (sh *shared) ownUsage(user string) UserUsage {
-	u := UserUsage{User: user}
-	for _, id := range sh.active {
-		j := sh.jobs[id]
-		if j == nil || j.Owner != user || j.State.Terminal() {
+// addJob adds what job j holds and waits for to u.
+func (sh *shared) addJob(u *UserUsage, j *JobRecord) {
+	running, waiting := false, false
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		ts, _ := j.Spec.Task(t.Key.Task)
+		placing := t.State == TaskPending && (sh.auctions[t.Key] != nil || sh.gangs[gangID(j.ID, t.Key.Task)] != nil)
+		switch {
+		case t.State == TaskAwarded, t.State == TaskRunning, placing:
+			// A replica being placed counts as running: its round may
+			// award it any moment.
+			running = true
+			u.RunningCPU += ts.Request.CPU
+			u.RunningGPU += gpuMilli(ts.Request)
+		case t.State == TaskPending:
+			waiting = true
+			u.WaitingCPU += ts.Request.CPU
+			u.WaitingGPU += gpuMilli(ts.Request)
+		}
+	}
+	switch {
+	case running:
+		u.RunningJobs++
+	case waiting:
+		u.WaitingJobs++
+	}
+}
+
+// limitedUsage is what each limited user's unfinished jobs managed here
+// hold and wait for, in one pass over them.
+func (au *auctioneer) limitedUsage() map[string]*UserUsage {
+	out := map[string]*UserUsage{}
+	if !au.tix.trusted() {
+		return out
+	}
+	limited := map[string]bool{}
+	for _, id := range au.active {
+		j := au.jobs[id]
+		if j == nil || j.Owner == "" || j.State.Terminal() {
 			continue
 		}
-		running, waiting := false, false
-		for i := range j.Tasks {
-			t := &j.Tasks[i]
-			ts, _ := j.Spec.Task(t.Key.Task)
-			placing := t.State == TaskPending && (sh.auctions[t.Key] != nil || sh.gangs[gangID(j.ID, t.Key.Task)] != nil)
-			switch {
-			case t.State == TaskAwarded, t.State == TaskRunning, placing:
-				// A replica being placed counts as running: its round
-				// may award it any moment.
-				running = true
-				u.RunningCPU += ts.Request.CPU
-				u.RunningGPU += gpuMilli(ts.Request)
-			case t.State == TaskPending:
-				waiting = true
-				u.WaitingCPU += ts.Request.CPU
-				u.WaitingGPU += gpuMilli(ts.Request)
-			}
+		ok, seen := limited[j.Owner]
+		if !seen {
+			_, ok = au.limitedUser(j)
+			limited[j.Owner] = ok
 		}
-		switch {
-		case running:
-			u.RunningJobs++
-		case waiting:
-			u.WaitingJobs++
+		if !ok {
+			continue
+		}
+		u := out[j.Owner]
+		if u == nil {
+			u = &UserUsage{User: j.Owner}
+			out[j.Owner] = u
+		}
+		au.addJob(u, j)
+	}
+	return out
+}
+
+// userUsage is what user's unfinished jobs managed here hold and wait
+// for.
+func (au *auctioneer) userUsage(user string) *UserUsage {
+	u := &UserUsage{User: user}
+	for _, id := range au.active {
+		if j := au.jobs[id]; j != nil && j.Owner == user && !j.State.Terminal() {
+			au.addJob(u, j)
 		}
 	}
 	return u
@@ -121,28 +157,14 @@ func (sh *shared) ownUsage(user string) UserUsage {
 // UserUsage lists what the limited users' jobs managed here hold and
 // wait for, for this node's adverts; at most maxAdvertUsers, by name.
 func (m *Market) UserUsage() []UserUsage {
-	if !m.tix.trusted() {
-		return nil // no users, no limits
-	}
-	var users []string
-	seen := map[string]bool{}
-	for _, id := range m.active {
-		j := m.jobs[id]
-		if j == nil || seen[j.Owner] || j.State.Terminal() {
-			continue
-		}
-		if _, ok := m.auc.limitedUser(j); ok {
-			seen[j.Owner] = true
-			users = append(users, j.Owner)
-		}
-	}
-	slices.Sort(users)
+	usage := m.auc.limitedUsage()
+	users := slices.Sorted(maps.Keys(usage))
 	if len(users) > maxAdvertUsers {
 		users = users[:maxAdvertUsers]
 	}
 	out := make([]UserUsage, 0, len(users))
 	for _, u := range users {
-		out = append(out, m.ownUsage(u))
+		out = append(out, *usage[u])
 	}
 	return out
 }
@@ -155,7 +177,7 @@ func (m *Market) UserUsage() []UserUsage {
 // change only as jobs arrive and replicas end, so the parts stay put
 // while a manager places, and while the views agree they add up to the
 // limit at most.
-func (au *auctioneer) overUserLimit(j *JobRecord, t *TaskRecord) string {
+func (au *auctioneer) overUserLimit(j *JobRecord, t *TaskRecord, usage map[string]*UserUsage) string {
 	q, ok := au.limitedUser(j)
 	if !ok {
 		return ""
@@ -172,7 +194,10 @@ func (au *auctioneer) overUserLimit(j *JobRecord, t *TaskRecord) string {
 		want.GPU.Count *= n
 		want.GPU.Share *= int64(n)
 	}
-	own := au.ownUsage(j.Owner)
+	own := UserUsage{User: j.Owner}
+	if u := usage[j.Owner]; u != nil {
+		own = *u
+	}
 	type node struct {
 		id      NodeID
 		running [3]int64

@@ -82,8 +82,10 @@ func (au *auctioneer) explain(j *JobRecord) {
 
 // pendingReason says why a pending replica is not placed yet.
 func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord) string {
-	if why := au.overUserLimit(j, t); why != "" {
-		return why
+	if _, limited := au.limitedUser(j); limited {
+		if why := au.overUserLimit(j, t, map[string]*UserUsage{j.Owner: au.userUsage(j.Owner)}); why != "" {
+			return why
+		}
 	}
 	if !t.NotBefore.IsZero() && au.now.Before(t.NotBefore) {
 		return fmt.Sprintf("backing off after a failed attempt: placed again in %v", t.NotBefore.Sub(au.now).Round(time.Second))
