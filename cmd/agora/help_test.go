@@ -136,7 +136,7 @@ func TestCompletion(t *testing.T) {
 		// Completing "agora user add --ma" offers the --max-* flags.
 		script := ". " + f + `; COMP_WORDS=(agora user add --ma); COMP_CWORD=3; _agora; echo "${COMPREPLY[@]}"`
 		b, err := exec.Command(sh, "-c", script).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(b)) != "--max-cpu --max-gpu --max-priority" {
+		if err != nil || strings.TrimSpace(string(b)) != "--max-cpu --max-gpu --max-priority --max-running-cpu --max-running-gpu --max-running-jobs" {
 			t.Fatalf("completing 'agora user add --ma': %v: %q", err, b)
 		}
 	}
