@@ -218,18 +218,11 @@ func TestDashboardSession(t *testing.T) {
 		t.Errorf("the API with a session and no token: %d, want 401", code)
 	}
 
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	tn := trustedNode(t, ca, "--resources", writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n"))
-	cred := map[string]string{}
+	cred := addUsers(t, ca, "alice", "bob")
 	jobs := map[string]string{}
 	for _, name := range []string{"alice", "bob"} {
-		cred[name] = filepath.Join(t.TempDir(), name+".cred")
-		if _, errs, code := agora(t, "user", "add", "--authority", ca, name, "--out", cred[name]); code != 0 {
-			t.Fatalf("user add %s: %s", name, errs)
-		}
 		out, errs, code := agora(t, "run", "--api", tn.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
 		if code != 0 {
 			t.Fatalf("%s's run: %s", name, errs)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,18 +15,9 @@ import (
 // naming the limit, and bob's submission to the same node, while it
 // writes, is accepted and runs.
 func TestDiskLimit(t *testing.T) {
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	n := trustedNode(t, ca, "--resources", writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n"))
-	cred := map[string]string{}
-	for _, name := range []string{"alice", "bob"} {
-		cred[name] = filepath.Join(t.TempDir(), name+".cred")
-		if _, errs, code := agora(t, "user", "add", "--authority", ca, name, "--out", cred[name]); code != 0 {
-			t.Fatalf("user add %s: %s", name, errs)
-		}
-	}
+	cred := addUsers(t, ca, "alice", "bob")
 	spec := writeFile(t, "writer.yaml", `name: writer
 tasks:
   - name: main

@@ -20,10 +20,7 @@ import (
 // nodes, never overlap (their own start and end times say so), a waiting
 // one names the rule, and all four succeed.
 func TestUserRunningLimitNetwork(t *testing.T) {
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	res := writeFile(t, "r.yaml", "cpu: 4\nmemory: 4GiB\ngpus: []\n")
 	a := trustedNode(t, ca, "--resources", res)
 	b := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))

@@ -52,10 +52,7 @@ func postTicket(t *testing.T, p *proc, ticket []byte) (int, string, string, bool
 // over, and the command runs once. The task runs on node D only (a
 // label), so that killing A kills no run of it.
 func TestTicketOnce(t *testing.T) {
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
 	a := trustedNode(t, ca, "--resources", res)
 	var nodes []*proc

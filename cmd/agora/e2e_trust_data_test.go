@@ -12,19 +12,10 @@ import (
 // task on another node — the executors take the inputs only as the
 // signed job places them — and alice, not bob, gets the outputs back.
 func TestSignedDataJob(t *testing.T) {
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	a := trustedNode(t, ca, "--label", "role=a")
 	b := trustedNode(t, ca, "--label", "role=b", "--bootstrap", tcpAddr(t, a.id()))
-	cred := map[string]string{}
-	for _, name := range []string{"alice", "bob"} {
-		cred[name] = filepath.Join(t.TempDir(), name+".cred")
-		if _, errs, code := agora(t, "user", "add", "--authority", ca, name, "--out", cred[name]); code != 0 {
-			t.Fatalf("user add %s: %s", name, errs)
-		}
-	}
+	cred := addUsers(t, ca, "alice", "bob")
 	seeEachOther(t, a, b)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "params.json"), []byte(`{"signed": true}`), 0o644); err != nil {

@@ -33,6 +33,30 @@ func trustedNode(t testing.TB, ca string, args ...string) *proc {
 	return p
 }
 
+// newCA makes an authority in a test directory and returns it.
+func newCA(t testing.TB) string {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca")
+	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
+		t.Fatal(errs)
+	}
+	return ca
+}
+
+// addUsers gives the authority in ca plain users of these names and
+// returns their credential files by name.
+func addUsers(t testing.TB, ca string, names ...string) map[string]string {
+	t.Helper()
+	cred := map[string]string{}
+	for _, name := range names {
+		cred[name] = filepath.Join(t.TempDir(), name+".cred")
+		if _, errs, code := agora(t, "user", "add", "--authority", ca, name, "--out", cred[name]); code != 0 {
+			t.Fatalf("user add %s: %s", name, errs)
+		}
+	}
+	return cred
+}
+
 // seeEachOther waits until a lists b and b lists a.
 func seeEachOther(t testing.TB, a, b *proc) {
 	t.Helper()
@@ -91,10 +115,7 @@ func signedGet(p *proc, path string) (*http.Response, error) {
 // without a credential is refused, and so is every read but GET /v1/id
 // and /metrics; a revoked user can no longer submit anywhere.
 func TestUsersAndRoles(t *testing.T) {
-	ca := filepath.Join(t.TempDir(), "ca")
-	if _, errs, code := agora(t, "authority", "init", ca); code != 0 {
-		t.Fatal(errs)
-	}
+	ca := newCA(t)
 	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
 	a := trustedNode(t, ca, "--resources", res)
 	b := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
