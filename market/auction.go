@@ -461,6 +461,15 @@ func (au *auctioneer) awardUnanswered(a *auction) {
 
 func (au *auctioneer) onAwardReply(r AwardReply) {
 	a := au.liveAuction(r.Auction)
+	if a == nil && r.Accept {
+		if j, t := au.find(r.Auction.Key); t == nil || t.State.Terminal() || j.State.Terminal() {
+			// The job ended or was given up while the award was out, and
+			// the withdrawal sent then may have come first (the soak's
+			// seed 3884): the awardee would run it for no manager.
+			au.send(r.Bidder, CancelTask{Key: r.Auction.Key, Epoch: r.Auction.Epoch, Reason: "award withdrawn: the job is not managed here"})
+		}
+		return
+	}
 	if a == nil || a.awardee == nil || a.awardee.Bidder != r.Bidder {
 		return
 	}

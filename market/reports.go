@@ -259,6 +259,13 @@ func (mg *manager) endJobWith(j *JobRecord, st JobState, reason string, live fun
 		if t.State == TaskAwarded || t.State == TaskRunning {
 			live(t)
 		}
+		if a := mg.auctions[t.Key]; a != nil && a.awardee != nil {
+			// An award whose answer is still out: the record shows no
+			// executor to tell, and the awardee would run the replica for
+			// a job no longer managed here (a manager yielding just after
+			// its round closed: the soak's seed 3884, run twice).
+			mg.send(a.awardee.Bidder, CancelTask{Key: t.Key, Epoch: a.id.Epoch, Reason: "award withdrawn: job " + string(st)})
+		}
 		mg.dropAuction(t.Key)
 		delete(mg.auc.inherited, t.Key)
 		mg.move(j, t, change{ev: evCancel, reason: "job " + string(st)})
