@@ -120,6 +120,11 @@ type Config struct {
 	// its unfinished jobs once its view would have settled, without
 	// waiting for a first advert that cannot come.
 	Solo bool
+	// Prover signs this node's reports on the replicas it runs and checks
+	// the proofs a ManagerClaim carries (proofs.go); a node signs with its
+	// identity key. Nil: a digest that proves nothing, for harnesses that
+	// model no adversary.
+	Prover Prover
 	// Trust, when set, is the network's authority and the revocations
 	// known at start: the market then runs signed jobs only (see
 	// trust.go). The market keeps a copy; Revoked updates it.
@@ -191,6 +196,9 @@ func (c Config) withDefaults() Config {
 		if *d <= 0 {
 			*d = v
 		}
+	}
+	if c.Prover == nil {
+		c.Prover = hashProver{c.Self}
 	}
 	if c.D <= 0 {
 		c.D = 3

@@ -85,6 +85,10 @@ type TaskRecord struct {
 	// Outputs are the outputs of the attempt that succeeded, for a task
 	// that declares outputs.
 	Outputs *DataRef `json:"outputs,omitempty"`
+	// Proof is the executor's proof (TaskStatus.Proof) from its latest
+	// report of the current attempt, held or succeeded: what this
+	// node shows for the replica in a ManagerClaim.
+	Proof []byte `json:"proof,omitempty"`
 	// Waiting says why an unfinished replica has not started, and
 	// PredictedStart, for one awarded and queued, when its winning bid
 	// predicted it would. Both are worked out by Market.Job for the copy

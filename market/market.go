@@ -103,7 +103,7 @@ func New(cfg Config) (*Market, error) {
 		gang:   &gangManager{shared: sh},
 		fo:     &failover{shared: sh, rehome: map[string]*rehoming{}},
 		sp: &splits{shared: sh, takenFrom: map[string]NodeID{}, gone: map[NodeID]struct{}{},
-			yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]ClaimRank{}},
+			yieldedTo: map[string]NodeID{}, outranked: map[string][]NodeID{}, disputes: map[claimKey]dispute{}},
 		con: newContractor(cfg.Capacity, cfg.Runtime),
 		tix: &tickets{self: cfg.Self, book: book, checks: checks},
 		rep: &replication{cfg: &sh.cfg, env: sh},
@@ -152,6 +152,9 @@ func (sh *shared) send(to NodeID, msg Msg) {
 	if to == sh.cfg.Self {
 		sh.local = append(sh.local, localMsg{from: sh.cfg.Self, msg: msg})
 		return
+	}
+	if s, ok := msg.(TaskStatus); ok {
+		msg = sh.sign(to, s)
 	}
 	sh.emit(Send{To: to, Msg: msg})
 }

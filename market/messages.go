@@ -154,6 +154,10 @@ type TaskStatus struct {
 	AckWanted bool `json:"ack_wanted,omitempty"`
 	// Outputs, on a success, are the attempt's stored outputs.
 	Outputs *DataRef `json:"outputs,omitempty"`
+	// Proof, on a report of a replica held (awarded, running) or that
+	// succeeded, is the executor's signature over proofBytes naming the
+	// manager it reports to (proofs.go).
+	Proof []byte `json:"proof,omitempty"`
 }
 
 // ResultAck tells an executor that its manager has the final report of

@@ -139,6 +139,6 @@ type splits struct {
 	// record meets the winner through them.
 	yieldedTo map[string]NodeID
 	outranked map[string][]NodeID
-	disputes  map[claimKey]ClaimRank // disputeRank
+	disputes  map[claimKey]dispute // disputeRank
 	claims    map[claimKey]*openClaim
 }

@@ -43,7 +43,7 @@ func (mg *manager) onTaskStatus(s TaskStatus) {
 	if mg.fo.fromPreviousManager(j, t, s) {
 		mg.fo.catchUp(j, t, s)
 	}
-	if mg.lateSuccess(j, t, s) {
+	if mg.lateSuccess(j, t, s) || mg.sp.loserSuccess(j, t, s) {
 		mg.acceptLateSuccess(j, t, s)
 		return
 	}
@@ -61,6 +61,11 @@ func (mg *manager) onTaskStatus(s TaskStatus) {
 	}
 	// Lease renewals: a report of the state the manager already has.
 	if (s.State == TaskRunning && t.State == TaskRunning) || (s.State == TaskAwarded && (t.State == TaskAwarded || t.State == TaskRunning)) {
+		if len(s.Proof) > 0 {
+			// Kept, not saved: an adopter's first proof for a replica its
+			// copy already showed running comes with a renewal.
+			t.Proof = s.Proof
+		}
 		t.LeaseUntil = mg.now.Add(mg.cfg.LeaseTimeout)
 		mg.dl.retimeJob(t.Key.Job)
 		return
@@ -71,6 +76,7 @@ func (mg *manager) onTaskStatus(s TaskStatus) {
 	switch s.State {
 	case TaskRunning:
 		mg.move(j, t, change{ev: evStart, at: s.Time})
+		t.Proof = s.Proof
 		mg.event(j.ID, fmt.Sprintf("%s: running on %s", t.Key, s.Node))
 	case TaskSucceeded:
 		if s.Runtime > 0 {
@@ -84,7 +90,7 @@ func (mg *manager) onTaskStatus(s TaskStatus) {
 			return
 		}
 		mg.move(j, t, change{ev: evSucceed, exit: s.ExitCode, reason: s.Reason})
-		t.Outputs = s.Outputs
+		t.Outputs, t.Proof = s.Outputs, s.Proof
 		mg.event(j.ID, fmt.Sprintf("%s: succeeded on %s", t.Key, s.Node))
 		mg.release(j)
 	case TaskFailed, TaskPreempted, TaskCancelled:
@@ -161,7 +167,7 @@ func (mg *manager) acceptLateSuccess(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	}
 	mg.touch(j.ID)
 	mg.move(j, t, change{ev: evLateSucceed, node: s.Node, epoch: s.Epoch, exit: s.ExitCode, reason: s.Reason})
-	t.Outputs = s.Outputs
+	t.Outputs, t.Proof = s.Outputs, s.Proof
 	mg.event(j.ID, fmt.Sprintf("%s: succeeded on %s (epoch %d, reported late; the attempt placed since is cancelled)", t.Key, s.Node, s.Epoch))
 	mg.release(j)
 	mg.auc.placeReady()

@@ -18,8 +18,9 @@ import (
 // it. Each side may have run, finished or failed the job meanwhile.
 //
 // When they meet again one of them gives the job up. Each sends the
-// other a ManagerClaim with its record's rank; both rank the two records
-// the same way (outranks) and the lower one yields: it hands the
+// other a ManagerClaim with its record's rank and the executors' signed
+// proofs that bear it out (proofs.go); both rank the two records the
+// same way (outranks) and the lower one yields: it hands the
 // attempts that report to it over to the winner, tells the holders of
 // its copies to drop them, and forgets the job, keeping its event log.
 // The winner copies its record again to its replica set. It is the
@@ -77,25 +78,28 @@ func (sp *splits) rankOf(j *JobRecord) ClaimRank {
 	return r
 }
 
-// disputeRank is the rank this node claims job j with against peer p:
-// its record's rank when it first claimed the job from p or answered p's
-// claim, the same in every claim and reply to p after. Each side of a
-// dispute compares the rank it sent with the one it got, so both compare
-// the same two ranks and exactly one yields. Ranked afresh each time, a
-// replica's end between a node's claim and its answer to the other's made
-// each side compare different ranks, and both gave the job up (the fault
-// campaign: the job lost).
-func (sp *splits) disputeRank(j *JobRecord, p NodeID) ClaimRank {
+// disputeRank is what this node claims job j with against peer p: its
+// record's rank as its proofs bear it out (provenRank), and those
+// proofs, as they were when it first claimed the job from p or answered
+// p's claim, the same in every claim and reply to p after. Each side of
+// a dispute compares the rank it sent with the one it got, so both
+// compare the same two ranks and exactly one yields. Ranked afresh each
+// time, a replica's end between a node's claim and its answer to the
+// other's made each side compare different ranks, and both gave the job
+// up (the fault campaign: the job lost).
+func (sp *splits) disputeRank(j *JobRecord, p NodeID) dispute {
 	k := claimKey{j.ID, p}
-	if r, ok := sp.disputes[k]; ok {
-		return r
+	if d, ok := sp.disputes[k]; ok {
+		return d
 	}
 	if len(sp.disputes) >= maxGone {
 		clear(sp.disputes)
 	}
-	r := sp.rankOf(j)
-	sp.disputes[k] = r
-	return r
+	proofs := sp.ownProofs(j)
+	sortProofs(proofs)
+	d := dispute{rank: sp.provenRank(j, sp.cfg.Self, sp.rankOf(j), proofs), proofs: proofs}
+	sp.disputes[k] = d
+	return d
 }
 
 // forgetDisputes drops the ranks of job's disputes.
@@ -161,21 +165,34 @@ type ManagerClaim struct {
 	From  NodeID    `json:"from"`
 	Rank  ClaimRank `json:"rank"`
 	Reply bool      `json:"reply,omitempty"`
+	// Proofs bear the rank out: executors' signed reports of replicas
+	// held or succeeded under From (proofs.go).
+	Proofs []TaskProof `json:"proofs,omitempty"`
 }
 
 func (ManagerClaim) msgKind() string  { return "manager_claim" }
 func (m ManagerClaim) Sender() NodeID { return m.From }
 
 // RefuseClaim is the refusal of a ManagerClaim from a node that could not
-// have taken the job over.
-const RefuseClaim = "manager_claim"
+// have taken the job over; RefuseClaimProof of one whose rank its proofs
+// do not bear out.
+const (
+	RefuseClaim      = "manager_claim"
+	RefuseClaimProof = "manager_claim_proof"
+)
+
+// claimMsg is this node's claim to job j sent to p.
+func (sp *splits) claimMsg(j *JobRecord, p NodeID, reply bool) ManagerClaim {
+	d := sp.disputeRank(j, p)
+	return ManagerClaim{Job: j.ID, From: sp.cfg.Self, Rank: d.rank, Reply: reply, Proofs: d.proofs}
+}
 
 // claim sends p this node's claim to job. A claim that is not a reply
 // goes again every QueryTimeout, claimTries times in all, until p answers
 // or leaves the view: the first messages to a peer just back from a cut
 // are the likeliest lost.
 func (sp *splits) claim(p NodeID, j *JobRecord, reply bool) {
-	sp.send(p, ManagerClaim{Job: j.ID, From: sp.cfg.Self, Rank: sp.disputeRank(j, p), Reply: reply})
+	sp.send(p, sp.claimMsg(j, p, reply))
 	if reply {
 		return
 	}
@@ -233,7 +250,7 @@ func (sp *splits) claimsDue() {
 		}
 		c.tries++
 		c.next = sp.now.Add(sp.cfg.QueryTimeout)
-		sp.send(k.to, ManagerClaim{Job: j.ID, From: sp.cfg.Self, Rank: sp.disputeRank(j, k.to)})
+		sp.send(k.to, sp.claimMsg(j, k.to, false))
 	}
 }
 
@@ -372,7 +389,18 @@ func (sp *splits) onManagerClaim(c ManagerClaim) {
 	// two managers for good).
 	_, asked := sp.claims[claimKey{c.Job, c.From}]
 	trusted := (c.Reply && asked) || sp.mayManage(c.Job, c.From) || slices.Contains(sp.outranked[c.Job], c.Rank.TakenFrom)
-	mine := sp.disputeRank(j, c.From)
+	if len(c.Proofs) > MaxClaimProofs {
+		c.Proofs = nil // what the wire lets through; the rank falls with them
+	}
+	if proven := sp.provenRank(j, c.From, c.Rank, c.Proofs); proven != c.Rank {
+		// An honest claimer ranks its record by this same rule: a
+		// rank above what its proofs show is a forgery (or a bug),
+		// never the outcome of a cut.
+		sp.tix.refuse(RefuseClaimProof, c.From, c.Job, fmt.Sprintf("claim to manage job %s from %s refused: it claims %s with %d succeeded and %d running (first manager: %v), its proofs show %s, %d and %d (first manager: %v)",
+			c.Job, c.From, c.Rank.State, c.Rank.Succeeded, c.Rank.Running, c.Rank.TakenFrom == "", proven.State, proven.Succeeded, proven.Running, proven.TakenFrom == ""))
+		return
+	}
+	mine := sp.disputeRank(j, c.From).rank
 	keep := outranks(mine, sp.cfg.Self, c.Rank, c.From)
 	if !trusted && !keep {
 		// Only a claimer this node could not have met otherwise is

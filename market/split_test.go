@@ -160,9 +160,11 @@ func TestSplitAdopterKeepsOutcome(t *testing.T) {
 
 // TestSplitCancelsLoserAttempts: both sides run the task (the manager on
 // itself, the adopter on n1) and the heal comes while both run. The
-// record with the smaller node ID is kept (everything else ties); the
-// other manager hands its executor over, the winner cancels the attempt
-// it never placed as stale, and the job ends with one success.
+// adopter's attempt is vouched for by n1's signed reports; the
+// manager's, on itself, by nothing another node can check: the adopter's
+// record is kept. The manager hands its own attempt over, the winner
+// cancels it as stale (it never placed it), and the job ends with one
+// success.
 func TestSplitCancelsLoserAttempts(t *testing.T) {
 	c := splitCluster(t, 4, 4, 0)
 	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 20 * time.Second }
@@ -171,12 +173,115 @@ func TestSplitCancelsLoserAttempts(t *testing.T) {
 	})
 	c.heal()
 	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
-	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
-		t.Fatalf("managers %v, want n0 (ties go to the smaller ID)", got)
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n2"}) {
+		t.Fatalf("managers %v, want n2 (its attempt is vouched for)", got)
 	}
-	c.until(10*time.Millisecond, "the loser's attempt to stop", func() bool { return len(c.running["n1"]) == 0 })
-	c.until(time.Minute, "the job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
-	succeededOnce(t, c.job(0, "j"))
+	c.until(10*time.Millisecond, "the loser's attempt to stop", func() bool { return len(c.running["n0"]) == 0 })
+	c.until(time.Minute, "the job to succeed", func() bool { return c.job(2, "j").State == JobSucceeded })
+	succeededOnce(t, c.job(2, "j"))
+}
+
+// TestSplitFirstManagersOwnSuccess: during the cut the first manager's
+// task fails on itself and its retry, an attempt the adopter's copy does
+// not show, succeeds there, while the adopter's attempt on n1 still
+// runs. The adopter's record wins (n1 vouches for its attempt; a
+// manager's own work proves nothing to another node), but the first
+// manager re-homes its own final report when it yields, and the winner
+// takes that success rather than run the replica again: the job ends
+// with n0's success and n1's attempt is cancelled.
+func TestSplitFirstManagersOwnSuccess(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(0))
+	n0runs := 0
+	c.run = func(_ TaskSpec, n NodeID) (int, time.Duration) {
+		if n != "n0" {
+			return 0, time.Hour
+		}
+		if n0runs++; n0runs == 1 {
+			return 1, 3 * time.Second
+		}
+		return 0, 2 * time.Second
+	}
+	c.submit(0, "j", job("split", task("t", 1000)))
+	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	rec := c.job(0, "j")
+	c.cut["n0"] = true
+	for i := 1; i < len(c.nodes); i++ {
+		c.nodes[i].PeerGone(c.now, "n0")
+	}
+	c.nodes[0].PeerGone(c.now, "n1")
+	c.nodes[0].PeerGone(c.now, "n2")
+	c.nodes[2].adoptAt(c.now, rec)
+	c.drain()
+	c.until(time.Minute, "n0's retry to succeed and n2's attempt to run on n1", func() bool {
+		return c.job(0, "j").State == JobSucceeded && c.job(2, "j").Tasks[0].State == TaskRunning && c.job(2, "j").Tasks[0].Node == "n1"
+	})
+	c.heal()
+	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n2"}) {
+		t.Fatalf("managers %v, want n2", got)
+	}
+	c.until(time.Second, "the job to succeed", func() bool { return c.job(2, "j").State == JobSucceeded })
+	if tk := c.job(2, "j").Tasks[0]; tk.Node != "n0" || tk.Epoch != 2 {
+		t.Fatalf("the success kept is on %s epoch %d, want n0's retry (epoch 2)", tk.Node, tk.Epoch)
+	}
+	c.until(time.Second, "n1's attempt to stop", func() bool { return len(c.running["n1"]) == 0 })
+}
+
+// vouch is executor's proof, as a cluster node signs it, that replica
+// key of epoch is held (or succeeded) under manager.
+func vouch(executor NodeID, key TaskKey, epoch uint64, succeeded bool, manager NodeID) TaskProof {
+	return TaskProof{Key: key, Epoch: epoch, Node: executor, Succeeded: succeeded,
+		Sig: hashProver{executor}.Sign(proofBytes(key, epoch, succeeded, manager))}
+}
+
+// TestForgedClaimsRefused: claims whose rank their proofs do not bear
+// out — none, a proof signed by the claimer itself, one that names
+// another manager, one of another job, a bad signature, or a claim to be
+// the job's first manager — are refused and counted, and the manager
+// keeps its job; the same claim with another node's proof is taken.
+func TestForgedClaimsRefused(t *testing.T) {
+	caps := make([]resource.Vector, 3)
+	for i := range caps {
+		caps[i] = cpuNode(1)
+	}
+	c := newCluster(t, caps...)
+	c.submit(0, "j", job("split", task("t", 1000)))
+	key := TaskKey{Job: "j", Task: "t"}
+	won := ClaimRank{State: JobSucceeded, Succeeded: 1, TakenFrom: "n0"}
+	bad := vouch("n2", key, 1, true, "n1")
+	bad.Sig[0] ^= 1
+	forged := []struct {
+		name   string
+		rank   ClaimRank
+		proofs []TaskProof
+	}{
+		{"no proof", won, nil},
+		{"signed by the claimer", won, []TaskProof{vouch("n1", key, 1, true, "n1")}},
+		{"names another manager", won, []TaskProof{vouch("n2", key, 1, true, "n0")}},
+		{"another job", won, []TaskProof{vouch("n2", TaskKey{Job: "k", Task: "t"}, 1, true, "n1")}},
+		{"held, claimed succeeded", won, []TaskProof{vouch("n2", key, 1, false, "n1")}},
+		{"bad signature", won, []TaskProof{bad}},
+		{"first manager", ClaimRank{State: JobPending}, nil},
+		{"cancelled", ClaimRank{State: JobCancelled, TakenFrom: "n0"}, nil},
+	}
+	for i, f := range forged {
+		c.nodes[0].Step(c.now, "n1", ManagerClaim{Job: "j", From: "n1", Rank: f.rank, Proofs: f.proofs})
+		c.drain()
+		if c.refused[RefuseClaimProof] != i+1 {
+			t.Fatalf("%s: refusals %v, want %d %s", f.name, c.refused, i+1, RefuseClaimProof)
+		}
+		if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+			t.Fatalf("%s: managers %v, want n0", f.name, got)
+		}
+	}
+	if log := c.eventLog(); !strings.Contains(log, "claim to manage job j from n1 refused: it claims succeeded with 1 succeeded") {
+		t.Fatalf("no event says why a claim was refused:\n%s", log)
+	}
+	c.nodes[0].Step(c.now, "n1", ManagerClaim{Job: "j", From: "n1", Rank: won, Proofs: []TaskProof{vouch("n2", key, 1, true, "n1")}})
+	c.drain()
+	if got := c.managers("j"); slices.Contains(got, "n0") {
+		t.Fatalf("managers %v after a proven claim: want n0 to yield", got)
+	}
 }
 
 // TestSplitClaimRefused: a claim from a node that could not have taken
@@ -196,7 +301,9 @@ func TestSplitClaimRefused(t *testing.T) {
 			far = id
 		}
 	}
-	c.nodes[0].Step(c.now, far, ManagerClaim{Job: "j", From: far, Rank: ClaimRank{State: JobSucceeded, Succeeded: 1}})
+	key := TaskKey{Job: "j", Task: "t"}
+	won := ClaimRank{State: JobSucceeded, Succeeded: 1, TakenFrom: "n0"}
+	c.nodes[0].Step(c.now, far, ManagerClaim{Job: "j", From: far, Rank: won, Proofs: []TaskProof{vouch("n0", key, 1, true, far)}})
 	c.drain()
 	if c.refused[RefuseClaim] != 1 {
 		t.Fatalf("refusals %v, want one %s", c.refused, RefuseClaim)
@@ -204,7 +311,7 @@ func TestSplitClaimRefused(t *testing.T) {
 	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
 		t.Fatalf("managers %v, want n0", got)
 	}
-	c.nodes[0].Step(c.now, close[0], ManagerClaim{Job: "j", From: close[0], Rank: ClaimRank{State: JobSucceeded, Succeeded: 1}})
+	c.nodes[0].Step(c.now, close[0], ManagerClaim{Job: "j", From: close[0], Rank: won, Proofs: []TaskProof{vouch("n0", key, 1, true, close[0])}})
 	c.drain()
 	if got := c.managers("j"); len(got) != 0 {
 		t.Fatalf("managers %v after a claim from %s, one of the closest: want none (n0 yields to it)", got, close[0])
@@ -240,17 +347,20 @@ func twoAdopters(t *testing.T, runner int, adopters []int, caps ...int) (*cluste
 	return c, rec
 }
 
-// TestSplitHandsOverAnExecutor: two copy holders took the job over from
-// one record, and the executor of its running task found the one that
-// loses (n3; ties go to the smaller ID). When they meet, n3 hands the
-// executor over instead of cancelling its attempt, which both records
-// show: the executor asks n2, reports there, and the task runs once.
-func TestSplitHandsOverAnExecutor(t *testing.T) {
+// TestSplitExecutorsManagerKeepsTheJob: two copy holders took the job
+// over from one record, and the executor of its running task found n3.
+// Its signed reports vouch for n3's record, none for n2's (whose copy's
+// proofs name n0): when they meet, n2 gives the job up though its ID is
+// smaller, the executor stays where it reports, and the task runs once.
+// (Before claims carried proofs, ties went to the smaller ID and n3
+// handed the executor over; a loser's executors are still told the
+// winner, TestSplitLoserTellsExecutorsOfSuccesses.)
+func TestSplitExecutorsManagerKeepsTheJob(t *testing.T) {
 	c, _ := twoAdopters(t, 1, []int{2, 3}, 0, 4, 0, 0)
 	c.nodes[1].rehomeAt(c.now, "j", "n3")
-	c.winnerRunsOnce(t, 2)
-	if log := c.eventLog(); !strings.Contains(log, "n1: now reporting 1 task(s) to manager n2") || strings.Contains(log, "n2: j/t/0: lease lapsed") {
-		t.Fatalf("the executor did not move to n2 in time:\n%s", log)
+	c.winnerRunsOnce(t, 3)
+	if log := c.eventLog(); !strings.Contains(log, "n1: now reporting 1 task(s) to manager n3") || strings.Contains(log, "n3: j/t/0: lease lapsed") {
+		t.Fatalf("the executor did not stay with n3:\n%s", log)
 	}
 }
 
@@ -334,7 +444,11 @@ func TestSplitLoserTellsExecutorsOfSuccesses(t *testing.T) {
 	j := c.job(0, "j")
 	done, running := j.Tasks[0].Node, j.Tasks[1].Node
 	winner := Closest("j", c.ids[1:], c.nodes[0].fo.reclaimAsk())[0]
-	c.nodes[0].Step(c.now, winner, ManagerClaim{Job: "j", From: winner, Rank: ClaimRank{State: JobSucceeded, Succeeded: 2}})
+	var proofs []TaskProof
+	for _, k := range []TaskKey{{Job: "j", Task: "a"}, {Job: "j", Task: "b"}} {
+		proofs = append(proofs, vouch("n0", k, 1, true, winner))
+	}
+	c.nodes[0].Step(c.now, winner, ManagerClaim{Job: "j", From: winner, Rank: ClaimRank{State: JobSucceeded, Succeeded: 2, TakenFrom: "n0"}, Proofs: proofs})
 	for end := c.now.Add(time.Second); c.now.Before(end); {
 		c.step()
 	}

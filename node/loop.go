@@ -488,6 +488,7 @@ func (n *Node) marketConfig() market.Config {
 	mc.Limits = n.cfg.Sandbox.Enforcement(n.cfg.Runner)
 	mc.AdvertInterval = n.cfg.AdvertInterval
 	mc.Trust = n.marketBook()
+	mc.Prover = keyProver{n.host.Peerstore().PrivKey(n.host.ID())}
 	if n.checks != nil {
 		mc.TicketChecks = n.checks
 	}

@@ -30,7 +30,7 @@ type marketMetrics struct {
 var refusalReasons = []string{
 	"no_certificate", "bad_certificate", "revoked", "unadmitted_stream", "unadmitted_advert", "bad_revocation",
 	market.RefuseSender, market.RefuseUnbid, market.RefuseTicket, market.RefuseQuota, market.RefuseReport,
-	market.RefuseRecord, market.RefuseSteal, market.RefuseClaim, market.RefuseSubmission,
+	market.RefuseRecord, market.RefuseSteal, market.RefuseClaim, market.RefuseClaimProof, market.RefuseSubmission,
 	"record_quota", "manifest_quota", "chunk_quota", "bad_manifest", "bad_credential", "not_allowed", "flood",
 }
 

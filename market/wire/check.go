@@ -203,6 +203,7 @@ func checkMsg(m market.Msg) error {
 			checkRange("manager_claim.succeeded", x.Rank.Succeeded, 0, spec.MaxJobReplicas),
 			checkRange("manager_claim.running", x.Rank.Running, 0, spec.MaxJobReplicas),
 			checkOptionalNode("manager_claim.taken_from", x.Rank.TakenFrom),
+			checkProofs("manager_claim.proofs", x.Proofs),
 		)
 	}
 	return fmt.Errorf("wire: unsupported message type %T", m)
@@ -284,7 +285,31 @@ func checkStatus(p string, s market.TaskStatus) error {
 		checkReason(join(p, "reason"), s.Reason),
 		checkTime(join(p, "time_unix_nano"), s.Time),
 		checkRuntime(join(p, "runtime_ns"), s.Runtime), checkDataRef(join(p, "outputs"), s.Outputs),
+		checkProofSig(join(p, "proof"), s.Proof),
 	)
+}
+
+// checkProofSig bounds an executor's signature (market/proofs.go).
+func checkProofSig(p string, sig []byte) error {
+	if len(sig) > MaxProofBytes {
+		return bad(p, "%d bytes, over the limit of %d", len(sig), MaxProofBytes)
+	}
+	return nil
+}
+
+// checkProofs checks a claim's proofs: their number and each one's form;
+// whether they verify is the market's to say.
+func checkProofs(p string, ps []market.TaskProof) error {
+	if len(ps) > market.MaxClaimProofs {
+		return bad(p, "%d proofs, over the limit of %d", len(ps), market.MaxClaimProofs)
+	}
+	for i, x := range ps {
+		q := index(p, i)
+		if err := firstErr(checkKey(join(q, "key"), x.Key), checkNodeID(join(q, "node"), x.Node), checkProofSig(join(q, "sig"), x.Sig)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkKey checks a task key.

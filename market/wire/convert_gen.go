@@ -277,6 +277,15 @@ func init() {
 			return fromPBManagerClaim(p, m.Interface().(*pb.ManagerClaim), v.Addr().Interface().(*market.ManagerClaim))
 		},
 	}
+	generated[planKey{reflect.TypeFor[market.TaskProof](), "agora.v1.TaskProof"}] = hook{
+		to: func(p string, v reflect.Value, m protoreflect.Message) error {
+			w := v.Interface().(market.TaskProof)
+			return toPBTaskProof(p, &w, m.Interface().(*pb.TaskProof))
+		},
+		from: func(p string, m protoreflect.Message, v reflect.Value) error {
+			return fromPBTaskProof(p, m.Interface().(*pb.TaskProof), v.Addr().Interface().(*market.TaskProof))
+		},
+	}
 	generated[planKey{reflect.TypeFor[Query](), "agora.v1.Query"}] = hook{
 		to: func(p string, v reflect.Value, m protoreflect.Message) error {
 			w := v.Interface().(Query)
@@ -958,6 +967,7 @@ func toPBTaskStatus(p string, v *market.TaskStatus, x *pb.TaskStatus) error {
 			return err
 		}
 	}
+	x.Proof = v.Proof
 	return nil
 }
 
@@ -983,6 +993,9 @@ func fromPBTaskStatus(p string, x *pb.TaskStatus, v *market.TaskStatus) error {
 		if err := fromPBDataRef(join(p, "outputs"), m, v.Outputs); err != nil {
 			return err
 		}
+	}
+	if b := x.GetProof(); len(b) > 0 {
+		v.Proof = b
 	}
 	return nil
 }
@@ -1312,6 +1325,8 @@ func fromPBManagerAnswer(p string, x *pb.ManagerAnswer, v *market.ManagerAnswer)
 }
 
 func toPBManagerClaim(p string, v *market.ManagerClaim, x *pb.ManagerClaim) error {
+	var err error
+	_ = err
 	x.Job = string(v.Job)
 	x.From = string(v.From)
 	x.State = string(v.Rank.State)
@@ -1325,6 +1340,16 @@ func toPBManagerClaim(p string, v *market.ManagerClaim, x *pb.ManagerClaim) erro
 	x.Running = uint32(v.Rank.Running)
 	x.Reply = bool(v.Reply)
 	x.TakenFrom = string(v.Rank.TakenFrom)
+	if n := len(v.Proofs); n > 0 {
+		fp := join(p, "proofs")
+		x.Proofs = make([]*pb.TaskProof, n)
+		for i := range v.Proofs {
+			x.Proofs[i] = new(pb.TaskProof)
+			if err := toPBTaskProof(index(fp, i), &v.Proofs[i], x.Proofs[i]); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -1336,6 +1361,46 @@ func fromPBManagerClaim(p string, x *pb.ManagerClaim, v *market.ManagerClaim) er
 	v.Rank.Running = int(x.GetRunning())
 	v.Reply = bool(x.GetReply())
 	v.Rank.TakenFrom = market.NodeID(x.GetTakenFrom())
+	if l := x.GetProofs(); len(l) > 0 {
+		fp := join(p, "proofs")
+		v.Proofs = make([]market.TaskProof, len(l))
+		for i, e := range l {
+			if err := fromPBTaskProof(index(fp, i), e, &v.Proofs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func toPBTaskProof(p string, v *market.TaskProof, x *pb.TaskProof) error {
+	var err error
+	_ = err
+	x.Key = new(pb.TaskKey)
+	if err := toPBTaskKey(join(p, "key"), &v.Key, x.Key); err != nil {
+		return err
+	}
+	x.Epoch = uint64(v.Epoch)
+	x.Node = string(v.Node)
+	x.Succeeded = bool(v.Succeeded)
+	x.Sig = v.Sig
+	return nil
+}
+
+func fromPBTaskProof(p string, x *pb.TaskProof, v *market.TaskProof) error {
+	if m := x.GetKey(); m != nil {
+		if err := fromPBTaskKey(join(p, "key"), m, &v.Key); err != nil {
+			return err
+		}
+	} else {
+		return bad(join(p, "key"), "required")
+	}
+	v.Epoch = uint64(x.GetEpoch())
+	v.Node = market.NodeID(x.GetNode())
+	v.Succeeded = bool(x.GetSucceeded())
+	if b := x.GetSig(); len(b) > 0 {
+		v.Sig = b
+	}
 	return nil
 }
 
@@ -1486,6 +1551,7 @@ func toPBTaskRecord(p string, v *market.TaskRecord, x *pb.TaskRecord) error {
 			return err
 		}
 	}
+	x.Proof = v.Proof
 	return nil
 }
 
@@ -1523,6 +1589,9 @@ func fromPBTaskRecord(p string, x *pb.TaskRecord, v *market.TaskRecord) error {
 		if err := fromPBDataRef(join(p, "outputs"), m, v.Outputs); err != nil {
 			return err
 		}
+	}
+	if b := x.GetProof(); len(b) > 0 {
+		v.Proof = b
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func init() {
 		&pb.TaskSpec{}, &pb.DataRef{}, &pb.InputRef{}, &pb.Output{}, &pb.Placement{}, &pb.Cfp{}, &pb.Bid{}, &pb.NoBid{},
 		&pb.Award{}, &pb.AwardReply{}, &pb.TaskStatus{}, &pb.ResultAck{}, &pb.CancelTask{}, &pb.Hold{}, &pb.HoldReply{},
 		&pb.Commit{}, &pb.Release{}, &pb.Reserve{}, &pb.StealRequest{}, &pb.Transfer{}, &pb.ManagerQuery{},
-		&pb.ManagerAnswer{}, &pb.ManagerClaim{}, &pb.Query{}, &pb.QueryReply{}, &pb.JobRecord{}, &pb.TaskRecord{},
+		&pb.ManagerAnswer{}, &pb.ManagerClaim{}, &pb.TaskProof{}, &pb.Query{}, &pb.QueryReply{}, &pb.JobRecord{}, &pb.TaskRecord{},
 		&pb.AttemptRecord{}, &pb.StoredCopy{}, &pb.CopyBatch{}, &pb.CopyElement{},
 	} {
 		pbTypes[m.ProtoReflect().Descriptor().Name()] = m

@@ -38,6 +38,9 @@ const (
 const (
 	// MaxPrevious is the most earlier placements a TaskSpec lists.
 	MaxPrevious = 64
+	// MaxProofBytes is the longest executor's signature in a task proof
+	// (an Ed25519 signature is 64 bytes; RSA keys make longer ones).
+	MaxProofBytes = 1024
 	// MaxJobIDLen is the longest job ID, in bytes.
 	MaxJobIDLen = 128
 	// MaxNodeIDLen is the longest node ID (libp2p peer ID text), in bytes.

@@ -860,7 +860,7 @@ type TaskSpec struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
 	Offer                *TaskOffer             `protobuf:"bytes,1,opt,name=offer,proto3" json:"offer,omitempty"`                                                                       // the offer the task was auctioned with; required
 	Command              []string               `protobuf:"bytes,2,rep,name=command,proto3" json:"command,omitempty"`                                                                   // argv, program first, no shell; 1..1024 arguments, <= 128 KiB in total, no NUL bytes, program non-empty
-	Env                  map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // environment variables; <= 256 entries, names [A-Za-z_][A-Za-z0-9_]* of <= 256 bytes, no NUL bytes, <= 64 KiB in total
+	Env                  map[string]string      `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // environment variables; <= 256 entries, names [A-Za-z_][A-Za-z0-9_]* of <= 1024 bytes, no NUL bytes, <= 64 KiB in total
 	TimeoutNs            int64                  `protobuf:"varint,4,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`                                             // run-time limit, 0 .. 366 days; 0 means none
 	CheckpointIntervalNs int64                  `protobuf:"varint,5,opt,name=checkpoint_interval_ns,json=checkpointIntervalNs,proto3" json:"checkpoint_interval_ns,omitempty"`          // checkpoint interval, 0 .. 366 days; 0 means no checkpointing
 	Epoch                uint64                 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`                                                                      // placement epoch this award belongs to
@@ -1677,8 +1677,16 @@ type TaskStatus struct {
 	// manager ignores it (and the executor repeats the report its fixed
 	// number of times), an older executor never sets it (and is never sent
 	// a ResultAck, which it could not decode).
-	AckWanted     bool     `protobuf:"varint,10,opt,name=ack_wanted,json=ackWanted,proto3" json:"ack_wanted,omitempty"`
-	Outputs       *DataRef `protobuf:"bytes,11,opt,name=outputs,proto3" json:"outputs,omitempty"` // on a success, the attempt's stored outputs (docs/data.md); absent otherwise
+	AckWanted bool     `protobuf:"varint,10,opt,name=ack_wanted,json=ackWanted,proto3" json:"ack_wanted,omitempty"`
+	Outputs   *DataRef `protobuf:"bytes,11,opt,name=outputs,proto3" json:"outputs,omitempty"` // on a success, the attempt's stored outputs (docs/data.md); absent otherwise
+	// On a report of a replica held ("awarded", "running") or "succeeded",
+	// sent by the executor itself: its signature, with the key its node ID
+	// names, over the proof bytes (docs/protocol.md, "Task proofs") naming
+	// the manager the report goes to; <= 1024 bytes. Added to version 1
+	// compatibly: an older manager ignores it, and a manager keeps none
+	// from an older executor (its claims then count that replica as
+	// neither held nor succeeded).
+	Proof         []byte `protobuf:"bytes,12,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1786,6 +1794,13 @@ func (x *TaskStatus) GetAckWanted() bool {
 func (x *TaskStatus) GetOutputs() *DataRef {
 	if x != nil {
 		return x.Outputs
+	}
+	return nil
+}
+
+func (x *TaskStatus) GetProof() []byte {
+	if x != nil {
+		return x.Proof
 	}
 	return nil
 }
@@ -2553,14 +2568,19 @@ func (x *ManagerAnswer) GetSuccessor() string {
 // way (docs/protocol.md, "Two managers after a cut") and the lower one
 // gives the job up.
 type ManagerClaim struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Job           string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`                              // job ID; required, as TaskKey.job
-	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`                            // node ID of the claiming manager; required, as Cfp.manager; must be the stream's peer
-	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                          // the job's state in the sender's record: "pending", "running", "succeeded", "failed" or "cancelled"
-	Succeeded     uint32                 `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"`                 // replicas succeeded in that record, 0..1000 (a job's most replicas)
-	Running       uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                     // replicas awarded or running in that record, as succeeded
-	Reply         bool                   `protobuf:"varint,6,opt,name=reply,proto3" json:"reply,omitempty"`                         // answers a claim: the receiver sends none back
-	TakenFrom     string                 `protobuf:"bytes,7,opt,name=taken_from,json=takenFrom,proto3" json:"taken_from,omitempty"` // the manager the sender took the job over from; "" if none (or forgotten in a restart); as Cfp.manager
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Job       string                 `protobuf:"bytes,1,opt,name=job,proto3" json:"job,omitempty"`                              // job ID; required, as TaskKey.job
+	From      string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`                            // node ID of the claiming manager; required, as Cfp.manager; must be the stream's peer
+	State     string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                          // the job's state in the sender's record: "pending", "running", "succeeded", "failed" or "cancelled"
+	Succeeded uint32                 `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"`                 // replicas succeeded in that record, 0..1000 (a job's most replicas)
+	Running   uint32                 `protobuf:"varint,5,opt,name=running,proto3" json:"running,omitempty"`                     // replicas awarded or running in that record, as succeeded
+	Reply     bool                   `protobuf:"varint,6,opt,name=reply,proto3" json:"reply,omitempty"`                         // answers a claim: the receiver sends none back
+	TakenFrom string                 `protobuf:"bytes,7,opt,name=taken_from,json=takenFrom,proto3" json:"taken_from,omitempty"` // the manager the sender took the job over from; "" if none (or forgotten in a restart); as Cfp.manager
+	// The executors' proofs that bear succeeded, running and state out
+	// (docs/protocol.md, "Task proofs"): at most one per replica, <= 1000.
+	// Added to version 1 compatibly: a claim without them ranks as pending
+	// with nothing succeeded or running.
+	Proofs        []*TaskProof `protobuf:"bytes,8,rep,name=proofs,proto3" json:"proofs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2644,6 +2664,92 @@ func (x *ManagerClaim) GetTakenFrom() string {
 	return ""
 }
 
+func (x *ManagerClaim) GetProofs() []*TaskProof {
+	if x != nil {
+		return x.Proofs
+	}
+	return nil
+}
+
+// TaskProof is an executor's signed report of one replica, held in a
+// ManagerClaim: the signature of node over the proof bytes of key,
+// epoch, succeeded and the claim's sender as manager.
+type TaskProof struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           *TaskKey               `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`              // the replica; required
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`         // the attempt's epoch
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`            // node ID of the executor that signed; required, as Cfp.manager
+	Succeeded     bool                   `protobuf:"varint,4,opt,name=succeeded,proto3" json:"succeeded,omitempty"` // the replica succeeded; false: held (awarded or running)
+	Sig           []byte                 `protobuf:"bytes,5,opt,name=sig,proto3" json:"sig,omitempty"`              // the signature; <= 1024 bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskProof) Reset() {
+	*x = TaskProof{}
+	mi := &file_market_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskProof) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskProof) ProtoMessage() {}
+
+func (x *TaskProof) ProtoReflect() protoreflect.Message {
+	mi := &file_market_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskProof.ProtoReflect.Descriptor instead.
+func (*TaskProof) Descriptor() ([]byte, []int) {
+	return file_market_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *TaskProof) GetKey() *TaskKey {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *TaskProof) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *TaskProof) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *TaskProof) GetSucceeded() bool {
+	if x != nil {
+		return x.Succeeded
+	}
+	return false
+}
+
+func (x *TaskProof) GetSig() []byte {
+	if x != nil {
+		return x.Sig
+	}
+	return nil
+}
+
 // Query asks a peer about a job it manages or a task it ran; one Query
 // and one QueryReply per /agora/query/1.0.0 stream.
 type Query struct {
@@ -2663,7 +2769,7 @@ type Query struct {
 
 func (x *Query) Reset() {
 	*x = Query{}
-	mi := &file_market_proto_msgTypes[30]
+	mi := &file_market_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2675,7 +2781,7 @@ func (x *Query) String() string {
 func (*Query) ProtoMessage() {}
 
 func (x *Query) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[30]
+	mi := &file_market_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2688,7 +2794,7 @@ func (x *Query) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Query.ProtoReflect.Descriptor instead.
 func (*Query) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{30}
+	return file_market_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Query) GetVersion() uint32 {
@@ -2767,7 +2873,7 @@ type QueryReply struct {
 
 func (x *QueryReply) Reset() {
 	*x = QueryReply{}
-	mi := &file_market_proto_msgTypes[31]
+	mi := &file_market_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2885,7 @@ func (x *QueryReply) String() string {
 func (*QueryReply) ProtoMessage() {}
 
 func (x *QueryReply) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[31]
+	mi := &file_market_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2898,7 @@ func (x *QueryReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryReply.ProtoReflect.Descriptor instead.
 func (*QueryReply) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{31}
+	return file_market_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryReply) GetVersion() uint32 {
@@ -2850,7 +2956,7 @@ type JobRecord struct {
 
 func (x *JobRecord) Reset() {
 	*x = JobRecord{}
-	mi := &file_market_proto_msgTypes[32]
+	mi := &file_market_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +2968,7 @@ func (x *JobRecord) String() string {
 func (*JobRecord) ProtoMessage() {}
 
 func (x *JobRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[32]
+	mi := &file_market_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +2981,7 @@ func (x *JobRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
 func (*JobRecord) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{32}
+	return file_market_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobRecord) GetVersion() uint32 {
@@ -3000,13 +3106,14 @@ type TaskRecord struct {
 	LeaseUntilUnixNano int64                  `protobuf:"varint,13,opt,name=lease_until_unix_nano,json=leaseUntilUnixNano,proto3" json:"lease_until_unix_nano,omitempty"` // when the executor's lease lapses unless renewed
 	History            []*AttemptRecord       `protobuf:"bytes,14,rep,name=history,proto3" json:"history,omitempty"`
 	Outputs            *DataRef               `protobuf:"bytes,15,opt,name=outputs,proto3" json:"outputs,omitempty"` // the outputs of the attempt that succeeded; absent otherwise
+	Proof              []byte                 `protobuf:"bytes,16,opt,name=proof,proto3" json:"proof,omitempty"`     // the executor's proof from its latest report of the current attempt (TaskStatus.proof); <= 1024 bytes
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
 	*x = TaskRecord{}
-	mi := &file_market_proto_msgTypes[33]
+	mi := &file_market_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3125,7 @@ func (x *TaskRecord) String() string {
 func (*TaskRecord) ProtoMessage() {}
 
 func (x *TaskRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[33]
+	mi := &file_market_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3138,7 @@ func (x *TaskRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRecord.ProtoReflect.Descriptor instead.
 func (*TaskRecord) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{33}
+	return file_market_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaskRecord) GetKey() *TaskKey {
@@ -3139,6 +3246,13 @@ func (x *TaskRecord) GetOutputs() *DataRef {
 	return nil
 }
 
+func (x *TaskRecord) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type AttemptRecord struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Attempt          int32                  `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
@@ -3156,7 +3270,7 @@ type AttemptRecord struct {
 
 func (x *AttemptRecord) Reset() {
 	*x = AttemptRecord{}
-	mi := &file_market_proto_msgTypes[34]
+	mi := &file_market_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3282,7 @@ func (x *AttemptRecord) String() string {
 func (*AttemptRecord) ProtoMessage() {}
 
 func (x *AttemptRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[34]
+	mi := &file_market_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3295,7 @@ func (x *AttemptRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttemptRecord.ProtoReflect.Descriptor instead.
 func (*AttemptRecord) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{34}
+	return file_market_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AttemptRecord) GetAttempt() int32 {
@@ -3261,7 +3375,7 @@ type StoredCopy struct {
 
 func (x *StoredCopy) Reset() {
 	*x = StoredCopy{}
-	mi := &file_market_proto_msgTypes[35]
+	mi := &file_market_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3387,7 @@ func (x *StoredCopy) String() string {
 func (*StoredCopy) ProtoMessage() {}
 
 func (x *StoredCopy) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[35]
+	mi := &file_market_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3400,7 @@ func (x *StoredCopy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredCopy.ProtoReflect.Descriptor instead.
 func (*StoredCopy) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{35}
+	return file_market_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StoredCopy) GetVersion() uint32 {
@@ -3335,7 +3449,7 @@ type CopyBatch struct {
 
 func (x *CopyBatch) Reset() {
 	*x = CopyBatch{}
-	mi := &file_market_proto_msgTypes[36]
+	mi := &file_market_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3461,7 @@ func (x *CopyBatch) String() string {
 func (*CopyBatch) ProtoMessage() {}
 
 func (x *CopyBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[36]
+	mi := &file_market_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3474,7 @@ func (x *CopyBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyBatch.ProtoReflect.Descriptor instead.
 func (*CopyBatch) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{36}
+	return file_market_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CopyBatch) GetCopies() []*CopyElement {
@@ -3380,7 +3494,7 @@ type CopyElement struct {
 
 func (x *CopyElement) Reset() {
 	*x = CopyElement{}
-	mi := &file_market_proto_msgTypes[37]
+	mi := &file_market_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3392,7 +3506,7 @@ func (x *CopyElement) String() string {
 func (*CopyElement) ProtoMessage() {}
 
 func (x *CopyElement) ProtoReflect() protoreflect.Message {
-	mi := &file_market_proto_msgTypes[37]
+	mi := &file_market_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3405,7 +3519,7 @@ func (x *CopyElement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyElement.ProtoReflect.Descriptor instead.
 func (*CopyElement) Descriptor() ([]byte, []int) {
-	return file_market_proto_rawDescGZIP(), []int{37}
+	return file_market_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CopyElement) GetReplicas() []string {
@@ -3567,7 +3681,7 @@ const file_market_proto_rawDesc = "" +
 	"\x06bidder\x18\x02 \x01(\tR\x06bidder\x12\x16\n" +
 	"\x06accept\x18\x03 \x01(\bR\x06accept\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12&\n" +
-	"\x0fstart_unix_nano\x18\x05 \x01(\x03R\rstartUnixNano\"\xd1\x02\n" +
+	"\x0fstart_unix_nano\x18\x05 \x01(\x03R\rstartUnixNano\"\xe7\x02\n" +
 	"\n" +
 	"TaskStatus\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
@@ -3583,7 +3697,8 @@ const file_market_proto_rawDesc = "" +
 	"\n" +
 	"ack_wanted\x18\n" +
 	" \x01(\bR\tackWanted\x12+\n" +
-	"\aoutputs\x18\v \x01(\v2\x11.agora.v1.DataRefR\aoutputs\"`\n" +
+	"\aoutputs\x18\v \x01(\v2\x11.agora.v1.DataRefR\aoutputs\x12\x14\n" +
+	"\x05proof\x18\f \x01(\fR\x05proof\"`\n" +
 	"\tResultAck\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -3637,7 +3752,7 @@ const file_market_proto_rawDesc = "" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x18\n" +
 	"\amanages\x18\x03 \x01(\bR\amanages\x12\x1c\n" +
-	"\tsuccessor\x18\x04 \x01(\tR\tsuccessor\"\xb7\x01\n" +
+	"\tsuccessor\x18\x04 \x01(\tR\tsuccessor\"\xe4\x01\n" +
 	"\fManagerClaim\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x14\n" +
@@ -3646,7 +3761,14 @@ const file_market_proto_rawDesc = "" +
 	"\arunning\x18\x05 \x01(\rR\arunning\x12\x14\n" +
 	"\x05reply\x18\x06 \x01(\bR\x05reply\x12\x1d\n" +
 	"\n" +
-	"taken_from\x18\a \x01(\tR\ttakenFrom\"\xe0\x01\n" +
+	"taken_from\x18\a \x01(\tR\ttakenFrom\x12+\n" +
+	"\x06proofs\x18\b \x03(\v2\x13.agora.v1.TaskProofR\x06proofs\"\x8a\x01\n" +
+	"\tTaskProof\x12#\n" +
+	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x1c\n" +
+	"\tsucceeded\x18\x04 \x01(\bR\tsucceeded\x12\x10\n" +
+	"\x03sig\x18\x05 \x01(\fR\x03sig\"\xe0\x01\n" +
 	"\x05Query\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x10\n" +
@@ -3681,7 +3803,7 @@ const file_market_proto_rawDesc = "" +
 	"\x05owner\x18\f \x01(\tR\x05owner\x12\x16\n" +
 	"\x06ticket\x18\r \x01(\fR\x06ticket\x12'\n" +
 	"\x0fticket_detached\x18\x0e \x01(\bR\x0eticketDetached\x12\x1a\n" +
-	"\bchecksum\x18\x0f \x01(\aR\bchecksum\"\xa4\x04\n" +
+	"\bchecksum\x18\x0f \x01(\aR\bchecksum\"\xba\x04\n" +
 	"\n" +
 	"TaskRecord\x12#\n" +
 	"\x03key\x18\x01 \x01(\v2\x11.agora.v1.TaskKeyR\x03key\x12\x14\n" +
@@ -3699,7 +3821,8 @@ const file_market_proto_rawDesc = "" +
 	"\x12finished_unix_nano\x18\f \x01(\x03R\x10finishedUnixNano\x121\n" +
 	"\x15lease_until_unix_nano\x18\r \x01(\x03R\x12leaseUntilUnixNano\x121\n" +
 	"\ahistory\x18\x0e \x03(\v2\x17.agora.v1.AttemptRecordR\ahistory\x12+\n" +
-	"\aoutputs\x18\x0f \x01(\v2\x11.agora.v1.DataRefR\aoutputs\"\xa4\x02\n" +
+	"\aoutputs\x18\x0f \x01(\v2\x11.agora.v1.DataRefR\aoutputs\x12\x14\n" +
+	"\x05proof\x18\x10 \x01(\fR\x05proof\"\xa4\x02\n" +
 	"\rAttemptRecord\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x12\n" +
@@ -3735,7 +3858,7 @@ func file_market_proto_rawDescGZIP() []byte {
 	return file_market_proto_rawDescData
 }
 
-var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_market_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_market_proto_goTypes = []any{
 	(*Envelope)(nil),      // 0: agora.v1.Envelope
 	(*TaskKey)(nil),       // 1: agora.v1.TaskKey
@@ -3767,16 +3890,17 @@ var file_market_proto_goTypes = []any{
 	(*ManagerQuery)(nil),  // 27: agora.v1.ManagerQuery
 	(*ManagerAnswer)(nil), // 28: agora.v1.ManagerAnswer
 	(*ManagerClaim)(nil),  // 29: agora.v1.ManagerClaim
-	(*Query)(nil),         // 30: agora.v1.Query
-	(*QueryReply)(nil),    // 31: agora.v1.QueryReply
-	(*JobRecord)(nil),     // 32: agora.v1.JobRecord
-	(*TaskRecord)(nil),    // 33: agora.v1.TaskRecord
-	(*AttemptRecord)(nil), // 34: agora.v1.AttemptRecord
-	(*StoredCopy)(nil),    // 35: agora.v1.StoredCopy
-	(*CopyBatch)(nil),     // 36: agora.v1.CopyBatch
-	(*CopyElement)(nil),   // 37: agora.v1.CopyElement
-	nil,                   // 38: agora.v1.Request.LabelsEntry
-	nil,                   // 39: agora.v1.TaskSpec.EnvEntry
+	(*TaskProof)(nil),     // 30: agora.v1.TaskProof
+	(*Query)(nil),         // 31: agora.v1.Query
+	(*QueryReply)(nil),    // 32: agora.v1.QueryReply
+	(*JobRecord)(nil),     // 33: agora.v1.JobRecord
+	(*TaskRecord)(nil),    // 34: agora.v1.TaskRecord
+	(*AttemptRecord)(nil), // 35: agora.v1.AttemptRecord
+	(*StoredCopy)(nil),    // 36: agora.v1.StoredCopy
+	(*CopyBatch)(nil),     // 37: agora.v1.CopyBatch
+	(*CopyElement)(nil),   // 38: agora.v1.CopyElement
+	nil,                   // 39: agora.v1.Request.LabelsEntry
+	nil,                   // 40: agora.v1.TaskSpec.EnvEntry
 }
 var file_market_proto_depIdxs = []int32{
 	12, // 0: agora.v1.Envelope.cfp:type_name -> agora.v1.Cfp
@@ -3800,12 +3924,12 @@ var file_market_proto_depIdxs = []int32{
 	1,  // 18: agora.v1.AuctionID.key:type_name -> agora.v1.TaskKey
 	3,  // 19: agora.v1.Request.gpu:type_name -> agora.v1.GPURequest
 	4,  // 20: agora.v1.Request.devices:type_name -> agora.v1.DeviceRequest
-	38, // 21: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
+	39, // 21: agora.v1.Request.labels:type_name -> agora.v1.Request.LabelsEntry
 	1,  // 22: agora.v1.TaskOffer.key:type_name -> agora.v1.TaskKey
 	5,  // 23: agora.v1.TaskOffer.request:type_name -> agora.v1.Request
 	8,  // 24: agora.v1.TaskOffer.inputs:type_name -> agora.v1.DataRef
 	6,  // 25: agora.v1.TaskSpec.offer:type_name -> agora.v1.TaskOffer
-	39, // 26: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
+	40, // 26: agora.v1.TaskSpec.env:type_name -> agora.v1.TaskSpec.EnvEntry
 	11, // 27: agora.v1.TaskSpec.previous:type_name -> agora.v1.Placement
 	9,  // 28: agora.v1.TaskSpec.inputs:type_name -> agora.v1.InputRef
 	10, // 29: agora.v1.TaskSpec.outputs:type_name -> agora.v1.Output
@@ -3831,18 +3955,20 @@ var file_market_proto_depIdxs = []int32{
 	5,  // 49: agora.v1.Reserve.request:type_name -> agora.v1.Request
 	5,  // 50: agora.v1.StealRequest.room:type_name -> agora.v1.Request
 	1,  // 51: agora.v1.Transfer.key:type_name -> agora.v1.TaskKey
-	33, // 52: agora.v1.JobRecord.tasks:type_name -> agora.v1.TaskRecord
-	1,  // 53: agora.v1.TaskRecord.key:type_name -> agora.v1.TaskKey
-	34, // 54: agora.v1.TaskRecord.history:type_name -> agora.v1.AttemptRecord
-	8,  // 55: agora.v1.TaskRecord.outputs:type_name -> agora.v1.DataRef
-	32, // 56: agora.v1.StoredCopy.record:type_name -> agora.v1.JobRecord
-	37, // 57: agora.v1.CopyBatch.copies:type_name -> agora.v1.CopyElement
-	32, // 58: agora.v1.CopyElement.record:type_name -> agora.v1.JobRecord
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	30, // 52: agora.v1.ManagerClaim.proofs:type_name -> agora.v1.TaskProof
+	1,  // 53: agora.v1.TaskProof.key:type_name -> agora.v1.TaskKey
+	34, // 54: agora.v1.JobRecord.tasks:type_name -> agora.v1.TaskRecord
+	1,  // 55: agora.v1.TaskRecord.key:type_name -> agora.v1.TaskKey
+	35, // 56: agora.v1.TaskRecord.history:type_name -> agora.v1.AttemptRecord
+	8,  // 57: agora.v1.TaskRecord.outputs:type_name -> agora.v1.DataRef
+	33, // 58: agora.v1.StoredCopy.record:type_name -> agora.v1.JobRecord
+	38, // 59: agora.v1.CopyBatch.copies:type_name -> agora.v1.CopyElement
+	33, // 60: agora.v1.CopyElement.record:type_name -> agora.v1.JobRecord
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_market_proto_init() }
@@ -3876,7 +4002,7 @@ func file_market_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_market_proto_rawDesc), len(file_market_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
