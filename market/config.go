@@ -3,6 +3,8 @@ package market
 import (
 	"fmt"
 	"math/rand"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -191,7 +193,15 @@ type Config struct {
 // enough that a node running millions of jobs does not keep them all.
 const DefaultJobRetention = 24 * time.Hour
 
-func (c Config) withDefaults() Config {
+// Defaults is the configuration a node runs with `agora node`'s default
+// flags, less what is the node's own (its ID, site, resources, keys):
+// the flags take their defaults from it, and the simulator checks its
+// nodes run it (testnet/sim TestSimRunsNodeConfig).
+func Defaults() Config { return Config{}.WithDefaults() }
+
+// WithDefaults is c with its zero fields set to their defaults, as New
+// runs it.
+func (c Config) WithDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -284,3 +294,29 @@ func (c Config) validate() error {
 }
 
 func newRand(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
+
+// ConfigDiff names the fields in which a and b differ, for the tests that
+// hold a node's configuration and the simulator's to one
+// (testnet/sim TestSimRunsNodeConfig, cmd/agora TestNodeFlagsMarketDefaults).
+// Functions and interfaces (Holds, Prover, TicketChecks) are the caller's
+// adapters and not compared; Scorers compare by their names.
+func ConfigDiff(a, b Config) []string {
+	var out []string
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := range va.NumField() {
+		f := va.Type().Field(i)
+		switch {
+		case f.Type.Kind() == reflect.Func || f.Type.Kind() == reflect.Interface:
+			continue
+		case f.Name == "Scorers":
+			if !slices.Equal(a.Scorers.Names(), b.Scorers.Names()) {
+				out = append(out, f.Name)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}

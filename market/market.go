@@ -76,7 +76,7 @@ type localMsg struct {
 
 // New creates a market for one node.
 func New(cfg Config) (*Market, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

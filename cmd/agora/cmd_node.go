@@ -68,9 +68,12 @@ func setLogLevel(level string, explicit bool) error {
 	return nil
 }
 
-func cmdNode(args []string, stdout, stderr io.Writer) int {
+// nodeConfig parses `agora node`'s flags into the node's configuration;
+// ok is false when the command is done (bad usage, or --init), with its
+// exit code.
+func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code int, ok bool) {
 	fs := newFlagSet("node", stderr)
-	cfg := node.Config{PublishAPIToken: true}
+	cfg = node.Config{PublishAPIToken: true}
 	var listen, boot, labels, taskEnv multiFlag
 	fs.StringVar(&cfg.DataDir, "data", node.DefaultDataDir(), "data directory (identity, database, task work dirs)")
 	fs.Var(&listen, "listen", "libp2p listen multiaddr (repeatable; default /ip4/127.0.0.1/tcp/4001 and /udp/4001/quic-v1)")
@@ -98,12 +101,13 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.AdvertInterval, "advert-interval", node.DefaultAdvertInterval, "resource advert period")
 	fs.DurationVar(&cfg.AdvertRelayDelay, "advert-relay-delay", gossip.DefaultRelayDelay, "hold a peer's advert this long before relaying it, so duplicates are suppressed (0s: relay at once)")
 	fs.BoolVar(&cfg.DisableNVML, "no-nvml", false, "skip NVIDIA GPU discovery")
-	fs.StringVar(&cfg.Market.Scorer, "scorer", "weighted", "bid scorer: "+strings.Join(market.DefaultScorers().Names(), ", "))
-	weights := fs.String("weights", "0.4,0.3,0.3", "weights of the weighted scorer: urgency,match,efficiency")
-	fs.IntVar(&cfg.Market.D, "d", 3, "CFP fan-out: candidates invited per auction round (power of d choices)")
-	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", 50*time.Millisecond, "how long a manager waits for bids")
-	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", 10*time.Second, "how long a task may find no bidder before it fails")
-	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", market.DefaultJobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
+	def := market.Defaults()
+	fs.StringVar(&cfg.Market.Scorer, "scorer", def.Scorer, "bid scorer: "+strings.Join(market.DefaultScorers().Names(), ", "))
+	weights := fs.String("weights", fmt.Sprintf("%g,%g,%g", def.Weights.Urgency, def.Weights.Match, def.Weights.Efficiency), "weights of the weighted scorer: urgency,match,efficiency")
+	fs.IntVar(&cfg.Market.D, "d", def.D, "CFP fan-out: candidates invited per auction round (power of d choices)")
+	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", def.BidWindow, "how long a manager waits for bids")
+	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", def.SchedulingTimeout, "how long a task may find no bidder before it fails")
+	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", def.JobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
 	fs.StringVar(&cfg.Trust, "trust", "", "the cluster authority's public key (authority.pub, or its text): admit only peers it certified")
 	fs.StringVar(&cfg.CertFile, "cert", "", "this node's certificate (from agora admit); required with --trust")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow what reaches beyond loopback: without --trust, libp2p listen addresses (any peer that reaches the node may run commands on it); an --api address (anyone who reaches it drives the node)")
@@ -111,11 +115,11 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return cfg, flagExit(err), false
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	for _, l := range []struct {
 		flag, v string
@@ -127,14 +131,14 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		n, err := resource.ParseSize(l.v)
 		if err != nil || n <= 0 {
 			fmt.Fprintf(stderr, "agora node: %s %q: want a size such as 100GiB\n", l.flag, l.v)
-			return exitBadUsage
+			return cfg, exitBadUsage, false
 		}
 		*l.to = n
 	}
 	switch {
 	case *dataReplicas < 0 || *dataReplicas > market.MaxDataHolders-1:
 		fmt.Fprintf(stderr, "agora node: --data-replicas %d: out of range 0..%d\n", *dataReplicas, market.MaxDataHolders-1)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	case *dataReplicas == 0:
 		cfg.Market.DataReplicas = -1 // none
 	default:
@@ -144,16 +148,16 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 		id, err := node.InitIdentity(cfg.DataDir)
 		if err != nil {
 			fmt.Fprintf(stderr, "agora node: %v\n", err)
-			return exitBadUsage
+			return cfg, exitBadUsage, false
 		}
 		fmt.Fprintln(stdout, id)
-		return exitOK
+		return cfg, exitOK, false
 	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "log-level" })
 	if err := setLogLevel(*logLevel, explicit); err != nil {
 		fmt.Fprintf(stderr, "agora node: %v\n", err)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	cfg.Listen, cfg.Bootstrap, cfg.Sandbox.PassEnv = listen, boot, taskEnv
 	if len(labels) > 0 {
@@ -162,7 +166,7 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 			k, v, err := node.ParseLabel(l)
 			if err != nil {
 				fmt.Fprintf(stderr, "agora node: --label: %v\n", err)
-				return exitBadUsage
+				return cfg, exitBadUsage, false
 			}
 			cfg.Labels[k] = v
 		}
@@ -170,36 +174,43 @@ func cmdNode(args []string, stdout, stderr io.Writer) int {
 	w, err := parseWeights(*weights)
 	if err != nil {
 		fmt.Fprintf(stderr, "agora node: --weights: %v\n", err)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	cfg.Market.Weights = w
 	if cfg.Market.D < 1 || cfg.Market.D > 64 {
 		fmt.Fprintf(stderr, "agora node: --d %d out of range 1..64\n", cfg.Market.D)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	if _, ok := market.DefaultScorers()[cfg.Market.Scorer]; !ok {
 		fmt.Fprintf(stderr, "agora node: --scorer %q unknown (have %s)\n", cfg.Market.Scorer, strings.Join(market.DefaultScorers().Names(), ", "))
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	if cfg.AdvertInterval < 50*time.Millisecond {
 		fmt.Fprintf(stderr, "agora node: --advert-interval %v is below the 50ms minimum\n", cfg.AdvertInterval)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	}
 	switch {
 	case cfg.AdvertRelayDelay < 0 || cfg.AdvertRelayDelay > cfg.AdvertInterval/10:
 		fmt.Fprintf(stderr, "agora node: --advert-relay-delay %v out of range 0..%v (a tenth of --advert-interval)\n", cfg.AdvertRelayDelay, cfg.AdvertInterval/10)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	case cfg.AdvertRelayDelay == 0:
 		cfg.AdvertRelayDelay = -1 // relay at once
 	}
 	switch {
 	case cfg.Market.JobRetention < 0:
 		fmt.Fprintf(stderr, "agora node: --job-retention %v is negative (0s keeps finished jobs forever)\n", cfg.Market.JobRetention)
-		return exitBadUsage
+		return cfg, exitBadUsage, false
 	case cfg.Market.JobRetention == 0:
 		cfg.Market.JobRetention = -1 // forever
 	}
+	return cfg, exitOK, true
+}
 
+func cmdNode(args []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := nodeConfig(args, stdout, stderr)
+	if !ok {
+		return code
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := node.New(ctx, cfg)
