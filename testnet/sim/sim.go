@@ -49,26 +49,16 @@ type Config struct {
 	// 1,024 nodes, and beyond that gives each node a random 128 peers
 	// (memory and advert work grow with nodes × view).
 	ViewSize int
-	// The market's timers are tuned for interactive jobs of seconds; a
-	// trace's jobs run for hours, and per-second renewals of them would
-	// dominate a simulation without changing a placement. The simulator
-	// therefore stretches the periodic ones (the bid window, award timeout
-	// and back-offs keep the node's defaults):
+	// Every node runs the market configuration `agora node` runs with
+	// its default flags (marketConfig; docs/simulator.md), but for the
+	// experiment settings above and these, which change how many events
+	// a run takes and no decision:
 	//
-	// LeaseEvery and LeaseTimeout are the lease renewal period and lapse;
-	// 5m and 20m.
+	// LeaseEvery and LeaseTimeout are the lease renewal period and lapse
+	// in a run without failures or message loss, where a lease never
+	// lapses: per-second renewals of a trace's hour-long tasks would
+	// dominate the run. 5m and 20m. A run with either takes the node's.
 	LeaseEvery, LeaseTimeout time.Duration
-	// ReserveTTL is how long a gang reservation lasts unless renewed (a
-	// reserved gang looks again at least every third of it); 30m.
-	ReserveTTL time.Duration
-	// StealEvery and StealBackoffMax pace idle nodes' steal requests; 5s
-	// and 30m.
-	StealEvery, StealBackoffMax time.Duration
-	// GangForceEvery is the market's (see market.Config); the simulator
-	// defaults it to -1: a waiting gang's rounds run only when its view
-	// shows room (trace gangs wait hours, and forced rounds that reserve
-	// nodes idled the SWF machines).
-	GangForceEvery int
 	// Idle stops the run when nothing has started or finished for this
 	// long with no task running (jobs left are unplaceable); 6h.
 	Idle time.Duration
@@ -111,12 +101,6 @@ func (c Config) withDefaults() Config {
 	def(&c.Latency, time.Millisecond)
 	def(&c.LeaseEvery, 5*time.Minute)
 	def(&c.LeaseTimeout, 20*time.Minute)
-	def(&c.ReserveTTL, 30*time.Minute)
-	def(&c.StealEvery, 5*time.Second)
-	if c.GangForceEvery == 0 {
-		c.GangForceEvery = -1
-	}
-	def(&c.StealBackoffMax, 30*time.Minute)
 	def(&c.Idle, 6*time.Hour)
 	def(&c.GoneAfter, 3*c.AdvertInterval)
 	return c
