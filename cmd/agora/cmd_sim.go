@@ -82,8 +82,12 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	if *progress > 0 {
 		cfg.ProgressEvery = *progress
 		cfg.Progress = func(p sim.Progress) {
-			fmt.Fprintf(stderr, "agora sim: %s virtual, %d of %d jobs ended, %d tasks running, %s wall\n",
-				p.Virtual.Round(time.Second), p.JobsDone, p.Jobs, p.Running, p.Wall.Round(time.Second))
+			rate := 0.0
+			if p.Wall > 0 {
+				rate = float64(p.JobsDone) / p.Wall.Seconds()
+			}
+			fmt.Fprintf(stderr, "agora sim: %s virtual, %d of %d jobs ended (%.1f jobs/s), %d tasks running, %s wall\n",
+				p.Virtual.Round(time.Second), p.JobsDone, p.Jobs, rate, p.Running, p.Wall.Round(time.Second))
 		}
 	}
 	if *inflate < 0 || *inflate > 100 {

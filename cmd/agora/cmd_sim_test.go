@@ -141,8 +141,8 @@ func TestSimFailuresAndLoss(t *testing.T) {
 	}
 }
 
-// --progress reports how far a run has got on stderr and changes nothing
-// in the report.
+// --progress reports how far a run has got (virtual time, jobs ended and
+// their rate) on stderr and changes nothing in the report.
 func TestSimProgress(t *testing.T) {
 	args := []string{"--workload", "synthetic:3,jobs=300", "--cluster", "hetero:30", "--json"}
 	var plain, out, errb bytes.Buffer
@@ -154,8 +154,8 @@ func TestSimProgress(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "of 300 jobs ended") {
-		t.Fatalf("progress lines %q, want several naming the 300 jobs", lines)
+	if last := lines[len(lines)-1]; len(lines) < 2 || !strings.Contains(last, "of 300 jobs ended") || !strings.Contains(last, "jobs/s)") {
+		t.Fatalf("progress lines %q, want several naming the 300 jobs and the rate", lines)
 	}
 	strip := func(b []byte) string {
 		var r map[string]any
