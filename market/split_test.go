@@ -70,6 +70,13 @@ func TestOutranks(t *testing.T) {
 // does when the manager leaves its view.
 func splitCluster(t *testing.T, caps ...int) *cluster {
 	c, rec := runningJob(t, 6*time.Second, caps...)
+	c.cutOff(rec)
+	return c
+}
+
+// cutOff cuts manager n0 off from n1 and n2 and lets n2 take the job
+// over from rec, the copy it holds.
+func (c *cluster) cutOff(rec JobRecord) {
 	c.cut["n0"] = true
 	for i := 1; i < len(c.nodes); i++ {
 		c.nodes[i].PeerGone(c.now, "n0")
@@ -78,7 +85,6 @@ func splitCluster(t *testing.T, caps ...int) *cluster {
 	c.nodes[0].PeerGone(c.now, "n2")
 	c.nodes[2].adoptAt(c.now, rec)
 	c.drain()
-	return c
 }
 
 // runningJob starts nodes of caps CPU each, submits job j of one task
@@ -203,15 +209,7 @@ func TestSplitFirstManagersOwnSuccess(t *testing.T) {
 	}
 	c.submit(0, "j", job("split", task("t", 1000)))
 	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
-	rec := c.job(0, "j")
-	c.cut["n0"] = true
-	for i := 1; i < len(c.nodes); i++ {
-		c.nodes[i].PeerGone(c.now, "n0")
-	}
-	c.nodes[0].PeerGone(c.now, "n1")
-	c.nodes[0].PeerGone(c.now, "n2")
-	c.nodes[2].adoptAt(c.now, rec)
-	c.drain()
+	c.cutOff(c.job(0, "j"))
 	c.until(time.Minute, "n0's retry to succeed and n2's attempt to run on n1", func() bool {
 		return c.job(0, "j").State == JobSucceeded && c.job(2, "j").Tasks[0].State == TaskRunning && c.job(2, "j").Tasks[0].Node == "n1"
 	})
