@@ -92,10 +92,10 @@ func ProofBytes(key TaskKey, epoch uint64, succeeded bool, manager NodeID) []byt
 // sign adds this node's proof to a report of its own about a replica it
 // holds or that succeeded, sent to manager to.
 func (sh *shared) sign(to NodeID, s TaskStatus) TaskStatus {
-	s.Proof = nil
 	if s.Node != sh.cfg.Self || to == sh.cfg.Self {
-		return s
+		return s // another node's report is its to sign
 	}
+	s.Proof = nil // a stored report re-sent to another manager
 	switch s.State {
 	case TaskAwarded, TaskRunning:
 		s.Proof = sh.cfg.Prover.Sign(proofBytes(s.Key, s.Epoch, false, to))
