@@ -65,11 +65,12 @@ func newAuction(e *engine) (*auctionSched, error) {
 }
 
 // marketConfig is node nd's (the i-th) market configuration: the one a
-// node runs with `agora node`'s default flags — market.Config's
-// defaults — with the run's experiment settings (D, Scorer, Weights,
-// AdvertInterval, when set) and only the overrides that change how many
-// events a run takes, never a decision (TestSimRunsNodeConfig holds the
-// list; docs/simulator.md says why each is one):
+// node runs with `agora node`'s default flags — market.Defaults() — with
+// the run's experiment settings (D, Scorer, Weights, AdvertInterval,
+// when set), the overrides that change how many events a run takes and
+// no decision, and the four that still decide (below).
+// TestSimRunsNodeConfig holds the list; docs/simulator.md says why each
+// is there. The event-count ones:
 //
 //   - JobRetention: finished jobs are kept for the whole run; forgetting
 //     one is a wake-up per job, and a finished job takes part in no
@@ -84,13 +85,20 @@ func marketConfig(cfg Config, nd node, i int, faults bool) market.Config {
 		D: cfg.D, Scorer: cfg.Scorer, AdvertInterval: cfg.AdvertInterval,
 		Seed:         cfg.Seed*1_000_003 + int64(i),
 		JobRetention: -1,
-		// The one difference that decides (docs/simulator.md): a node
-		// forces a waiting gang's round every third skip, which on the
-		// synthetic mix holds reservations that idle GPUs (mean response
-		// 1.27× the SJF oracle's at offered 0.8 on hetero:100, against
-		// 1.10× without). Issue 44's gang work is to make the node's
-		// setting the better one and remove this.
+		// Differences that decide, each measured in docs/simulator.md
+		// ("One configuration") and held by TestSimRunsNodeConfig until
+		// issue 44 removes them. A node forces a waiting gang's round every
+		// third skip, which on the synthetic mix holds reservations that
+		// idle GPUs (mean response 1.27x the SJF oracle's at offered 0.8 on
+		// hetero:100, against 1.00x without).
 		GangForceEvery: -1,
+		// Gang reservations renewed every 3.3 s and idle nodes asking
+		// every 500 ms to 16 s are most of the events of a replay of
+		// weeks, where gangs wait hours and queued wide gangs keep idle
+		// nodes asking (docs/simulator.md's examples: 53 s of wall time at
+		// the node's pace, 13 s at this one).
+		ReserveTTL: 30 * time.Minute,
+		StealEvery: 5 * time.Second, StealBackoffMax: 30 * time.Minute,
 	}
 	if cfg.Weights != nil {
 		mc.Weights = *cfg.Weights

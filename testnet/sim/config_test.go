@@ -14,20 +14,23 @@ import (
 // (market.Defaults(); cmd/agora TestNodeFlagsMarketDefaults holds the
 // node to it), but for the node's own fields and the overrides that only
 // change how many events a run takes, each where it is one
-// (docs/simulator.md, "One configuration"), and GangForceEvery, the one
-// difference that still decides (issue 44 is to remove it). A new
+// (docs/simulator.md, "One configuration"), and the four that still
+// decide, each measured there (issue 44 is to remove them). A new
 // difference fails here.
 func TestSimRunsNodeConfig(t *testing.T) {
 	own := []string{"Self", "Site", "Capacity", "Seed"}
+	// The differences that still decide placements (docs/simulator.md
+	// measures each); issue 44 is to remove them.
+	deciding := []string{"GangForceEvery", "ReserveTTL", "StealEvery", "StealBackoffMax"}
 	for _, tc := range []struct {
 		name   string
 		faults bool
 		loss   float64
 		want   []string
 	}{
-		{"no failures, no loss", false, 0, []string{"JobRetention", "JobReplicas", "LeaseEvery", "LeaseTimeout", "GangForceEvery"}},
-		{"message loss", false, 0.01, []string{"JobRetention", "JobReplicas", "GangForceEvery"}},
-		{"failures", true, 0, []string{"JobRetention", "GangForceEvery"}},
+		{"no failures, no loss", false, 0, append([]string{"JobRetention", "JobReplicas", "LeaseEvery", "LeaseTimeout"}, deciding...)},
+		{"message loss", false, 0.01, append([]string{"JobRetention", "JobReplicas"}, deciding...)},
+		{"failures", true, 0, append([]string{"JobRetention"}, deciding...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Loss: tc.loss}.withDefaults()
