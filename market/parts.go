@@ -47,6 +47,9 @@ type shared struct {
 
 	view   map[NodeID]*Peer
 	loaded int // peers of the view with a queued task: steal victims
+	// signed is this node's latest proof per replica it runs (proofs.go),
+	// kept so that a lease renewal does not sign again.
+	signed map[TaskKey]signedProof
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime

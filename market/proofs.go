@@ -96,14 +96,40 @@ func (sh *shared) sign(to NodeID, s TaskStatus) TaskStatus {
 		return s // another node's report is its to sign
 	}
 	s.Proof = nil // a stored report re-sent to another manager
+	var done bool
 	switch s.State {
 	case TaskAwarded, TaskRunning:
-		s.Proof = sh.cfg.Prover.Sign(proofBytes(s.Key, s.Epoch, false, to))
 	case TaskSucceeded:
-		s.Proof = sh.cfg.Prover.Sign(proofBytes(s.Key, s.Epoch, true, to))
+		done = true
+	default:
+		return s
 	}
+	p := signedProof{s.Epoch, done, to, nil}
+	if q, ok := sh.signed[s.Key]; ok && q.epoch == p.epoch && q.done == p.done && q.manager == p.manager {
+		s.Proof = q.sig
+		return s
+	}
+	p.sig = sh.cfg.Prover.Sign(proofBytes(s.Key, s.Epoch, done, to))
+	if sh.signed == nil || len(sh.signed) >= maxSigned {
+		sh.signed = map[TaskKey]signedProof{}
+	}
+	sh.signed[s.Key] = p
+	s.Proof = p.sig
 	return s
 }
+
+// signedProof is a proof this node signed: what it says, and the
+// signature.
+type signedProof struct {
+	epoch   uint64
+	done    bool
+	manager NodeID
+	sig     []byte
+}
+
+// maxSigned bounds the proofs kept for renewals; past it the memory
+// starts afresh (a renewal then signs again).
+const maxSigned = 4096
 
 // TaskProof is one replica's proof in a ManagerClaim: Node's signature
 // (Sig) over proofBytes(Key, Epoch, Succeeded, the claimer).
