@@ -31,6 +31,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	scorer := fs.String("scorer", "", "auction: bid scorer, one of "+strings.Join(market.DefaultScorers().Names(), ", ")+" (default weighted)")
 	view := fs.Int("view", 0, "auction: peers each node sees (default: all up to 1,024 nodes, else 128)")
 	inflate := fs.Float64("inflate", 0, "sample the workload's tasks with replacement, one a second and never departing, until their GPU requests reach this multiple of the cluster's GPUs (the fragmentation experiment; stops just after)")
+	gpuModels := fs.Float64("gpu-models", 0, "pin this fraction of the GPU tasks to a GPU model of the cluster, drawn in proportion to its GPUs of each model that could hold the task (after --inflate)")
 	horizon := fs.Duration("horizon", 0, "stop the simulation at this virtual time (0: when every job has ended)")
 	loss := fs.Float64("loss", 0, "auction: probability in [0, 1) that a market message is lost (seeded)")
 	failureRate := fs.Float64("failure-rate", -1, "failures per node per hour for every node class, overriding the cluster's failure_rate (-1: keep it)")
@@ -90,6 +91,9 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 				p.Virtual.Round(time.Second), p.JobsDone, p.Jobs, rate, p.Running, p.Wall.Round(time.Second))
 		}
 	}
+	if *gpuModels < 0 || *gpuModels > 1 {
+		return fail("--gpu-models: %g is out of range [0, 1]", *gpuModels)
+	}
 	if *inflate < 0 || *inflate > 100 {
 		return fail("--inflate: %g is out of range (0, 100]", *inflate)
 	}
@@ -131,6 +135,11 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 		}
 		if cfg.Horizon == 0 {
 			cfg.Horizon = time.Duration(len(w.Jobs))*time.Second + time.Minute
+		}
+	}
+	if *gpuModels > 0 {
+		if w, _, err = workload.PinGPUModels(w, cluster, *gpuModels, *seed); err != nil {
+			return fail("--gpu-models: %v", err)
 		}
 	}
 	cfg.Workload = w

@@ -71,6 +71,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "synthetic:1", "--weights", "1,2"}, "--weights"},
 		{[]string{"--workload", "synthetic:1", "--d", "-1"}, "--d"},
 		{[]string{"--workload", "synthetic:1", "--inflate", "-1"}, "--inflate"},
+		{[]string{"--workload", "synthetic:1", "--gpu-models", "-0.1"}, "--gpu-models"},
+		{[]string{"--workload", "synthetic:1", "--gpu-models", "1.5"}, "--gpu-models"},
 		{[]string{"--workload", "synthetic:1", "--loss", "1"}, "--loss"},
 		{[]string{"--workload", "synthetic:1", "--loss", "-0.1"}, "--loss"},
 		{[]string{"--workload", "synthetic:1", "--loss", "NaN"}, "--loss"},
@@ -92,6 +94,15 @@ func TestSimInflate(t *testing.T) {
 	r := simJSON(t, "--workload", "synthetic:2,jobs=200", "--scheduler", "sjf-oracle", "--inflate", "1")
 	g := r["gpu_allocation_ratio"].(float64)
 	if g < 0.5 || g > 1 {
+		t.Fatalf("gpu_allocation_ratio %v, want a plausible fraction", g)
+	}
+}
+
+// --gpu-models pins GPU tasks to the cluster's models and the run still
+// places them.
+func TestSimGPUModels(t *testing.T) {
+	r := simJSON(t, "--workload", "synthetic:2,jobs=200", "--scheduler", "sjf-oracle", "--inflate", "1", "--gpu-models", "0.4")
+	if g := r["gpu_allocation_ratio"].(float64); g < 0.5 || g > 1 {
 		t.Fatalf("gpu_allocation_ratio %v, want a plausible fraction", g)
 	}
 }
