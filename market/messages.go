@@ -155,7 +155,7 @@ type TaskStatus struct {
 	// Outputs, on a success, are the attempt's stored outputs.
 	Outputs *DataRef `json:"outputs,omitempty"`
 	// Proof, on a report of a replica held (awarded, running) or that
-	// succeeded, is the executor's signature over proofBytes naming the
+	// succeeded, is the executor's signature over ProofBytes naming the
 	// manager it reports to (proofs.go).
 	Proof []byte `json:"proof,omitempty"`
 }

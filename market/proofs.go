@@ -1,11 +1,9 @@
 package market
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
-	"strings"
 
 	"github.com/agora-sched/agora/market/spec"
 )
@@ -17,7 +15,7 @@ import (
 //   - an executor signs each report it sends of a replica it holds
 //     (queued or running) or that succeeded, naming the job's task, the
 //     attempt's epoch, the state and the manager it reports to
-//     (proofBytes); the manager keeps the latest such proof in the
+//     (ProofBytes); the manager keeps the latest such proof in the
 //     replica's record (TaskRecord.Proof);
 //   - a ManagerClaim carries those proofs; the receiver counts a replica
 //     as running or succeeded for the claimer only by a proof that
@@ -62,10 +60,10 @@ func hashSig(node NodeID, msg []byte) []byte {
 	return s.Sum(nil)[:16]
 }
 
-// proofBytes is what an executor signs: a domain tag, the replica, the
+// ProofBytes is what an executor signs: a domain tag, the replica, the
 // attempt's epoch, whether it succeeded (or is held, queued or running)
 // and the manager it reports to. docs/protocol.md gives the layout.
-func proofBytes(key TaskKey, epoch uint64, succeeded bool, manager NodeID) []byte {
+func ProofBytes(key TaskKey, epoch uint64, succeeded bool, manager NodeID) []byte {
 	b := make([]byte, 0, 64+len(key.Job)+len(key.Task)+len(manager))
 	b = append(b, "agora/task-proof/v1\x00"...)
 	for _, s := range []string{key.Job, key.Task} {
@@ -83,12 +81,6 @@ func proofBytes(key TaskKey, epoch uint64, succeeded bool, manager NodeID) []byt
 	return append(b, manager...)
 }
 
-// ProofBytes is proofBytes for the wire's documentation test and other
-// implementations' checks.
-func ProofBytes(key TaskKey, epoch uint64, succeeded bool, manager NodeID) []byte {
-	return proofBytes(key, epoch, succeeded, manager)
-}
-
 // sign adds this node's proof to a report of its own about a replica it
 // holds or that succeeded, sent to manager to.
 func (sh *shared) sign(to NodeID, s TaskStatus) TaskStatus {
@@ -96,12 +88,8 @@ func (sh *shared) sign(to NodeID, s TaskStatus) TaskStatus {
 		return s // another node's report is its to sign
 	}
 	s.Proof = nil // a stored report re-sent to another manager
-	var done bool
-	switch s.State {
-	case TaskAwarded, TaskRunning:
-	case TaskSucceeded:
-		done = true
-	default:
+	done, ok := proofState(s.State)
+	if !ok {
 		return s
 	}
 	p := signedProof{s.Epoch, done, to, nil}
@@ -109,7 +97,7 @@ func (sh *shared) sign(to NodeID, s TaskStatus) TaskStatus {
 		s.Proof = q.sig
 		return s
 	}
-	p.sig = sh.cfg.Prover.Sign(proofBytes(s.Key, s.Epoch, done, to))
+	p.sig = sh.cfg.Prover.Sign(ProofBytes(s.Key, s.Epoch, done, to))
 	if sh.signed == nil || len(sh.signed) >= maxSigned {
 		sh.signed = map[TaskKey]signedProof{}
 	}
@@ -131,8 +119,20 @@ type signedProof struct {
 // starts afresh (a renewal then signs again).
 const maxSigned = 4096
 
+// proofState says whether a replica in state st has a proof, and of
+// which kind: held (awarded, running) or succeeded (done).
+func proofState(st TaskState) (done, ok bool) {
+	switch st {
+	case TaskAwarded, TaskRunning:
+		return false, true
+	case TaskSucceeded:
+		return true, true
+	}
+	return false, false
+}
+
 // TaskProof is one replica's proof in a ManagerClaim: Node's signature
-// (Sig) over proofBytes(Key, Epoch, Succeeded, the claimer).
+// (Sig) over ProofBytes(Key, Epoch, Succeeded, the claimer).
 type TaskProof struct {
 	Key       TaskKey `json:"key"`
 	Epoch     uint64  `json:"epoch"`
@@ -147,7 +147,7 @@ const MaxClaimProofs = spec.MaxJobReplicas
 
 // ownProofs are the proofs of job j's record as this node manages it:
 // one per replica held elsewhere whose latest report to this node it
-// has, signed for this node (a copy's proofs name the manager it was
+// has, signed for this node, in the record's replica order (a copy's proofs name the manager it was
 // taken from, and prove nothing for this one).
 func (sp *splits) ownProofs(j *JobRecord) []TaskProof {
 	var out []TaskProof
@@ -156,16 +156,9 @@ func (sp *splits) ownProofs(j *JobRecord) []TaskProof {
 		if len(t.Proof) == 0 || t.Node == "" || t.Node == sp.cfg.Self {
 			continue
 		}
-		var ok bool
-		switch t.State {
-		case TaskAwarded, TaskRunning:
-		case TaskSucceeded:
-			ok = true
-		default:
-			continue
-		}
-		if sp.cfg.Prover.Verify(t.Node, proofBytes(t.Key, t.Epoch, ok, sp.cfg.Self), t.Proof) {
-			out = append(out, TaskProof{Key: t.Key, Epoch: t.Epoch, Node: t.Node, Succeeded: ok, Sig: t.Proof})
+		done, ok := proofState(t.State)
+		if ok && sp.cfg.Prover.Verify(t.Node, ProofBytes(t.Key, t.Epoch, done, sp.cfg.Self), t.Proof) {
+			out = append(out, TaskProof{Key: t.Key, Epoch: t.Epoch, Node: t.Node, Succeeded: done, Sig: t.Proof})
 		}
 	}
 	return out
@@ -203,7 +196,7 @@ func (sp *splits) provenRank(j *JobRecord, claimer NodeID, d ClaimRank, proofs [
 	live := map[TaskKey]bool{}
 	for _, p := range proofs {
 		if !keys[p.Key] || p.Node == claimer || p.Node == "" ||
-			!sp.cfg.Prover.Verify(p.Node, proofBytes(p.Key, p.Epoch, p.Succeeded, claimer), p.Sig) {
+			!sp.cfg.Prover.Verify(p.Node, ProofBytes(p.Key, p.Epoch, p.Succeeded, claimer), p.Sig) {
 			continue
 		}
 		if p.Succeeded {
@@ -240,11 +233,4 @@ func (sp *splits) provenRank(j *JobRecord, claimer NodeID, d ClaimRank, proofs [
 type dispute struct {
 	rank   ClaimRank
 	proofs []TaskProof
-}
-
-// sortProofs orders proofs by replica, for a stable message.
-func sortProofs(ps []TaskProof) {
-	slices.SortFunc(ps, func(a, b TaskProof) int {
-		return cmp.Or(strings.Compare(a.Key.Job, b.Key.Job), strings.Compare(a.Key.Task, b.Key.Task), cmp.Compare(a.Key.Replica, b.Key.Replica))
-	})
 }

@@ -96,7 +96,6 @@ func (sp *splits) disputeRank(j *JobRecord, p NodeID) dispute {
 		clear(sp.disputes)
 	}
 	proofs := sp.ownProofs(j)
-	sortProofs(proofs)
 	d := dispute{rank: sp.provenRank(j, sp.cfg.Self, sp.rankOf(j), proofs), proofs: proofs}
 	sp.disputes[k] = d
 	return d

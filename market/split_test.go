@@ -229,7 +229,7 @@ func TestSplitFirstManagersOwnSuccess(t *testing.T) {
 // key of epoch is held (or succeeded) under manager.
 func vouch(executor NodeID, key TaskKey, epoch uint64, succeeded bool, manager NodeID) TaskProof {
 	return TaskProof{Key: key, Epoch: epoch, Node: executor, Succeeded: succeeded,
-		Sig: hashProver{executor}.Sign(proofBytes(key, epoch, succeeded, manager))}
+		Sig: hashProver{executor}.Sign(ProofBytes(key, epoch, succeeded, manager))}
 }
 
 // TestForgedClaimsRefused: claims whose rank their proofs do not bear
