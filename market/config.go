@@ -148,7 +148,11 @@ type Config struct {
 	// GangReserveAfter is how long a gang may wait before it reserves its
 	// chosen nodes against new small tasks; 5s.
 	GangReserveAfter time.Duration
-	// ReserveTTL is how long a gang reservation lasts unless renewed; 10s.
+	// ReserveTTL is how long a gang reservation lasts unless renewed;
+	// 30m. It is a last resort: a holder drops a reservation at once when
+	// its manager leaves the view or restarts, and a manager releases
+	// again one a holder still advertises after its release (gang.go).
+	// A waiting gang renews every third of it and backs off to that.
 	ReserveTTL time.Duration
 	// GangForceEvery: a gang skips its rounds while its view shows too
 	// few nodes with room for a replica, but after this many skips in a
@@ -254,7 +258,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.RehomeEvery, time.Second)
 	def(&c.RehomeFor, 30*time.Second)
 	def(&c.AdvertInterval, 2*time.Second)
-	def(&c.ReserveTTL, 10*time.Second)
+	def(&c.ReserveTTL, 30*time.Minute)
 	if c.GangForceEvery == 0 {
 		c.GangForceEvery = 3
 	}

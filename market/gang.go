@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -78,6 +79,85 @@ func (gs *gangManager) gangBlocked(g *gangAuction) bool {
 		gs.renewReserve(g)
 	}
 	return true
+}
+
+// roomAppeared wakes a gang placed here when an advert shows that the
+// nodes it reserved now have room for all its replicas (prev: the
+// peer's advert before; nil for a new peer). A reserved gang otherwise
+// looks again when its bidders predicted room, or after a third of
+// ReserveTTL (minutes) when they could not say, while the room kept for
+// it idles. Only a gang's own reserved nodes wake it: waking every gang
+// that could use any room that appeared (measured) let gangs behind the
+// head take the room the head waited for — KTH's first 2,000 jobs waited
+// 4× longer (docs/performance.md).
+func (gs *gangManager) roomAppeared(prev, p *Peer) {
+	if p.Reserved.Gang == "" {
+		return
+	}
+	g := gs.gangs[p.Reserved.Gang]
+	if g == nil || g.holding || !gs.now.Before(g.nextAt) || !slices.Contains(g.reserved, p.ID) {
+		return
+	}
+	if !gs.peerRoom(p, g) || (prev != nil && prev.Reserved.Gang == p.Reserved.Gang && gs.peerRoom(prev, g)) {
+		return
+	}
+	need := g.size
+	if g.pack {
+		need = 1
+	}
+	room := 0
+	for _, n := range g.reserved {
+		switch q := gs.view[n]; {
+		case n == gs.cfg.Self:
+			if fits(gs.con.availFor(p.Reserved.Gang), g.offer.Request) {
+				room++
+			}
+		case q != nil && gs.peerRoom(q, g):
+			room++
+		}
+	}
+	if room >= need {
+		g.nextAt = gs.now
+		gs.dl.retimeGang(p.Reserved.Gang)
+	}
+}
+
+// releaseStale frees again a reservation peer p advertises for a gang
+// of a job this node manages that no longer reserves p: the release was
+// lost. Reservations last ReserveTTL (30 minutes) unless renewed, so
+// this, not the clock, is what frees such a node.
+func (gs *gangManager) releaseStale(p *Peer) {
+	id := p.Reserved.Gang
+	if id == "" {
+		return
+	}
+	if g := gs.gangs[id]; g != nil {
+		if !slices.Contains(g.reserved, p.ID) {
+			gs.send(p.ID, Reserve{Auction: g.id(), Manager: gs.cfg.Self, Request: g.offer.Request})
+		}
+		return
+	}
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return
+	}
+	if j := gs.jobs[id[:i]]; j != nil && j.Manager == gs.cfg.Self {
+		gs.send(p.ID, Reserve{Auction: AuctionID{Key: TaskKey{Job: id[:i], Task: id[i+1:]}}, Manager: gs.cfg.Self})
+	}
+}
+
+// peerRoom reports whether peer p's advert shows room for a replica of
+// gang g now, beside any other gang's reservation it keeps.
+func (gs *gangManager) peerRoom(p *Peer, g *gangAuction) bool {
+	req := g.offer.Request
+	if couldHold(p.Site, p.Labels, p.Limits, p.Capacity, req) != "" {
+		return false
+	}
+	free := p.Free
+	if p.Reserved.Gang != "" && p.Reserved.Gang != gangID(g.job, g.task) {
+		free = p.Reserved.Unreserved
+	}
+	return fits(free, req)
 }
 
 // viewRoom counts the nodes of the view, this one included, that could

@@ -21,6 +21,7 @@ type reservation struct {
 	priority int
 	since    time.Time // when the gang became ready; zero: unknown
 	until    time.Time
+	manager  NodeID // who asked for it: it lapses when that node is gone or restarts
 }
 
 // gangSlots is how many replicas of a gang offer fit here now (at most one
@@ -256,14 +257,16 @@ func (c *contractor) onRelease(from NodeID, r Release) {
 	}
 }
 
-func (c *contractor) onReserve(r Reserve) {
+func (c *contractor) onReserve(from NodeID, r Reserve) {
 	id := gangID(r.Auction.Key.Job, r.Auction.Key.Task)
 	if !r.Until.After(c.now) {
-		delete(c.reserves, id)
-		c.schedule()
+		if o := c.reserves[id]; o != nil && o.manager == from {
+			delete(c.reserves, id)
+			c.schedule()
+		}
 		return
 	}
-	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, c.now.Add(c.cfg.ReserveTTL))}
+	nr := &reservation{gang: id, req: r.Request, priority: r.Priority, since: r.Since, until: minTime(r.Until, c.now.Add(c.cfg.ReserveTTL)), manager: from}
 	// One reservation per node, the first in the shared order, as EASY
 	// protects only the head of its queue: with every waiting gang
 	// reserving, nodes would idle behind reservations that are hours from
@@ -278,6 +281,24 @@ func (c *contractor) onReserve(r Reserve) {
 		delete(c.reserves, oid)
 	}
 	c.reserves[id] = nr
+}
+
+// managerLost drops the reservations node id asked for: it is gone or
+// restarted, so nothing renews or releases them. Without this a dead
+// manager's reservation kept its room until ReserveTTL, which therefore
+// had to be short, and renewing it every third of that for gangs that
+// wait hours was most of a replay's messages.
+func (c *contractor) managerLost(id NodeID) {
+	changed := false
+	for g, r := range c.reserves {
+		if r.manager == id {
+			delete(c.reserves, g)
+			changed = true
+		}
+	}
+	if changed {
+		c.schedule()
+	}
 }
 
 // expireHolds gives back holds and reservations past their expiry.

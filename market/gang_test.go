@@ -264,9 +264,9 @@ func TestReservationsOldestGangFirst(t *testing.T) {
 	young := Reserve{Auction: AuctionID{Key: TaskKey{Job: "jobA", Task: "t"}}, Manager: "m", Request: whole, Priority: 5, Until: t0.Add(5 * time.Second), Since: t0.Add(-time.Minute)}
 	old := young
 	old.Auction.Key.Job, old.Since = "jobB", t0.Add(-time.Hour)
-	m.con.onReserve(young)
-	m.con.onReserve(old)
-	m.con.onReserve(young)
+	m.con.onReserve("m", young)
+	m.con.onReserve("m", old)
+	m.con.onReserve("m", young)
 	m.leave()
 	if _, ok := m.con.reserves["jobB/t"]; !ok || len(m.con.reserves) != 1 {
 		t.Fatalf("reservations %v; want only the older gang jobB/t", m.con.reserves)
@@ -412,4 +412,117 @@ func TestViewRoomHonoursAdvertisedReservations(t *testing.T) {
 	if r := m.Reserved(); r.Gang != "a/t" || r.Unreserved.CPU != 200 {
 		t.Fatalf("Reserved() = %q with %d millicores beside, want a/t with 200", r.Gang, r.Unreserved.CPU)
 	}
+}
+
+// A reservation lapses when the manager that asked for it leaves the
+// view or restarts (nothing would renew or release it), and only that
+// manager may release it early; another node's release changes nothing.
+func TestReservationFollowsItsManager(t *testing.T) {
+	whole := resource.Request{CPU: 4000}
+	for _, tc := range []struct {
+		name string
+		lose func(m *Market)
+		kept bool
+	}{
+		{"manager gone", func(m *Market) { m.PeerGone(t0.Add(time.Second), "m") }, false},
+		{"manager restarted", func(m *Market) {
+			m.Advert(t0.Add(time.Second), Peer{ID: "m", Capacity: cpuNode(4), Free: cpuNode(4), Boot: 2})
+		}, false},
+		{"manager advertises", func(m *Market) {
+			m.Advert(t0.Add(time.Second), Peer{ID: "m", Capacity: cpuNode(4), Free: cpuNode(4), Boot: 1})
+		}, true},
+		{"another node gone", func(m *Market) { m.PeerGone(t0.Add(time.Second), "x") }, true},
+		{"another node releases", func(m *Market) {
+			m.Step(t0.Add(time.Second), "x", Reserve{Auction: AuctionID{Key: TaskKey{Job: "g", Task: "t"}}, Manager: "x", Request: whole, Until: t0})
+		}, true},
+		{"its manager releases", func(m *Market) {
+			m.Step(t0.Add(time.Second), "m", Reserve{Auction: AuctionID{Key: TaskKey{Job: "g", Task: "t"}}, Manager: "m", Request: whole, Until: t0})
+		}, false},
+	} {
+		m, err := New(Config{Self: "n1", Capacity: cpuNode(4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []NodeID{"m", "x"} {
+			m.Advert(t0, Peer{ID: p, Capacity: cpuNode(4), Free: cpuNode(4), Boot: 1})
+		}
+		m.Step(t0, "m", Reserve{Auction: AuctionID{Key: TaskKey{Job: "g", Task: "t"}}, Manager: "m", Request: whole, Priority: 5, Until: t0.Add(time.Hour), Since: t0})
+		if len(m.con.reserves) != 1 {
+			t.Fatalf("%s: reservations %v after Reserve; want one", tc.name, m.con.reserves)
+		}
+		tc.lose(m)
+		if got := len(m.con.reserves) == 1; got != tc.kept {
+			t.Errorf("%s: reservation kept %v, want %v", tc.name, got, tc.kept)
+		}
+	}
+}
+
+// A manager frees again a reservation that a peer still advertises for a
+// gang of its own that no longer reserves that peer (the release was
+// lost); a reservation for another manager's gang, or one the gang still
+// holds there, is left alone.
+func TestStaleReservationReleased(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gang    string
+		reserve []NodeID // the placing gang's reserved nodes; nil: no gang placing
+		release bool
+	}{
+		{"finished gang", "j1/t", nil, true},
+		{"placing gang, dropped the peer", "j1/t", []NodeID{"n3"}, true},
+		{"placing gang, keeps the peer", "j1/t", []NodeID{"n2"}, false},
+		{"another manager's job", "jx/t", nil, false},
+		{"no reservation", "", nil, false},
+	} {
+		m, err := New(Config{Self: "n1", JobReplicas: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tick(t0)
+		j := newJobRecord("j1", oneTaskSpec(), "n1", t0)
+		m.jobs["j1"] = &j
+		if tc.reserve != nil {
+			m.gangs["j1/t"] = &gangAuction{job: "j1", task: "t", reserved: tc.reserve, size: 2, wide: -1, offer: TaskOffer{Request: resource.Request{CPU: 1000}}}
+		}
+		m.Ready()
+		m.Advert(t0.Add(time.Second), Peer{ID: "n2", Capacity: cpuNode(4), Free: cpuNode(4), Reserved: ReservedRoom{Gang: tc.gang}})
+		released := false
+		for _, e := range m.Ready() {
+			if s, ok := e.(Send); ok && s.To == "n2" {
+				if r, ok := s.Msg.(Reserve); ok && r.Until.IsZero() && r.Auction.Key.Job == "j1" && r.Auction.Key.Task == "t" {
+					released = true
+				}
+			}
+		}
+		if released != tc.release {
+			t.Errorf("%s: release sent %v, want %v", tc.name, released, tc.release)
+		}
+	}
+}
+
+// A gang that reserved its nodes starts when they have room for it, not
+// at its next look: with runtimes no bidder can predict, that look backs
+// off towards a third of ReserveTTL (10 minutes) while the reserved room
+// idles. Eight 4-CPU nodes run 1-CPU tasks of 3 minutes; a gang of
+// 2 × 4 CPUs then starts within 5 s of their end (15 s late without the
+// wake-up, and later the longer they run).
+func TestReservedGangWakesOnRoom(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4))
+	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) {
+		if s.Key.Job == "gang" {
+			return 0, time.Minute
+		}
+		return 0, 3 * time.Minute
+	}
+	for i := range 32 {
+		c.submit(i%8, fmt.Sprintf("f%d", i), job("fill", task("t", 1000)))
+	}
+	c.until(10*time.Second, "cluster busy", func() bool { return len(c.starts) >= 32 })
+	c.submit(0, "gang", job("gang", gangTask("w", 2, 4000)))
+	free := c.now.Add(3 * time.Minute) // the fillers end by then
+	c.until(20*time.Minute, "gang to start", func() bool { return started(c, "gang") })
+	if late := c.now.Sub(free); late > 5*time.Second {
+		t.Fatalf("gang started %v after its reserved nodes had room", late)
+	}
+	t.Logf("gang started %v after the fillers ended", c.now.Sub(free))
 }

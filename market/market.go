@@ -252,7 +252,7 @@ func (m *Market) step(from NodeID, msg Msg) {
 	case Release:
 		m.con.onRelease(from, x)
 	case Reserve:
-		m.con.onReserve(x)
+		m.con.onReserve(from, x)
 	case StealRequest:
 		m.con.onStealRequest(x)
 	case Transfer:

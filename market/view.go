@@ -33,8 +33,11 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		}
 		restarted := p.Boot != 0 && old.Boot != 0 && p.Boot != old.Boot
 		p.hash, p.hin = old.hash, old.hin
+		prev := *old
 		*old = p // in place: a thousand-node view is refreshed often
 		m.gang.peerAdvertised(old)
+		m.gang.roomAppeared(&prev, old)
+		m.gang.releaseStale(old)
 		if restarted {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
 			m.fo.managerRestarted(p.ID)
@@ -45,6 +48,8 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	p.hash = sha256.Sum256([]byte(p.ID))
 	m.view[p.ID] = &p
 	m.gang.peerAdvertised(&p)
+	m.gang.roomAppeared(nil, &p)
+	m.gang.releaseStale(&p)
 	if m.rep.on() {
 		m.rep.dropsFor(p.ID)
 	}
@@ -78,6 +83,7 @@ func (sh *shared) live(id NodeID) bool { return id == sh.cfg.Self || sh.view[id]
 // lostPeer places again the replicas peer id held for this node's jobs,
 // and counts it as having answered every open round.
 func (m *Market) lostPeer(id NodeID, why string) {
+	m.con.managerLost(id)
 	for j, t := range m.openTasks() {
 		if t.Node == id && (t.State == TaskAwarded || t.State == TaskRunning) {
 			if j.isGang(t.Key.Task) {
