@@ -97,6 +97,8 @@ type Advert struct {
 	// Users is, per user with network-wide running limits, what that
 	// user's jobs the node manages hold and wait for; at most MaxUsers.
 	Users []UserUsage
+	// Steal is what the node's queue could give a thief.
+	Steal StealOffer
 }
 
 // Newer reports whether a is a later advert of the same node than b.
@@ -133,6 +135,7 @@ func (a Advert) Encode() ([]byte, error) {
 		m.Unreserved = VectorToPB(a.Unreserved)
 	}
 	m.Waiting, m.HeadRoom = waitingToPB(a.Waiting), headRoomToPB(a.HeadRoom)
+	m.Steal = stealToPB(a.Steal)
 	for _, u := range a.Users[:min(len(a.Users), MaxUsers)] {
 		m.Users = append(m.Users, &pb.UserUsage{User: u.User, RunningCpuMilli: u.RunningCPU, RunningGpuMilli: u.RunningGPU,
 			RunningJobs: uint32(max(u.RunningJobs, 0)), WaitingCpuMilli: u.WaitingCPU, WaitingGpuMilli: u.WaitingGPU, WaitingJobs: uint32(max(u.WaitingJobs, 0))})
@@ -201,6 +204,9 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		return Advert{}, err
 	}
 	if a.HeadRoom, err = headRoomFromPB(m.HeadRoom); err != nil {
+		return Advert{}, err
+	}
+	if a.Steal, err = stealFromPB(m.Steal, m.Queue); err != nil {
 		return Advert{}, err
 	}
 	for i, raw := range m.Addrs {

@@ -47,6 +47,7 @@ func sampleAdvert(t testing.TB) Advert {
 				Labels: map[string]string{"rack": "r1"}, Devices: []resource.DeviceRequest{{Kind: "fpga", Count: 1}}, Limits: resource.LimitCPU}},
 		HeadRoom: HeadRoom{Gang: "job-9/train", At: time.UnixMilli(1700000600000)},
 		Users:    []UserUsage{{User: "alice", RunningCPU: 2000, RunningGPU: 500, RunningJobs: 2, WaitingCPU: 1000, WaitingJobs: 1}},
+		Steal:    StealOffer{Known: true, Count: 2, CPU: 500, Memory: 1 << 30, GPUs: 1, Runtime: 90 * time.Second},
 	}
 }
 
@@ -80,6 +81,18 @@ func TestAdvertRoundTrip(t *testing.T) {
 	}
 	if !got.HeadRoom.Equal(a.HeadRoom) {
 		t.Fatalf("head room: got %+v, want %+v", got.HeadRoom, a.HeadRoom)
+	}
+	if got.Steal != a.Steal {
+		t.Fatalf("steal offer: got %+v, want %+v", got.Steal, a.Steal)
+	}
+	for _, o := range []StealOffer{{Known: true}, {}} { // nothing to give; a sender that does not say
+		a.Steal = o
+		if b, err = a.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = DecodeAdvert(b); err != nil || got.Steal != o {
+			t.Fatalf("steal offer %+v: decoded %+v, %v", o, got.Steal, err)
+		}
 	}
 	for _, h := range []HeadRoom{{Gang: "j/t"}, {Gang: "j/t", Never: true}, {}} {
 		a.HeadRoom = h
@@ -156,6 +169,11 @@ func TestDecodeAdvertRejects(t *testing.T) {
 		{name: "waiting device count", mutate: func(m *pb.Advert) { m.Waiting.Request.Devices[0].Count = 0 }, want: "request.devices[0]"},
 		{name: "head room unnamed", mutate: func(m *pb.Advert) { m.HeadRoom.Gang = "" }, want: "head_room.gang"},
 		{name: "head room negative", mutate: func(m *pb.Advert) { m.HeadRoom.AtUnixMillis = -3 }, want: "head_room.at_unix_millis"},
+		{name: "steal count over queue", mutate: func(m *pb.Advert) { m.Steal.Count = m.Queue + 1 }, want: "steal.count"},
+		{name: "steal cpu", mutate: func(m *pb.Advert) { m.Steal.CpuMilli = -1 }, want: "steal.cpu_milli"},
+		{name: "steal memory", mutate: func(m *pb.Advert) { m.Steal.Memory = 1 << 51 }, want: "steal.memory"},
+		{name: "steal gpus", mutate: func(m *pb.Advert) { m.Steal.Gpus = 65 }, want: "steal.gpus"},
+		{name: "steal runtime", mutate: func(m *pb.Advert) { m.Steal.RuntimeMs = -1 }, want: "steal.runtime_ms"},
 		{name: "negative unreserved", mutate: func(m *pb.Advert) {
 			m.ReservedGang, m.Unreserved = "j/t", &pb.Resources{CpuMilli: -5}
 		}, want: "unreserved"},

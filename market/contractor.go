@@ -58,10 +58,15 @@ type contractor struct {
 
 	lastSteal time.Time
 	stealGap  time.Duration
-	stealMark int       // accepted at the last steal request
-	stolen    time.Time // when this node last asked for work to steal
-	lastBeat  time.Time
-	draining  bool
+	stealMark int // accepted at the last steal request
+	// stealNone: the last look found no peer whose queue could give
+	// this node anything, with room stealNoneRoom; no request until an
+	// advert of a loaded peer comes or the room changes.
+	stealNone     bool
+	stealNoneRoom resource.Vector
+	stolen        time.Time // when this node last asked for work to steal
+	lastBeat      time.Time
+	draining      bool
 
 	capacity resource.Vector
 	free     resource.Vector

@@ -31,6 +31,8 @@ type Peer struct {
 	// Users is what the limited users' jobs hold and wait for on the
 	// jobs the peer manages (userlimits.go).
 	Users []UserUsage
+	// Steal is what its queue could give a thief (steal.go).
+	Steal StealOffer
 	// Boot is the peer's boot counter (0: unknown): an advert with
 	// another one than the view holds comes from a restarted peer.
 	Boot uint64

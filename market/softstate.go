@@ -21,18 +21,24 @@ type SoftState struct {
 	// Users is what the limited users' jobs managed here hold and wait
 	// for (userlimits.go).
 	Users []UserUsage
+	// Steal is what the queue could give a thief (steal.go).
+	Steal StealOffer
 }
 
 // SoftState is the market's soft state now.
 func (m *Market) SoftState() SoftState {
-	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom(), Users: m.UserUsage()}
+	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom(), Users: m.UserUsage(), Steal: m.StealOffer()}
 }
 
 // Moved reports whether s says something an advert should carry at once
 // that o does not: free CPU, memory or GPU share, the queue, the
-// reservation or the head.
+// reservation, the head, users' usage or what the queue could give a
+// thief.
 func (s SoftState) Moved(o SoftState) bool {
 	return s.Free.CPU != o.Free.CPU || s.Free.Memory != o.Free.Memory || s.Free.GPUShare() != o.Free.GPUShare() ||
 		s.Queue != o.Queue || s.Reserved.Gang != o.Reserved.Gang || s.Reserved.Unreserved.CPU != o.Reserved.Unreserved.CPU ||
-		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom) || !slices.Equal(s.Users, o.Users)
+		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom) || !slices.Equal(s.Users, o.Users) || s.Steal != o.Steal
 }
+
+// StealOffer is what this node's queue could give a thief now.
+func (m *Market) StealOffer() StealOffer { return m.con.stealOffer() }

@@ -9,8 +9,10 @@ import (
 )
 
 // Work stealing. An idle node (empty queue, at least one free core) asks
-// the most loaded peer of its view — the longest queue — for queued work
-// every StealEvery. The victim hands over up to half of its queued,
+// the most loaded peer of its view — the longest queue whose advert's
+// StealOffer could give it something — for queued work, at most every
+// StealEvery; when no peer's offer fits it waits for an advert or a
+// change of its own room, not a timer. The victim hands over up to half of its queued,
 // never-started replicas that fit the thief's free room, taking them from
 // the back of its queue (lowest priority, latest deadline first), and
 // tells each replica's manager with a Transfer. A victim with a single
@@ -47,14 +49,11 @@ func (c *contractor) maybeSteal() {
 	if room.CPU < 1000 {
 		return
 	}
-	// the longest queue; ties to the smallest ID (one pass, no sort)
-	var victim *Peer
-	for _, p := range c.view {
-		if p.Queue >= StealableQueue && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) {
-			victim = p
-		}
-	}
+	victim := c.stealVictim(room, endsBy)
 	if victim == nil {
+		// Nothing queued in the view fits here: ask again only when an
+		// advert shows more, or this node's room changes (nextSteal).
+		c.stealNone, c.stealNoneRoom = true, room
 		return
 	}
 	if !c.lastSteal.IsZero() && c.accepted == c.stealMark {
@@ -65,6 +64,20 @@ func (c *contractor) maybeSteal() {
 	// runs, so the thief is not idle again before its next request (not
 	// for backfill: the victim then gives only the first).
 	c.send(victim.ID, StealRequest{Thief: c.cfg.Self, Room: resource.Request{CPU: 2 * room.CPU, Memory: 2 * room.Memory, GPU: resource.GPURequest{Count: 2 * room.FreeGPUs()}}, Max: max(victim.Queue/2, 1), EndsBy: endsBy})
+}
+
+// stealVictim is the peer to ask: of those whose adverts show queued
+// work that could fit room (and end by endsBy), the longest queue; ties
+// to the smallest ID (one pass, no sort). Nil when none.
+func (c *contractor) stealVictim(room resource.Vector, endsBy time.Time) *Peer {
+	var victim *Peer
+	for _, p := range c.view {
+		if p.Queue >= StealableQueue && (victim == nil || p.Queue > victim.Queue || (p.Queue == victim.Queue && p.ID < victim.ID)) &&
+			p.Steal.mayGive(room, endsBy, c.now) {
+			victim = p
+		}
+	}
+	return victim
 }
 
 // stealRoom is the room this node would ask peers to fill, and the time
@@ -107,12 +120,7 @@ func (c *contractor) onStealRequest(r StealRequest) {
 	given := 0
 	for i := len(c.queue) - 1; i >= 0 && given < n; i-- {
 		k := c.queue[i]
-		// Only requests the room describes exactly. The room's GPUs are
-		// the thief's whole free cards, so a share of one GPU fits there
-		// as a whole-card request does (before, a queued share waited for
-		// its node however many idle peers had free cards).
-		if g := k.spec.Request.GPU; k.preempt || g.Model != "" || g.Memory > 0 || len(k.spec.Request.Devices) > 0 ||
-			k.spec.Request.Site != "" || len(k.spec.Request.Labels) > 0 || (g.Share > 0 && g.Count > 1) {
+		if !stealable(k) {
 			continue
 		}
 		if !r.EndsBy.IsZero() && c.now.Add(upperRuntime(k.runtime, k.spec.Estimate)).After(r.EndsBy) {
@@ -130,6 +138,66 @@ func (c *contractor) onStealRequest(r StealRequest) {
 	if given > 0 {
 		c.event("", fmt.Sprintf("gave %d queued tasks to %s", given, r.Thief))
 	}
+}
+
+// stealable reports whether a queued replica may be handed to a thief:
+// only requests a thief's room describes exactly. The room's GPUs are
+// the thief's whole free cards, so a share of one GPU fits there as a
+// whole-card request does (before, a queued share waited for its node
+// however many idle peers had free cards).
+func stealable(k *contract) bool {
+	g := k.spec.Request.GPU
+	return !k.preempt && g.Model == "" && g.Memory == 0 && len(k.spec.Request.Devices) == 0 &&
+		k.spec.Request.Site == "" && len(k.spec.Request.Labels) == 0 && (g.Share == 0 || g.Count <= 1)
+}
+
+// StealOffer is what a node's adverts say its queue could give a thief:
+// how many queued replicas may move (stealable), and the least any of
+// them asks — CPU, memory and whole GPUs, each the minimum over them, so
+// a thief whose room is short of it in any would be given nothing — with
+// the shortest upper bound of their runtimes (what a backfilling thief,
+// StealRequest.EndsBy, compares). Known is false for a peer that does
+// not say (an older node): any queue of its is worth asking.
+type StealOffer struct {
+	Known       bool
+	Count       int
+	CPU, Memory int64
+	GPUs        int
+	Runtime     time.Duration
+}
+
+// stealOffer summarises this node's queue for its adverts.
+func (c *contractor) stealOffer() StealOffer {
+	o := StealOffer{Known: true}
+	for _, k := range c.queue {
+		if !stealable(k) {
+			continue
+		}
+		r := k.spec.Request
+		gpus := r.GPU.Count
+		if r.GPU.Share > 0 {
+			gpus = 1
+		}
+		rt := upperRuntime(k.runtime, k.spec.Estimate)
+		if o.Count == 0 {
+			o.CPU, o.Memory, o.GPUs, o.Runtime = r.CPU, r.Memory, gpus, rt
+		}
+		o.CPU, o.Memory, o.GPUs, o.Runtime = min(o.CPU, r.CPU), min(o.Memory, r.Memory), min(o.GPUs, gpus), min(o.Runtime, rt)
+		o.Count++
+	}
+	return o
+}
+
+// mayGive reports whether a peer's offer could give anything to a thief
+// with this room now (endsBy: work must end by then; zero: any time).
+// It is a necessary condition only: the victim still picks replicas that
+// fit whole.
+func (o StealOffer) mayGive(room resource.Vector, endsBy, now time.Time) bool {
+	if !o.Known {
+		return true
+	}
+	return o.Count > 0 && o.CPU <= room.CPU && o.Memory <= room.Memory && o.GPUs <= room.FreeGPUs() &&
+		(endsBy.IsZero() || !now.Add(o.Runtime).After(endsBy))
 }
 
 // onTransfer moves a queued replica from its executor to the thief with a
@@ -174,7 +242,8 @@ func (c *contractor) nextSteal() (time.Time, bool) {
 	if c.cfg.NoSteal || c.draining || len(c.queue) > 0 || len(c.holds) > 0 {
 		return time.Time{}, false
 	}
-	if room, _ := c.stealRoom(); c.loaded == 0 || room.CPU < 1000 {
+	room, _ := c.stealRoom()
+	if c.loaded == 0 || room.CPU < 1000 || (c.stealNone && sameRoom(room, c.stealNoneRoom)) {
 		return time.Time{}, false
 	}
 	gap := c.stealGap
@@ -182,4 +251,10 @@ func (c *contractor) nextSteal() (time.Time, bool) {
 		gap = c.cfg.StealEvery
 	}
 	return c.lastSteal.Add(gap), true
+}
+
+// sameRoom reports whether two rooms are the same to a thief: CPU,
+// memory and whole free GPUs.
+func sameRoom(a, b resource.Vector) bool {
+	return a.CPU == b.CPU && a.Memory == b.Memory && a.FreeGPUs() == b.FreeGPUs()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/predict"
 	"github.com/agora-sched/agora/market/spec"
 )
 
@@ -130,5 +131,98 @@ func TestBackfillSteal(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"fits", "fits2"}; !slices.Equal(got, want) {
 		t.Errorf("victim gave %v, want %v (from the back, those that end by the shadow, as many as the thief has free cores)", got, want)
+	}
+}
+
+// An idle node asks a loaded peer for work only when that peer's advert
+// shows queued work that could fit here (StealOffer), and looks again
+// only when an advert or its own room changes: asking peers whose queues
+// hold nothing it can run was most of a replay's messages (idle nodes
+// asking every 500 ms to 16 s for weeks, docs/simulator.md).
+func TestStealAsksOnlyForWorkThatFits(t *testing.T) {
+	big := StealOffer{Known: true, Count: 3, CPU: 8000, Memory: 1 << 30}
+	small := StealOffer{Known: true, Count: 3, CPU: 1000, Memory: 1 << 30}
+	long := StealOffer{Known: true, Count: 3, CPU: 1000, Memory: 1 << 30, Runtime: time.Hour}
+	for _, tc := range []struct {
+		name  string
+		offer StealOffer
+		asks  bool
+	}{
+		{"nothing stealable", StealOffer{Known: true}, false},
+		{"needs more CPU than free here", big, false},
+		{"needs a GPU", StealOffer{Known: true, Count: 1, CPU: 1000, GPUs: 1}, false},
+		{"fits", small, true},
+		{"a peer that does not say", StealOffer{}, true},
+		{"fits, long", long, true},
+	} {
+		m, err := New(Config{Self: "n1", Capacity: cpuNode(4), JobReplicas: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := t0
+		m.Tick(now)
+		m.Ready()
+		m.Advert(now, Peer{ID: "v", Capacity: cpuNode(8), Queue: 3, Steal: tc.offer})
+		asked := 0
+		for range 20 { // 20 s: at 500 ms to 16 s apart, a plain idle node asks several times
+			next := m.NextTick()
+			if next.IsZero() || next.After(t0.Add(20*time.Second)) {
+				break
+			}
+			now = next
+			m.Tick(now)
+			for _, e := range m.Ready() {
+				if s, ok := e.(Send); ok {
+					if _, ok := s.Msg.(StealRequest); ok {
+						asked++
+					}
+				}
+			}
+		}
+		if (asked > 0) != tc.asks {
+			t.Errorf("%s: %d steal requests in 20 s, want any: %v", tc.name, asked, tc.asks)
+		}
+		if !tc.asks {
+			// the advert that shows work that fits makes it ask at once
+			m.Advert(now, Peer{ID: "v", Capacity: cpuNode(8), Queue: 3, Steal: small})
+			m.Tick(now.Add(time.Millisecond))
+			got := 0
+			for _, e := range m.Ready() {
+				if s, ok := e.(Send); ok {
+					if _, ok := s.Msg.(StealRequest); ok {
+						got++
+					}
+				}
+			}
+			if got != 1 {
+				t.Errorf("%s: %d steal requests after an advert showing work that fits, want 1", tc.name, got)
+			}
+		}
+	}
+}
+
+// A node's StealOffer covers only the queued replicas it would hand over,
+// each resource the least any of them asks.
+func TestStealOfferSummarisesTheQueue(t *testing.T) {
+	c := newContractor(cpuNode(16), predict.RuntimeConfig{})
+	add := func(name string, r resource.Request, est time.Duration) {
+		c.queue = append(c.queue, &contract{spec: TaskSpec{TaskOffer: TaskOffer{Key: TaskKey{Job: "j", Task: name}, Request: r, Estimate: est}}})
+	}
+	if o := c.stealOffer(); o != (StealOffer{Known: true}) {
+		t.Fatalf("empty queue: %+v", o)
+	}
+	add("pinned", resource.Request{CPU: 100, GPU: resource.GPURequest{Count: 1, Model: "A100"}}, time.Minute)
+	add("site", resource.Request{CPU: 100, Site: "edge"}, time.Minute)
+	if o := c.stealOffer(); o.Count != 0 {
+		t.Fatalf("only replicas a thief cannot take: %+v", o)
+	}
+	add("a", resource.Request{CPU: 4000, Memory: 1 << 30}, 10*time.Minute)
+	add("b", resource.Request{CPU: 2000, Memory: 4 << 30, GPU: resource.GPURequest{Count: 1, Share: 250}}, 0)
+	o := c.stealOffer()
+	if o.Count != 2 || o.CPU != 2000 || o.Memory != 1<<30 || o.GPUs != 0 {
+		t.Fatalf("offer %+v; want 2 replicas, 2000 millicores, 1 GiB, no GPU", o)
+	}
+	if want := upperRuntime(0, 10*time.Minute); o.Runtime > want {
+		t.Fatalf("runtime %v; want at most %v", o.Runtime, want)
 	}
 }

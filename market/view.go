@@ -25,6 +25,9 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	p.Seen = now
 	if p.Queue >= StealableQueue {
 		m.loaded++
+		if p.Steal.mayGive(m.con.stealNoneRoom, time.Time{}, now) {
+			m.con.stealNone = false // it may hold what this node could run
+		}
 	}
 	m.fo.sawAdvert(p.ID)
 	if old := m.view[p.ID]; old != nil {

@@ -502,7 +502,8 @@ func peerFromAdvert(a gossip.Advert) market.Peer {
 	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Holds: a.Holds, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
 		Waiting:  market.WaitingGang{Gang: a.Waiting.Gang, Size: a.Waiting.Size, Request: a.Waiting.Request, Priority: a.Waiting.Priority, Since: a.Waiting.Since},
-		HeadRoom: market.HeadRoom{Gang: a.HeadRoom.Gang, At: a.HeadRoom.At, Never: a.HeadRoom.Never}, Users: usersFromAdvert(a.Users), Boot: a.Boot}
+		HeadRoom: market.HeadRoom{Gang: a.HeadRoom.Gang, At: a.HeadRoom.At, Never: a.HeadRoom.Never}, Users: usersFromAdvert(a.Users), Boot: a.Boot,
+		Steal: market.StealOffer(a.Steal)}
 }
 
 // hostOf is the IP address other replicas reach a node's host at: the

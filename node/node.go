@@ -590,6 +590,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		Waiting:       gossip.WaitingGang{Gang: s.Waiting.Gang, Size: s.Waiting.Size, Request: s.Waiting.Request, Priority: s.Waiting.Priority, Since: s.Waiting.Since},
 		HeadRoom:      gossip.HeadRoom{Gang: s.HeadRoom.Gang, At: s.HeadRoom.At, Never: s.HeadRoom.Never},
 		Users:         usersToAdvert(s.Users),
+		Steal:         gossip.StealOffer(s.Steal),
 	}
 }
 

@@ -284,6 +284,7 @@ type Advert struct {
 	Waiting             *WaitingGang           `protobuf:"bytes,22,opt,name=waiting,proto3" json:"waiting,omitempty"`                                                     // the first gang the node manages that has waited to be placed; absent when none
 	HeadRoom            *HeadRoom              `protobuf:"bytes,23,opt,name=head_room,json=headRoom,proto3" json:"head_room,omitempty"`                                   // when the node will have room for the head it sees; absent when it sees none
 	Users               []*UserUsage           `protobuf:"bytes,24,rep,name=users,proto3" json:"users,omitempty"`                                                         // per user with network-wide running limits, what that user's jobs managed by the node hold and wait for; <= 64, by user name
+	Steal               *StealOffer            `protobuf:"bytes,25,opt,name=steal,proto3" json:"steal,omitempty"`                                                         // what the node's queue could give a thief; absent from a sender that does not say (then any queue is worth asking)
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -486,6 +487,93 @@ func (x *Advert) GetUsers() []*UserUsage {
 	return nil
 }
 
+func (x *Advert) GetSteal() *StealOffer {
+	if x != nil {
+		return x.Steal
+	}
+	return nil
+}
+
+// StealOffer summarises the replicas queued at a node that it would hand
+// to a thief (market steal.go): each minimum is over those replicas, so a
+// thief whose room is short of one in any resource would be given
+// nothing, and asks only when its room covers them all.
+type StealOffer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint32                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`                          // queued replicas that may move, <= queue
+	CpuMilli      int64                  `protobuf:"varint,2,opt,name=cpu_milli,json=cpuMilli,proto3" json:"cpu_milli,omitempty"`    // the least CPU any of them asks, 0..65536000
+	Memory        int64                  `protobuf:"varint,3,opt,name=memory,proto3" json:"memory,omitempty"`                        // the least memory, bytes, 0..2^50
+	Gpus          uint32                 `protobuf:"varint,4,opt,name=gpus,proto3" json:"gpus,omitempty"`                            // the fewest whole GPUs (a share counts as one), 0..64
+	RuntimeMs     int64                  `protobuf:"varint,5,opt,name=runtime_ms,json=runtimeMs,proto3" json:"runtime_ms,omitempty"` // the shortest upper bound of their runtimes, >= 0
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StealOffer) Reset() {
+	*x = StealOffer{}
+	mi := &file_advert_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StealOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StealOffer) ProtoMessage() {}
+
+func (x *StealOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_advert_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StealOffer.ProtoReflect.Descriptor instead.
+func (*StealOffer) Descriptor() ([]byte, []int) {
+	return file_advert_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *StealOffer) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *StealOffer) GetCpuMilli() int64 {
+	if x != nil {
+		return x.CpuMilli
+	}
+	return 0
+}
+
+func (x *StealOffer) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *StealOffer) GetGpus() uint32 {
+	if x != nil {
+		return x.Gpus
+	}
+	return 0
+}
+
+func (x *StealOffer) GetRuntimeMs() int64 {
+	if x != nil {
+		return x.RuntimeMs
+	}
+	return 0
+}
+
 // UserUsage is what one user's jobs managed by the advertising node hold
 // (replicas awarded or running, the jobs with any) and wait for (ready
 // replicas, jobs not yet running): each node places a limited user's
@@ -505,7 +593,7 @@ type UserUsage struct {
 
 func (x *UserUsage) Reset() {
 	*x = UserUsage{}
-	mi := &file_advert_proto_msgTypes[4]
+	mi := &file_advert_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +605,7 @@ func (x *UserUsage) String() string {
 func (*UserUsage) ProtoMessage() {}
 
 func (x *UserUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[4]
+	mi := &file_advert_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +618,7 @@ func (x *UserUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserUsage.ProtoReflect.Descriptor instead.
 func (*UserUsage) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{4}
+	return file_advert_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UserUsage) GetUser() string {
@@ -599,7 +687,7 @@ type WaitingGang struct {
 
 func (x *WaitingGang) Reset() {
 	*x = WaitingGang{}
-	mi := &file_advert_proto_msgTypes[5]
+	mi := &file_advert_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +699,7 @@ func (x *WaitingGang) String() string {
 func (*WaitingGang) ProtoMessage() {}
 
 func (x *WaitingGang) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[5]
+	mi := &file_advert_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +712,7 @@ func (x *WaitingGang) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitingGang.ProtoReflect.Descriptor instead.
 func (*WaitingGang) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{5}
+	return file_advert_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WaitingGang) GetGang() string {
@@ -683,7 +771,7 @@ type ReplicaRequest struct {
 
 func (x *ReplicaRequest) Reset() {
 	*x = ReplicaRequest{}
-	mi := &file_advert_proto_msgTypes[6]
+	mi := &file_advert_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +783,7 @@ func (x *ReplicaRequest) String() string {
 func (*ReplicaRequest) ProtoMessage() {}
 
 func (x *ReplicaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[6]
+	mi := &file_advert_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +796,7 @@ func (x *ReplicaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaRequest) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{6}
+	return file_advert_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReplicaRequest) GetCpuMilli() int64 {
@@ -801,7 +889,7 @@ type HeadRoom struct {
 
 func (x *HeadRoom) Reset() {
 	*x = HeadRoom{}
-	mi := &file_advert_proto_msgTypes[7]
+	mi := &file_advert_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +901,7 @@ func (x *HeadRoom) String() string {
 func (*HeadRoom) ProtoMessage() {}
 
 func (x *HeadRoom) ProtoReflect() protoreflect.Message {
-	mi := &file_advert_proto_msgTypes[7]
+	mi := &file_advert_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +914,7 @@ func (x *HeadRoom) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeadRoom.ProtoReflect.Descriptor instead.
 func (*HeadRoom) Descriptor() ([]byte, []int) {
-	return file_advert_proto_rawDescGZIP(), []int{7}
+	return file_advert_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HeadRoom) GetGang() string {
@@ -878,7 +966,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf5\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\a\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -908,10 +996,19 @@ const file_advert_proto_rawDesc = "" +
 	"\x05holds\x18\x15 \x03(\fR\x05holds\x12/\n" +
 	"\awaiting\x18\x16 \x01(\v2\x15.agora.v1.WaitingGangR\awaiting\x12/\n" +
 	"\thead_room\x18\x17 \x01(\v2\x12.agora.v1.HeadRoomR\bheadRoom\x12)\n" +
-	"\x05users\x18\x18 \x03(\v2\x13.agora.v1.UserUsageR\x05users\x1a9\n" +
+	"\x05users\x18\x18 \x03(\v2\x13.agora.v1.UserUsageR\x05users\x12*\n" +
+	"\x05steal\x18\x19 \x01(\v2\x14.agora.v1.StealOfferR\x05steal\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +
+	"\n" +
+	"StealOffer\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\rR\x05count\x12\x1b\n" +
+	"\tcpu_milli\x18\x02 \x01(\x03R\bcpuMilli\x12\x16\n" +
+	"\x06memory\x18\x03 \x01(\x03R\x06memory\x12\x12\n" +
+	"\x04gpus\x18\x04 \x01(\rR\x04gpus\x12\x1d\n" +
+	"\n" +
+	"runtime_ms\x18\x05 \x01(\x03R\truntimeMs\"\x95\x02\n" +
 	"\tUserUsage\x12\x12\n" +
 	"\x04user\x18\x01 \x01(\tR\x04user\x12*\n" +
 	"\x11running_cpu_milli\x18\x02 \x01(\x03R\x0frunningCpuMilli\x12*\n" +
@@ -960,39 +1057,41 @@ func file_advert_proto_rawDescGZIP() []byte {
 	return file_advert_proto_rawDescData
 }
 
-var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_advert_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_advert_proto_goTypes = []any{
 	(*Resources)(nil),      // 0: agora.v1.Resources
 	(*GPU)(nil),            // 1: agora.v1.GPU
 	(*Device)(nil),         // 2: agora.v1.Device
 	(*Advert)(nil),         // 3: agora.v1.Advert
-	(*UserUsage)(nil),      // 4: agora.v1.UserUsage
-	(*WaitingGang)(nil),    // 5: agora.v1.WaitingGang
-	(*ReplicaRequest)(nil), // 6: agora.v1.ReplicaRequest
-	(*HeadRoom)(nil),       // 7: agora.v1.HeadRoom
-	nil,                    // 8: agora.v1.Device.AttributesEntry
-	nil,                    // 9: agora.v1.Advert.LabelsEntry
-	nil,                    // 10: agora.v1.ReplicaRequest.LabelsEntry
+	(*StealOffer)(nil),     // 4: agora.v1.StealOffer
+	(*UserUsage)(nil),      // 5: agora.v1.UserUsage
+	(*WaitingGang)(nil),    // 6: agora.v1.WaitingGang
+	(*ReplicaRequest)(nil), // 7: agora.v1.ReplicaRequest
+	(*HeadRoom)(nil),       // 8: agora.v1.HeadRoom
+	nil,                    // 9: agora.v1.Device.AttributesEntry
+	nil,                    // 10: agora.v1.Advert.LabelsEntry
+	nil,                    // 11: agora.v1.ReplicaRequest.LabelsEntry
 }
 var file_advert_proto_depIdxs = []int32{
 	1,  // 0: agora.v1.Resources.gpus:type_name -> agora.v1.GPU
 	2,  // 1: agora.v1.Resources.devices:type_name -> agora.v1.Device
-	8,  // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
-	9,  // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
+	9,  // 2: agora.v1.Device.attributes:type_name -> agora.v1.Device.AttributesEntry
+	10, // 3: agora.v1.Advert.labels:type_name -> agora.v1.Advert.LabelsEntry
 	0,  // 4: agora.v1.Advert.capacity:type_name -> agora.v1.Resources
 	0,  // 5: agora.v1.Advert.free:type_name -> agora.v1.Resources
 	0,  // 6: agora.v1.Advert.unreserved:type_name -> agora.v1.Resources
-	5,  // 7: agora.v1.Advert.waiting:type_name -> agora.v1.WaitingGang
-	7,  // 8: agora.v1.Advert.head_room:type_name -> agora.v1.HeadRoom
-	4,  // 9: agora.v1.Advert.users:type_name -> agora.v1.UserUsage
-	6,  // 10: agora.v1.WaitingGang.request:type_name -> agora.v1.ReplicaRequest
-	2,  // 11: agora.v1.ReplicaRequest.devices:type_name -> agora.v1.Device
-	10, // 12: agora.v1.ReplicaRequest.labels:type_name -> agora.v1.ReplicaRequest.LabelsEntry
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	6,  // 7: agora.v1.Advert.waiting:type_name -> agora.v1.WaitingGang
+	8,  // 8: agora.v1.Advert.head_room:type_name -> agora.v1.HeadRoom
+	5,  // 9: agora.v1.Advert.users:type_name -> agora.v1.UserUsage
+	4,  // 10: agora.v1.Advert.steal:type_name -> agora.v1.StealOffer
+	7,  // 11: agora.v1.WaitingGang.request:type_name -> agora.v1.ReplicaRequest
+	2,  // 12: agora.v1.ReplicaRequest.devices:type_name -> agora.v1.Device
+	11, // 13: agora.v1.ReplicaRequest.labels:type_name -> agora.v1.ReplicaRequest.LabelsEntry
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_advert_proto_init() }
@@ -1006,7 +1105,7 @@ func file_advert_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_advert_proto_rawDesc), len(file_advert_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -302,6 +302,7 @@ type advertSum struct {
 	headAt        time.Time
 	headNever     bool
 	users         string // what the limited users' jobs hold and wait for
+	steal         market.StealOffer
 }
 
 // adverts publishes the adverts of the nodes whose free room or queue
@@ -332,14 +333,14 @@ func (c *Cluster) advertise(j int, force bool) {
 	free, res, w, hr, users := o.Free(), o.Reserved(), o.Waiting(), o.HeadRoom(), o.UserUsage()
 	sum := advertSum{cpu: free.CPU, mem: free.Memory, gpu: free.GPUShare(), queue: o.QueueLen(),
 		reserved: res.Gang, unreserved: res.Unreserved.CPU, waiting: w.Gang, head: hr.Gang, headAt: hr.At, headNever: hr.Never,
-		users: fmt.Sprint(users)}
+		users: fmt.Sprint(users), steal: o.StealOffer()}
 	if sum == nd.last && !force {
 		return
 	}
 	nd.last = sum
 	now := c.Time()
 	p := market.Peer{ID: nd.ID, Site: nd.cfg.Site, Labels: nd.cfg.Labels, Limits: nd.cfg.Limits, Capacity: o.Capacity(), Free: free, Queue: sum.queue,
-		PredictedWait: o.PredictedWait(now), Reserved: res, Waiting: w, HeadRoom: hr, Users: users, Boot: nd.boot + 1}
+		PredictedWait: o.PredictedWait(now), Reserved: res, Waiting: w, HeadRoom: hr, Users: users, Steal: sum.steal, Boot: nd.boot + 1}
 	nd.adv = p
 	for _, i := range c.watchers[j] {
 		if !c.alive(i) {
