@@ -68,7 +68,7 @@ func newAuction(e *engine) (*auctionSched, error) {
 // node runs with `agora node`'s default flags — market.Defaults() — with
 // the run's experiment settings (D, Scorer, Weights, AdvertInterval,
 // when set), the overrides that change how many events a run takes and
-// no decision, and the three that still decide (below).
+// no decision, and the one that still decides (below).
 // TestSimRunsNodeConfig holds the list; docs/simulator.md says why each
 // is there. The event-count ones:
 //
@@ -85,18 +85,13 @@ func marketConfig(cfg Config, nd node, i int, faults bool) market.Config {
 		D: cfg.D, Scorer: cfg.Scorer, AdvertInterval: cfg.AdvertInterval,
 		Seed:         cfg.Seed*1_000_003 + int64(i),
 		JobRetention: -1,
-		// Differences that decide, each measured in docs/simulator.md
+		// The difference that decides, measured in docs/simulator.md
 		// ("One configuration") and held by TestSimRunsNodeConfig until
-		// issue 44 removes them. A node forces a waiting gang's round every
+		// issue 44 removes it. A node forces a waiting gang's round every
 		// third skip, which on the synthetic mix holds reservations that
 		// idle GPUs (mean response 1.27x the SJF oracle's at offered 0.8 on
 		// hetero:100, against 1.00x without).
 		GangForceEvery: -1,
-		// Idle nodes asking every 500 ms to 16 s are most of the events
-		// of a replay of weeks, where queued wide gangs keep idle nodes
-		// asking (docs/simulator.md's examples: 35 s of wall time at the
-		// node's pace, 13 s at this one).
-		StealEvery: 5 * time.Second, StealBackoffMax: 30 * time.Minute,
 	}
 	if cfg.Weights != nil {
 		mc.Weights = *cfg.Weights

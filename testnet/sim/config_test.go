@@ -14,14 +14,14 @@ import (
 // (market.Defaults(); cmd/agora TestNodeFlagsMarketDefaults holds the
 // node to it), but for the node's own fields and the overrides that only
 // change how many events a run takes, each where it is one
-// (docs/simulator.md, "One configuration"), and the three that still
-// decide, each measured there (issue 44 is to remove them). A new
-// difference fails here.
+// (docs/simulator.md, "One configuration"), and the one that still
+// decides, measured there (issue 44 is to remove it). A new difference
+// fails here.
 func TestSimRunsNodeConfig(t *testing.T) {
 	own := []string{"Self", "Site", "Capacity", "Seed"}
-	// The differences that still decide placements (docs/simulator.md
-	// measures each); issue 44 is to remove them.
-	deciding := []string{"GangForceEvery", "StealEvery", "StealBackoffMax"}
+	// The difference that still decides placements (docs/simulator.md
+	// measures it); issue 44 is to remove it.
+	deciding := []string{"GangForceEvery"}
 	for _, tc := range []struct {
 		name   string
 		faults bool
