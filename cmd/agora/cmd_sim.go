@@ -36,6 +36,8 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	loss := fs.Float64("loss", 0, "auction: probability in [0, 1) that a market message is lost (seeded)")
 	failureRate := fs.Float64("failure-rate", -1, "failures per node per hour for every node class, overriding the cluster's failure_rate (-1: keep it)")
 	repair := fs.Duration("repair", 0, "repair time of a failed node for every node class, overriding the cluster's repair (0: keep it; default 10m)")
+	easyOverrun := fs.String("easy-overrun", sim.OverrunNow, "easy, easy-predicted, sjf-backfill: a run past its planned runtime counts at the head's shadow time as ending now, or never")
+	easyPass := fs.String("easy-pass", sim.PassInstant, "easy, easy-predicted, sjf-backfill: schedule once per instant, after all its arrivals and ends, or after every arrival and every job's end (event)")
 	progress := fs.Duration("progress", 0, "print how far the run has got to stderr about this often, in wall time, e.g. 30s (0: never); a whole SWF log takes minutes to half an hour")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -54,7 +56,17 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	if !validScheduler(*scheduler) {
 		return fail("--scheduler: unknown scheduler %q (have %s)", *scheduler, strings.Join(sim.Schedulers, ", "))
 	}
-	cfg := sim.Config{Scheduler: *scheduler, Seed: *seed, D: *d, ViewSize: *view, Horizon: *horizon, Scorer: *scorer}
+	cfg := sim.Config{Scheduler: *scheduler, Seed: *seed, D: *d, ViewSize: *view, Horizon: *horizon, Scorer: *scorer, EASYOverrun: *easyOverrun, EASYPass: *easyPass}
+	switch *easyOverrun {
+	case sim.OverrunNow, sim.OverrunNever:
+	default:
+		return fail("--easy-overrun: unknown rule %q (have %s, %s)", *easyOverrun, sim.OverrunNow, sim.OverrunNever)
+	}
+	switch *easyPass {
+	case sim.PassInstant, sim.PassEvent:
+	default:
+		return fail("--easy-pass: unknown pass %q (have %s, %s)", *easyPass, sim.PassInstant, sim.PassEvent)
+	}
 	if _, ok := market.DefaultScorers()[*scorer]; *scorer != "" && !ok {
 		return fail("--scorer: unknown scorer %q (have %s)", *scorer, strings.Join(market.DefaultScorers().Names(), ", "))
 	}

@@ -79,6 +79,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "synthetic:1", "--failure-rate", "-2"}, "--failure-rate"},
 		{[]string{"--workload", "synthetic:1", "--repair", "-1m"}, "--repair"},
 		{[]string{"--workload", "synthetic:1", "--progress", "-1s"}, "--progress"},
+		{[]string{"--workload", "synthetic:1", "--easy-overrun", "later"}, "--easy-overrun"},
+		{[]string{"--workload", "synthetic:1", "--easy-pass", "job"}, "--easy-pass"},
 	} {
 		var out, errb bytes.Buffer
 		code := runMain(append([]string{"sim"}, tc.args...), &out, &errb)

@@ -32,6 +32,21 @@ import (
 // correction Tsafrir et al. ("Backfilling using system-generated
 // predictions rather than user runtime estimates", IEEE TPDS 2007) make.
 
+// The two choices on which textbook EASY implementations differ (issue
+// 44): where a run past its planned runtime is counted when the head's
+// shadow time is worked out (Config.EASYOverrun), and whether the
+// scheduler makes one pass per instant, after every event of it, or one
+// per event (Config.EASYPass).
+// On the whole SDSC log: 22,849 s of mean wait with the defaults
+// (now, instant), 21,873 s with never and event, within 0.3 % of the
+// 21,813 s another implementation measured (issue 44).
+const (
+	OverrunNow   = "now"     // it ends now: free at any shadow time (the default)
+	OverrunNever = "never"   // it is not counted free at any shadow time
+	PassInstant  = "instant" // one pass after every arrival and end of an instant (the default)
+	PassEvent    = "event"   // a pass after each arrival and each job's end
+)
+
 // NoEstimate plans a job that gives no estimate.
 const NoEstimate = 24 * time.Hour
 
@@ -149,6 +164,15 @@ func (c *central) reserveHead(u *unit) *reservation {
 	ends := make([]end, 0, len(c.run))
 	for _, p := range c.run {
 		ends = append(ends, end{c.plannedEnd(p), p})
+	}
+	if c.e.cfg.EASYOverrun == OverrunNever {
+		// A run past its planned runtime is not counted free at any
+		// shadow time.
+		for i := range ends {
+			if ends[i].at <= e.now {
+				ends[i].at = math.MaxInt64
+			}
+		}
 	}
 	slices.SortFunc(ends, func(a, b end) int {
 		if a.at != b.at {

@@ -128,8 +128,14 @@ func (c *central) handle(ev *event) {
 			}
 		}
 	}
-	if e.q.Len() > 0 && e.q[0].at == e.now && (e.q[0].kind == evArrive || e.q[0].kind == evFinish) {
-		return // schedule once every event of this instant is in
+	if e.q.Len() > 0 && e.q[0].at == e.now {
+		nx := e.q[0]
+		switch {
+		case e.cfg.EASYPass != PassEvent && (nx.kind == evArrive || nx.kind == evFinish):
+			return // schedule once every event of this instant is in
+		case e.cfg.EASYPass == PassEvent && ev.kind == evFinish && nx.kind == evFinish && nx.job == ev.job:
+			return // a job's end is one event: all its replicas end together
+		}
 	}
 	c.schedule()
 }

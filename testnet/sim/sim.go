@@ -75,6 +75,13 @@ type Config struct {
 	// (market.PeerGone) and its jobs are adopted: a real node's view drops
 	// a peer that missed three advert intervals; 3 × AdvertInterval.
 	GoneAfter time.Duration
+	// EASYOverrun and EASYPass choose the textbook EASY variant of the
+	// backfilling baselines (easy, easy-predicted, sjf-backfill): how a
+	// run past its planned runtime counts at the head's shadow time
+	// (OverrunNow, the default, or OverrunNever) and whether
+	// they schedule once per instant (PassInstant, the default) or after
+	// every event (PassEvent). Other schedulers ignore them.
+	EASYOverrun, EASYPass string
 	// Progress, when set, is called about every ProgressEvery of wall
 	// time (10s when zero) while the run goes on, for a long replay's
 	// operator. It only reads the run: results do not depend on it.
@@ -311,6 +318,16 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		}
 		s = a
 	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill":
+		switch cfg.EASYOverrun {
+		case "", OverrunNow, OverrunNever:
+		default:
+			return metrics.Input{}, fmt.Errorf("sim: unknown EASY overrun rule %q (have %s, %s)", cfg.EASYOverrun, OverrunNow, OverrunNever)
+		}
+		switch cfg.EASYPass {
+		case "", PassInstant, PassEvent:
+		default:
+			return metrics.Input{}, fmt.Errorf("sim: unknown EASY pass %q (have %s, %s)", cfg.EASYPass, PassInstant, PassEvent)
+		}
 		s = newCentral(e, cfg.Scheduler)
 	default:
 		return metrics.Input{}, fmt.Errorf("sim: unknown scheduler %q (have %v)", cfg.Scheduler, Schedulers)
