@@ -101,7 +101,10 @@ func TestCPULimitHolds(t *testing.T) {
 	r.Kill("cpu")
 	done.wait(t, 10*time.Second)
 	t.Logf("busy loop limited to 0.5 cores used %.3f", cores)
-	if cores > 0.6 || cores < 0.2 {
+	// The limit is the upper bound. The lower one only shows the loop ran:
+	// on 2 cores with go test running other packages beside this one it
+	// got as little as 0.148 cores (CI, 2026-12-06).
+	if cores > 0.6 || cores < 0.02 {
 		t.Fatalf("a busy loop limited to 0.5 cores used %.3f over 5 s", cores)
 	}
 }
