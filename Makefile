@@ -64,8 +64,9 @@ soak:
 	$(GO) test -run TestFaultCampaign -timeout 4h -count 1 ./market/cluster/ -campaign.seeds $(SOAKSEEDS) -campaign.all
 	$(GO) test -run TestSoak -timeout 2h -count 1 -v ./cmd/agora/ -soak.for $(SOAKFOR) -soak.seed $(SOAKSEED)
 
-# The benchmark report: the real-network benchmarks on loopback and the
-# real binary's submit-to-start path (cmd/agora), then the
+# The benchmark report: the real-network benchmarks on loopback, the
+# real binary's submit-to-start path and the same job list on six real
+# nodes and in the simulator (cmd/agora), then the
 # simulator experiments (synthetic mix, wall time against node count, the
 # SWF and Alibaba traces in $(TRACES)), written to docs/performance.md with
 # its plots in docs/perf/. REPORTFLAGS sizes the experiments (see
@@ -88,7 +89,7 @@ bench:
 	@d=$$(mktemp -d $(BENCHTMP)/agora-bench.XXXXXX) && \
 	echo "tmpdir: $$d ($$(stat -f -c %T $$d))" > docs/perf/netbench.txt && \
 	TMPDIR=$$d $(GO) test -run '^$$' -bench 'Net' -benchtime 1x -count $(NETCOUNT) ./testnet/ | tee -a docs/perf/netbench.txt; \
-	TMPDIR=$$d $(GO) test -run '^$$' -bench 'SubmitToStart' -benchtime 1x -count $(NETCOUNT) ./cmd/agora/ | tee -a docs/perf/netbench.txt; \
+	TMPDIR=$$d $(GO) test -run '^$$' -bench 'SubmitToStart|SimVsReal' -benchtime 1x -count $(NETCOUNT) ./cmd/agora/ | tee -a docs/perf/netbench.txt; \
 	rm -rf $$d
 	$(GO) run ./cmd/agora-report -traces $(TRACES) -netbench docs/perf/netbench.txt -out docs/performance.md -plots docs/perf $(REPORTFLAGS)
 

@@ -51,3 +51,23 @@ func (r *report) fastPath(out string) {
 	}
 	r.p("")
 }
+
+// simVsReal prints issue 44's done-when 5 from the benchmark output:
+// one job list on six real loopback nodes and in the simulator, mean
+// wait and makespan within 1.3× of each other, one verdict per
+// repetition.
+func (r *report) simVsReal(out string) {
+	runs := benchMetrics(out, "BenchmarkSimVsReal")
+	if len(runs) == 0 {
+		return
+	}
+	r.p("The simulator against real nodes (issue 44, done-when 5; `cmd/agora` BenchmarkSimVsReal: 72 jobs — 1-, 2- and 4-core tasks, gangs of 3 × 1 and 4 × 2 cores, `sleep 1–8` — on six 4-core `agora node` processes with default flags, then the same list, submit times and cluster in the simulator over 3 seeds):")
+	r.p("")
+	within := func(x float64) bool { return x <= 1.3 && x >= 1/1.3 }
+	for i, m := range runs {
+		w, s := m["wait_real_vs_sim"], m["makespan_real_vs_sim"]
+		r.p("- run %d: mean wait real %.2f s, simulated %.2f s (%.3f×: %s); makespan real %.1f s, simulated %.1f s (%.3f×: %s); want within 1.3× either way.",
+			i+1, m["real_mean_wait_s"], m["sim_mean_wait_s"], w, okWord(within(w)), m["real_makespan_s"], m["sim_makespan_s"], s, okWord(within(s)))
+	}
+	r.p("")
+}

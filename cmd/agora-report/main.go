@@ -532,7 +532,7 @@ func (r *report) network() {
 		return
 	}
 	reps := strings.Count("\n"+string(data), "\nBenchmarkNetPlacements")
-	r.p("`go test -run '^$' -bench Net -benchtime 1x -count %d ./testnet/` and `go test -run '^$' -bench SubmitToStart -benchtime 1x -count %d ./cmd/agora/` in the same `make bench` (one line per repetition; each is measured afresh, so the spread is the machine's noise). `tmpdir` is where the nodes' data and task work directories were (`BENCHTMP`; tmpfs where there is one):", max(reps, 1), max(reps, 1))
+	r.p("`go test -run '^$' -bench Net -benchtime 1x -count %d ./testnet/` and `go test -run '^$' -bench 'SubmitToStart|SimVsReal' -benchtime 1x -count %d ./cmd/agora/` in the same `make bench` (one line per repetition; each is measured afresh, so the spread is the machine's noise). `tmpdir` is where the nodes' data and task work directories were (`BENCHTMP`; tmpfs where there is one):", max(reps, 1), max(reps, 1))
 	r.p("")
 	r.p("```")
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -543,6 +543,7 @@ func (r *report) network() {
 	r.p("```")
 	r.p("")
 	r.fastPath(string(data))
+	r.simVsReal(string(data))
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		r.p("Commit: %s.", strings.TrimSpace(string(out)))
 	}

@@ -102,8 +102,16 @@ func launchNode(t testing.TB, data string, args ...string) (*proc, error) {
 	// --allow-unenforced-limits: the tests pass where cgroups are not
 	// writable (where they are, it changes nothing); a test may give
 	// --allow-unenforced-limits=false after it.
+	return launchNodeFlags(t, data, append([]string{"--no-nvml", "--advert-interval", "300ms", "--allow-unenforced-limits"}, args...)...)
+}
+
+// launchNodeFlags starts a node with only the flags given, besides its
+// data directory and its API and listen addresses on 127.0.0.1: a node
+// as a user runs it, for the measurements that predict one.
+func launchNodeFlags(t testing.TB, data string, args ...string) (*proc, error) {
+	t.Helper()
 	traversable(t, data)
-	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0", "--no-nvml", "--advert-interval", "300ms", "--allow-unenforced-limits"}, args...)
+	full := append([]string{"node", "--data", data, "--api", "127.0.0.1:0"}, args...)
 	if !hasFlag(args, "--listen") {
 		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
 	}
