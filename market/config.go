@@ -155,18 +155,21 @@ type Config struct {
 	// A waiting gang renews every third of it and backs off to that.
 	ReserveTTL time.Duration
 	// GangForceEvery: a gang skips its rounds while its view shows too
-	// few nodes with room for a replica, but after this many skips in a
-	// row one round runs anyway, so that a gang reserves nodes on a busy
-	// cluster where no node ever shows a whole replica's room; 3. Negative:
-	// never (rounds run only when the view shows room — better when gangs
-	// wait hours behind each other, as in HPC logs, where reservations
-	// would idle the machine).
+	// few nodes with room for a replica; after this many skips in a row
+	// one round runs anyway (and may reserve nodes, Reserve). Negative,
+	// the default: never — rounds run only when the view shows room, and
+	// a waiting gang is protected by the head (HeadWidth). Forced rounds
+	// reserved servers that then idled: on the synthetic mix at offered
+	// 0.9 (hetero:100) 3 kept the GPUs busy 0.545 of the window against
+	// 0.738 (docs/scheduling.md, "One configuration for gangs").
 	GangForceEvery int
 	// HeadWidth: a gang waiting longer than GangReserveAfter becomes a
 	// head candidate (head.go) when it needs more than this fraction of
-	// the nodes of the view that could hold a replica; 0.5. A narrower
-	// gang finds room as it appears; a wide one only when the machine
-	// drains for it. Negative: every gang; above 1: none.
+	// the nodes of the view that could hold a replica. Negative, the
+	// default: every such gang, narrow or wide, as EASY protects
+	// whichever job reaches the front of its queue — so a narrow gang on
+	// nodes kept busy by a stream of small tasks starts within seconds
+	// without forced rounds. Above 1: none.
 	HeadWidth float64
 	// HeadAfter: a gang of any width that has waited this long becomes a
 	// head candidate too, a starvation bound (EASY protects whichever job
@@ -260,10 +263,10 @@ func (c Config) WithDefaults() Config {
 	def(&c.AdvertInterval, 2*time.Second)
 	def(&c.ReserveTTL, 30*time.Minute)
 	if c.GangForceEvery == 0 {
-		c.GangForceEvery = 3
+		c.GangForceEvery = -1
 	}
 	if c.HeadWidth == 0 {
-		c.HeadWidth = 0.5
+		c.HeadWidth = -1
 	}
 	if c.HeadAfter == 0 {
 		c.HeadAfter = DefaultHeadAfter

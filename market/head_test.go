@@ -13,10 +13,12 @@ import (
 // then runs on one of them meanwhile (backfill). A gang of two made the
 // head by the starvation bound leaves the first node to free to the
 // stream (EASY's extra processor: two nodes free later, by the shadow)
-// and starts when the next two free. With the head switched
-// off (HeadWidth above 1; and reservations by Reserve, which the
-// simulator's GangForceEvery −1 leaves to chance, off too) the stream's
-// tasks take each node as it frees and the gang waits for a gap.
+// and starts when the next two free; so does one under the node's
+// default HeadWidth (−1: every gang that waited GangReserveAfter is a
+// candidate). With the head switched off (HeadWidth above 1, or 0.5
+// for the narrow gang without the bound; GangForceEvery −1, the
+// default, forces no reservation either) the stream's tasks take each
+// node as it frees and the gang waits for a gap.
 func TestWideGangHeadOnStream(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -31,8 +33,11 @@ func TestWideGangHeadOnStream(t *testing.T) {
 		// A gang of two of the four nodes is not wide: it becomes the
 		// head once it has waited HeadAfter (a starvation bound), or
 		// never.
-		{"narrow gang, starvation bound", 0, 15 * time.Second, 2, true, false},
-		{"narrow gang, no bound", 0, -1, 2, false, false},
+		{"narrow gang, starvation bound", 0.5, 15 * time.Second, 2, true, false},
+		{"narrow gang, no bound", 0.5, -1, 2, false, false},
+		// The node's default (HeadWidth −1): every gang that waited
+		// GangReserveAfter is a head candidate, narrow or wide.
+		{"narrow gang, node default", 0, -1, 2, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClusterWith(t, func(_ int, cfg *Config) {

@@ -67,10 +67,9 @@ func newAuction(e *engine) (*auctionSched, error) {
 // marketConfig is node nd's (the i-th) market configuration: the one a
 // node runs with `agora node`'s default flags — market.Defaults() — with
 // the run's experiment settings (D, Scorer, Weights, AdvertInterval,
-// when set), the overrides that change how many events a run takes and
-// no decision, and the one that still decides (below).
-// TestSimRunsNodeConfig holds the list; docs/simulator.md says why each
-// is there. The event-count ones:
+// when set), and the overrides that change how many events a run takes
+// and no decision. TestSimRunsNodeConfig holds the list;
+// docs/simulator.md says why each is there:
 //
 //   - JobRetention: finished jobs are kept for the whole run; forgetting
 //     one is a wake-up per job, and a finished job takes part in no
@@ -85,13 +84,6 @@ func marketConfig(cfg Config, nd node, i int, faults bool) market.Config {
 		D: cfg.D, Scorer: cfg.Scorer, AdvertInterval: cfg.AdvertInterval,
 		Seed:         cfg.Seed*1_000_003 + int64(i),
 		JobRetention: -1,
-		// The difference that decides, measured in docs/simulator.md
-		// ("One configuration") and held by TestSimRunsNodeConfig until
-		// issue 44 removes it. A node forces a waiting gang's round every
-		// third skip, which on the synthetic mix holds reservations that
-		// idle GPUs (mean response 1.27x the SJF oracle's at offered 0.8 on
-		// hetero:100, against 1.00x without).
-		GangForceEvery: -1,
 	}
 	if cfg.Weights != nil {
 		mc.Weights = *cfg.Weights

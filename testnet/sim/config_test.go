@@ -14,23 +14,19 @@ import (
 // (market.Defaults(); cmd/agora TestNodeFlagsMarketDefaults holds the
 // node to it), but for the node's own fields and the overrides that only
 // change how many events a run takes, each where it is one
-// (docs/simulator.md, "One configuration"), and the one that still
-// decides, measured there (issue 44 is to remove it). A new difference
-// fails here.
+// (docs/simulator.md, "One configuration"). None decides a placement;
+// a new difference fails here.
 func TestSimRunsNodeConfig(t *testing.T) {
 	own := []string{"Self", "Site", "Capacity", "Seed"}
-	// The difference that still decides placements (docs/simulator.md
-	// measures it); issue 44 is to remove it.
-	deciding := []string{"GangForceEvery"}
 	for _, tc := range []struct {
 		name   string
 		faults bool
 		loss   float64
 		want   []string
 	}{
-		{"no failures, no loss", false, 0, append([]string{"JobRetention", "JobReplicas", "LeaseEvery", "LeaseTimeout"}, deciding...)},
-		{"message loss", false, 0.01, append([]string{"JobRetention", "JobReplicas"}, deciding...)},
-		{"failures", true, 0, append([]string{"JobRetention"}, deciding...)},
+		{"no failures, no loss", false, 0, []string{"JobRetention", "JobReplicas", "LeaseEvery", "LeaseTimeout"}},
+		{"message loss", false, 0.01, []string{"JobRetention", "JobReplicas"}},
+		{"failures", true, 0, []string{"JobRetention"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Loss: tc.loss}.withDefaults()
