@@ -76,6 +76,7 @@ func main() {
 	r := &report{o: o}
 	r.header()
 	r.synthetic()
+	r.devicesMix()
 	r.loadSweep()
 	r.scaling()
 	r.baselines()
@@ -271,6 +272,41 @@ func (r *report) synthetic() {
 	r.p("")
 	r.chart("synthetic-response-cdf.png", chart{Title: fmt.Sprintf("Job response time CDF, hetero:%d, load %.1f, seed %d", o.nodes, o.load, o.seed), XLabel: "response time (s)", YLabel: "fraction of jobs", LogX: true, Series: cdfs})
 	r.chart("synthetic-utilization.png", chart{Title: fmt.Sprintf("CPU utilization over time, hetero:%d, load %.1f, seed %d", o.nodes, o.load, o.seed), XLabel: "hours since first submit", YLabel: "CPU held", Series: utils})
+}
+
+// devicesMix runs the synthetic mix with device jobs (devices=0.2) and
+// 40 % of its GPU tasks pinned to a model on hetero-devices:100, at
+// offered 0.9, seeds 1–3: the auction against best fit (sjf-oracle)
+// and EASY, mean wait and GPU busy (issue 44's heterogeneous workloads).
+func (r *report) devicesMix() {
+	const nodes, load, share, pin = 100, 0.9, 0.2, 0.4
+	c := sim.HeteroDevicesCluster(nodes)
+	r.p("## Synthetic mix with several GPU models, FPGAs and NPUs")
+	r.p("")
+	r.p("Cluster `hetero-devices:%d` (GPU servers of eight A100-SXM4-80GB, eight H100-SXM5-80GB or eight L4, a third each; two FPGAs on a quarter of the CPU servers, an NPU on half the edge boxes); workload `synthetic:S,jobs=%d,load=%g,devices=%g` with %.0f %% of its GPU tasks pinned to a model (`--gpu-models %g`, in proportion to the GPUs of each model that could hold the task). Mean wait s / p99 wait s / bottleneck busy (the busier of CPU and GPU, here the GPUs) over the measured window; jobs no node can hold stay unfinished under every scheduler.", nodes, nodes*10, load, share, 100*pin, pin)
+	r.p("")
+	r.p("| seed | auction | sjf-oracle (best fit) | easy | unfinished |")
+	r.p("|---|---|---|---|---|")
+	for seed := int64(1); seed <= 3; seed++ {
+		src := workload.Source{Kind: workload.KindSynthetic, Seed: seed, Jobs: nodes * 10, Load: load, Devices: share}
+		w0, err := src.Open(c.Total(), sim.LargestNode(c))
+		if err != nil {
+			fail("%v", err)
+		}
+		w, _, err := workload.PinGPUModels(w0, c, pin, seed)
+		if err != nil {
+			fail("%v", err)
+		}
+		row := fmt.Sprintf("| %d |", seed)
+		unfinished := ""
+		for _, s := range []string{"auction", "sjf-oracle", "easy"} {
+			_, rep := r.run(sim.Config{Cluster: c, Workload: w, Scheduler: s, Seed: seed})
+			row += fmt.Sprintf(" %.0f / %.0f / %.3f |", rep.MeanWait, rep.P99Wait, rep.BottleneckBusy)
+			unfinished += fmt.Sprintf(" %d", rep.Unfinished)
+		}
+		r.p("%s%s |", row, unfinished)
+	}
+	r.p("")
 }
 
 func (r *report) scaling() {

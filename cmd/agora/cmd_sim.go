@@ -21,7 +21,7 @@ func init() {
 
 func cmdSim(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("sim", stderr)
-	clusterArg := fs.String("cluster", "", "cluster: a YAML file (nodes: [{count, site, latency, failure_rate, repair, bandwidth, join, leave, resources}]), an Alibaba node-list CSV, or hetero:N; default: an SWF log's machine (MaxProcs one-CPU nodes), else 12 GPU + 8 CPU nodes")
+	clusterArg := fs.String("cluster", "", "cluster: a YAML file (nodes: [{count, site, latency, failure_rate, repair, bandwidth, join, leave, resources}]), an Alibaba node-list CSV, hetero:N, or hetero-devices:N (GPU servers of three models, FPGAs and NPUs); default: an SWF log's machine (MaxProcs one-CPU nodes), else 12 GPU + 8 CPU nodes")
 	workloadArg := fs.String("workload", "", "workload: synthetic:SEED[,jobs=N,load=L], an SWF log (.swf, .swf.gz), an Alibaba pod-list CSV, or a job-spec list (.yaml/.json); a file may be followed by ,jobs=N (its first N jobs), ,from=D and ,to=D (the jobs submitted in [D, D'), e.g. from=30d)")
 	scheduler := fs.String("scheduler", "auction", "scheduler: "+strings.Join(sim.Schedulers, ", "))
 	seed := fs.Int64("seed", 1, "seed of every random choice of the run")
@@ -186,6 +186,12 @@ func validScheduler(s string) bool {
 // simCluster reads --cluster, or picks the default for the workload.
 func simCluster(arg string, src workload.Source) (*workload.Cluster, error) {
 	switch {
+	case strings.HasPrefix(arg, "hetero-devices:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(arg, "hetero-devices:"))
+		if err != nil || n < 10 || n > workload.MaxClusterNodes {
+			return nil, fmt.Errorf("%q: want hetero-devices:N with N from 10 to %d", arg, workload.MaxClusterNodes)
+		}
+		return sim.HeteroDevicesCluster(n), nil
 	case strings.HasPrefix(arg, "hetero:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(arg, "hetero:"))
 		if err != nil || n < 10 || n > workload.MaxClusterNodes {

@@ -67,6 +67,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "synthetic:1", "--scheduler", "fifo"}, `unknown scheduler "fifo"`},
 		{[]string{"--workload", "nosuch.swf"}, "--workload"},
 		{[]string{"--workload", "synthetic:1", "--cluster", "hetero:x"}, "--cluster"},
+		{[]string{"--workload", "synthetic:1", "--cluster", "hetero-devices:5"}, "hetero-devices:N with N from 10"},
+		{[]string{"--workload", "synthetic:1,devices=-1", "--cluster", "hetero-devices:20"}, "device-job share"},
 		{[]string{"--workload", "synthetic:1", "--cluster", "/nonexistent.yaml"}, "--cluster"},
 		{[]string{"--workload", "synthetic:1", "--weights", "1,2"}, "--weights"},
 		{[]string{"--workload", "synthetic:1", "--d", "-1"}, "--d"},

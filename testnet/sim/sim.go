@@ -454,6 +454,51 @@ func HeteroCluster(n int) *workload.Cluster {
 	}}
 }
 
+// HeteroDevicesCluster is HeteroCluster(n) with devices of several
+// kinds: its GPU servers hold eight A100-SXM4-80GB, eight H100-SXM5-80GB
+// or eight L4 (24 GiB), a third of them each (the rest L4); one CPU
+// server in four declares two FPGAs (u250); one edge box in two an NPU
+// (hailo8). For the synthetic mix with devices=D and --gpu-models.
+func HeteroDevicesCluster(n int) *workload.Cluster {
+	base := HeteroCluster(n)
+	gpuServers, cpuServers, edge := base.Nodes[0], base.Nodes[1], base.Nodes[2]
+	server := func(model string, mem int64) resource.Vector {
+		v := gpuServers.Resources.Clone()
+		for i := range v.GPUs {
+			v.GPUs[i].Model, v.GPUs[i].Memory = model, mem
+		}
+		return v
+	}
+	with := func(nc workload.NodeClass, count int, d resource.Device) []workload.NodeClass {
+		plain, dev := nc, nc
+		plain.Count, dev.Count = nc.Count-count, count
+		dev.Resources = nc.Resources.Clone()
+		dev.Resources.Devices = []resource.Device{d}
+		var out []workload.NodeClass
+		for _, c := range []workload.NodeClass{dev, plain} {
+			if c.Count > 0 {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	g := gpuServers.Count
+	a, h := g/3, g/3
+	var nodes []workload.NodeClass
+	for _, c := range []struct {
+		count int
+		model string
+		mem   int64
+	}{{a, "A100-SXM4-80GB", 80 << 30}, {h, "H100-SXM5-80GB", 80 << 30}, {g - a - h, "L4", 24 << 30}} {
+		if c.count > 0 {
+			nodes = append(nodes, workload.NodeClass{Count: c.count, Site: gpuServers.Site, Resources: server(c.model, c.mem)})
+		}
+	}
+	nodes = append(nodes, with(cpuServers, cpuServers.Count/4, resource.Device{Kind: "fpga", Model: "u250", Count: 2})...)
+	nodes = append(nodes, with(edge, edge.Count/2, resource.Device{Kind: "npu", Model: "hailo8", Count: 1})...)
+	return &workload.Cluster{Nodes: nodes}
+}
+
 // Inflate is the workload of the fragmentation experiment of Weng et al.
 // ("Beware of Fragmentation", USENIX ATC '23): the tasks of w sampled with
 // replacement (seeded), arriving one every gap and never departing (each

@@ -5,16 +5,17 @@ import (
 	"math/rand"
 	"slices"
 
-	"github.com/agora-sched/agora/devices/resource"
+	"github.com/agora-sched/agora/market/spec"
 )
 
 // PinGPUModels gives a fraction frac of w's GPU tasks, drawn with seed, a
 // GPU model constraint, as a trace's gpu_spec column would if it were
 // filled (the Alibaba openb pod list leaves it empty for all 8,152 pods):
 // a model of cluster c's, drawn in proportion to c's GPUs of that model
-// among the models some node of which could hold the task (enough GPUs
-// of the model, CPU and memory). A task no model could hold is left
-// unpinned. It returns the new workload and how many tasks it pinned.
+// among the models whose nodes could hold the task (enough GPUs of the
+// model, CPU and memory on one node; for a gang that may not pack, as
+// many such nodes as it has replicas). A task no model could hold is
+// left unpinned. It returns the new workload and how many tasks it pinned.
 func PinGPUModels(w *Workload, c *Cluster, frac float64, seed int64) (*Workload, int, error) {
 	if frac < 0 || frac > 1 {
 		return nil, 0, fmt.Errorf("workload: pin GPU models: fraction %g out of range [0, 1]", frac)
@@ -45,14 +46,20 @@ func PinGPUModels(w *Workload, c *Cluster, frac float64, seed int64) (*Workload,
 	if len(models) == 0 {
 		return nil, 0, fmt.Errorf("workload: pin GPU models: the cluster's GPUs name no model")
 	}
-	holds := func(m string, r resource.Request) bool {
-		need := max(r.GPU.Count, 1)
+	// holds: enough nodes with GPUs of model m could each hold a replica
+	// of t — one, or for a gang that may not pack, one per replica.
+	holds := func(m string, t spec.Task) bool {
+		r := t.Request
+		need, nodes := max(r.GPU.Count, 1), 0
 		for _, k := range classes {
 			if k.gpus[m] >= need && k.cpu >= r.CPU && k.mem >= r.Memory {
-				return true
+				nodes += k.count
 			}
 		}
-		return false
+		if t.Gang && !t.Pack {
+			return nodes >= max(t.Replicas, 1)
+		}
+		return nodes > 0
 	}
 	rng := rand.New(rand.NewSource(seed))
 	out := *w
@@ -75,10 +82,10 @@ func PinGPUModels(w *Workload, c *Cluster, frac float64, seed int64) (*Workload,
 			if rng.Float64() >= frac {
 				continue
 			}
-			r := j.Spec.Tasks[ti].Request
+			tk := j.Spec.Tasks[ti]
 			sum := 0
 			for _, m := range models {
-				if holds(m, r) {
+				if holds(m, tk) {
 					sum += total[m]
 				}
 			}
@@ -87,7 +94,7 @@ func PinGPUModels(w *Workload, c *Cluster, frac float64, seed int64) (*Workload,
 			}
 			x := rng.Intn(sum)
 			for _, m := range models {
-				if !holds(m, r) {
+				if !holds(m, tk) {
 					continue
 				}
 				if x -= total[m]; x < 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market/spec"
@@ -69,5 +70,44 @@ func TestPinGPUModels(t *testing.T) {
 	}
 	if _, _, err := PinGPUModels(w, c, 1.5, 1); err == nil {
 		t.Fatal("a fraction of 1.5 was taken")
+	}
+}
+
+// TestPinGPUModelsGangs: a gang that may not pack is pinned only to a
+// model with as many nodes as it has replicas; one that packs, or a
+// plain task, to any model a node of which holds a replica.
+func TestPinGPUModelsGangs(t *testing.T) {
+	node := func(model string) resource.Vector {
+		return resource.Vector{CPU: 32000, Memory: 256 << 30, GPUs: []resource.GPU{{Index: 0, Model: model, Memory: 80 << 30, Free: resource.WholeGPU}}}
+	}
+	c := &Cluster{Nodes: []NodeClass{{Count: 3, Resources: node("A100")}, {Count: 8, Resources: node("L4")}}}
+	task := func(gang, pack bool) spec.Task {
+		return spec.Task{Name: "w", Replicas: 4, Gang: gang, Pack: pack, Request: resource.Request{CPU: 1000, GPU: resource.GPURequest{Count: 1}}}
+	}
+	w := &Workload{Name: "gangs"}
+	for i := range 600 {
+		j := Job{ID: fmt.Sprintf("j%d", i), Runtimes: map[string]time.Duration{"w": time.Minute}}
+		j.Spec.Name = j.ID
+		j.Spec.Tasks = []spec.Task{task(i%3 == 0, i%3 == 1)}
+		w.Jobs = append(w.Jobs, j)
+	}
+	out, n, err := PinGPUModels(w, c, 1, 1)
+	if err != nil || n != 600 {
+		t.Fatalf("pinned %d: %v", n, err)
+	}
+	a100 := [3]int{}
+	for i, j := range out.Jobs {
+		if j.Spec.Tasks[0].Request.GPU.Model == "A100" {
+			a100[i%3]++
+		}
+	}
+	if a100[0] != 0 {
+		t.Errorf("%d gangs of 4 that may not pack pinned to the 3 A100 nodes", a100[0])
+	}
+	// 3 of 11 GPUs are A100s: about 55 of 200 each.
+	for k, what := range []string{"", "packing gangs", "plain tasks"} {
+		if k > 0 && (a100[k] < 30 || a100[k] > 80) {
+			t.Errorf("%s: %d of 200 pinned to A100, want about 55", what, a100[k])
+		}
 	}
 }

@@ -27,10 +27,12 @@ type Source struct {
 	Kind Kind
 	// Path is the file to read; empty for a synthetic workload.
 	Path string
-	// Seed, Load and Users shape a synthetic workload.
-	Seed  int64
-	Load  float64
-	Users int
+	// Seed, Load, Users and Devices (Mix.Devices, beside the default
+	// mix) shape a synthetic workload.
+	Seed    int64
+	Load    float64
+	Users   int
+	Devices float64
 	// Jobs keeps only the first Jobs jobs (0: all); for a synthetic
 	// workload it is how many to generate.
 	Jobs int
@@ -40,7 +42,7 @@ type Source struct {
 
 // ParseSpec parses the CLI's workload argument:
 //
-//	synthetic:SEED[,jobs=N][,load=L][,users=U]
+//	synthetic:SEED[,jobs=N][,load=L][,users=U][,devices=D]
 //	PATH.swf | PATH.swf.gz            an SWF log
 //	PATH.csv | PATH.csv.gz            an Alibaba GPU v2023 pod list
 //	PATH.yaml | .yml | .json          a list of job specs (see ReadSpecs)
@@ -131,8 +133,13 @@ func parseSynthetic(rest string) (Source, error) {
 			if err == nil && src.Users > 10_000 {
 				err = fmt.Errorf("%d is over the limit of 10000", src.Users)
 			}
+		case "devices":
+			src.Devices, err = strconv.ParseFloat(value, 64)
+			if err != nil || math.IsNaN(src.Devices) || src.Devices <= 0 || src.Devices > 10 {
+				err = fmt.Errorf("%q is not a device-job share in (0, 10] (the default mix's shares add up to 1)", value)
+			}
 		default:
-			return fmt.Errorf("unknown option (want jobs, load or users)")
+			return fmt.Errorf("unknown option (want jobs, load, users or devices)")
 		}
 		return err
 	})
@@ -210,6 +217,9 @@ func (s Source) String() string {
 	if s.Users > 0 {
 		fmt.Fprintf(&b, ",users=%d", s.Users)
 	}
+	if s.Devices > 0 {
+		fmt.Fprintf(&b, ",devices=%g", s.Devices)
+	}
 	if s.From > 0 {
 		fmt.Fprintf(&b, ",from=%s", s.From)
 	}
@@ -229,7 +239,12 @@ func (s Source) Open(capacity, node resource.Vector) (*Workload, error) {
 	var err error
 	switch s.Kind {
 	case KindSynthetic:
-		return Synthetic(s.Seed, SyntheticOptions{Jobs: s.Jobs, Load: s.Load, Users: s.Users, Capacity: capacity, Node: node}), nil
+		opts := SyntheticOptions{Jobs: s.Jobs, Load: s.Load, Users: s.Users, Capacity: capacity, Node: node}
+		if s.Devices > 0 {
+			opts.Mix = DefaultMix
+			opts.Mix.Devices = s.Devices
+		}
+		return Synthetic(s.Seed, opts), nil
 	case KindSWF:
 		return OpenSWF(s.Path, SWFOptions{Limit: s.Jobs, From: s.From, To: s.To, Rebase: s.From > 0})
 	case KindAlibaba:

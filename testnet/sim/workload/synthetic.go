@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
@@ -41,6 +42,12 @@ func DefaultCapacity() resource.Vector {
 // one, only their ratios count.
 type Mix struct {
 	Training, Batch, Inference float64
+	// Devices is the share of device jobs: one task that holds one unit
+	// of a declared device kind the capacity has (an FPGA kernel of
+	// minutes, an NPU inference of seconds; deviceClass). Without
+	// declared devices in the capacity there are none. Zero in
+	// DefaultMix, so that the default workloads stay as they were.
+	Devices float64
 }
 
 // DefaultMix is the mix used when the options give none.
@@ -93,6 +100,20 @@ var (
 	}
 )
 
+// deviceClass is the class of a device job holding one unit of kind,
+// and the CPU cores and memory beside it: FPGA kernels run minutes on a
+// server's cores, NPU inference seconds on an edge box's; other kinds
+// are minutes long.
+func deviceClass(kind string) (class, int64, int64) {
+	switch strings.ToLower(kind) {
+	case "fpga":
+		return class{"device-fpga", 10 * time.Minute, 0.6, 1}, 4, 16 << 30
+	case "npu":
+		return class{"device-npu", 30 * time.Second, 0.5, 1}, 1, 2 << 30
+	}
+	return class{"device-" + strings.ToLower(kind), 5 * time.Minute, 0.6, 1}, 1, 4 << 30
+}
+
 // Synthetic generates a workload from a seed: a mix of GPU training jobs
 // (1, 2, 4 or 8 GPUs, hours long, a quarter of them gangs of 2–4
 // replicas), CPU batch jobs (DAGs of 2–5 tasks of minutes each) and short
@@ -143,8 +164,9 @@ func (o SyntheticOptions) withDefaults() SyntheticOptions {
 		o.Mix = DefaultMix
 	}
 	o.Mix.Training, o.Mix.Batch, o.Mix.Inference = max(o.Mix.Training, 0), max(o.Mix.Batch, 0), max(o.Mix.Inference, 0)
+	o.Mix.Devices = max(o.Mix.Devices, 0)
 	if len(o.Capacity.GPUs) == 0 || (o.Node.CPU > 0 && len(o.Node.GPUs) == 0) {
-		o.Mix = Mix{Batch: 1}
+		o.Mix = Mix{Batch: 1, Devices: o.Mix.Devices}
 	}
 	return o
 }
@@ -157,6 +179,8 @@ type generator struct {
 	maxGPUs        int
 	userWeight     []float64
 	userBias       []float64
+	// kinds are the device kinds the capacity declares, in its order.
+	kinds []string
 }
 
 func (g *generator) limits() {
@@ -167,6 +191,11 @@ func (g *generator) limits() {
 	}
 	if g.maxMem <= 0 {
 		g.maxMem = math.MaxInt64
+	}
+	for _, d := range c.Devices {
+		if d.Count > 0 && !slices.ContainsFunc(g.kinds, func(k string) bool { return strings.EqualFold(k, d.Kind) }) {
+			g.kinds = append(g.kinds, d.Kind)
+		}
 	}
 }
 
@@ -209,7 +238,11 @@ func (g *generator) job(id string) Job {
 	j := Job{ID: id, User: "u" + strconv.Itoa(user), Runtimes: map[string]time.Duration{}}
 	j.Spec.Name = id
 	var c class
-	switch pick(g.r, []float64{m.Training, m.Batch, m.Inference}) {
+	weights := []float64{m.Training, m.Batch, m.Inference}
+	if m.Devices > 0 && len(g.kinds) > 0 {
+		weights = append(weights, m.Devices) // drawn only then: the other workloads stay as they were
+	}
+	switch pick(g.r, weights) {
 	case 0:
 		c = pickClass(g.r, trainingClasses)
 		j.Spec.Priority = 5
@@ -218,10 +251,15 @@ func (g *generator) job(id string) Job {
 		c = pickClass(g.r, batchClasses)
 		j.Spec.Priority = 3
 		j.Spec.Tasks = g.batch()
-	default:
+	case 2:
 		c = pickClass(g.r, inferenceClasses)
 		j.Spec.Priority = 7
 		j.Spec.Tasks = []spec.Task{g.inference()}
+	default:
+		var t spec.Task
+		c, t = g.device()
+		j.Spec.Priority = 5
+		j.Spec.Tasks = []spec.Task{t}
 	}
 	j.Spec.Type = c.name
 	for i := range j.Spec.Tasks {
@@ -284,6 +322,22 @@ func (g *generator) inference() spec.Task {
 			CPU:    min(int64(1+g.r.IntN(2))*1000, g.maxCPU),
 			Memory: min(4<<30, g.maxMem),
 			GPU:    resource.GPURequest{Share: int64(100 + 50*g.r.IntN(9))},
+		},
+	}
+}
+
+// device draws a device job's task: one unit of one of the declared
+// kinds, each as likely.
+func (g *generator) device() (class, spec.Task) {
+	kind := g.kinds[g.r.IntN(len(g.kinds))]
+	c, cores, mem := deviceClass(kind)
+	return c, spec.Task{
+		Name:     "kernel",
+		Replicas: 1,
+		Request: resource.Request{
+			CPU:     min(cores*1000, g.maxCPU),
+			Memory:  min(mem, g.maxMem),
+			Devices: []resource.DeviceRequest{{Kind: kind, Count: 1}},
 		},
 	}
 }

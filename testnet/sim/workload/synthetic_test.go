@@ -152,3 +152,47 @@ func TestSyntheticFitsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSyntheticDevices: devices=D adds jobs that each hold one unit of
+// a device kind the capacity declares, of every such kind and no other;
+// a capacity without devices gets none, and the default mix's
+// workloads do not change for the option's existence.
+func TestSyntheticDevices(t *testing.T) {
+	capacity := DefaultCapacity()
+	capacity.Devices = []resource.Device{{Kind: "fpga", Model: "u250", Count: 24}, {Kind: "npu", Model: "hailo8", Count: 20}}
+	mix := DefaultMix
+	mix.Devices = 0.2
+	w := Synthetic(3, SyntheticOptions{Jobs: 2000, Load: 0.8, Capacity: capacity, Mix: mix})
+	if err := w.Check(); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	devJobs := 0
+	for _, j := range w.Jobs {
+		for _, tk := range j.Spec.Tasks {
+			if len(tk.Request.Devices) == 0 {
+				continue
+			}
+			devJobs++
+			d := tk.Request.Devices[0]
+			if len(tk.Request.Devices) != 1 || d.Count != 1 || tk.Request.GPU.Wants() || j.Spec.Type != "device-"+d.Kind {
+				t.Fatalf("job %s: device task %+v (type %s)", j.ID, tk.Request, j.Spec.Type)
+			}
+			kinds[d.Kind]++
+		}
+	}
+	// 0.2 of 1.2: about one job in six.
+	if share := float64(devJobs) / float64(len(w.Jobs)); share < 0.13 || share > 0.21 {
+		t.Errorf("device jobs %d of %d (%.3f), want about 0.167", devJobs, len(w.Jobs), share)
+	}
+	if len(kinds) != 2 || kinds["fpga"] < devJobs/3 || kinds["npu"] < devJobs/3 {
+		t.Errorf("device kinds %v", kinds)
+	}
+	// No declared devices: no device jobs, and the workload is the
+	// default mix's.
+	plain := Synthetic(3, SyntheticOptions{Jobs: 500, Load: 0.8, Mix: mix})
+	def := Synthetic(3, SyntheticOptions{Jobs: 500, Load: 0.8})
+	if !reflect.DeepEqual(plain.Jobs, def.Jobs) {
+		t.Error("a device share without declared devices changed the workload")
+	}
+}
