@@ -11,9 +11,10 @@ import (
 // The head reservation: EASY backfilling's protection of its queue head,
 // computed by every node from the adverts instead of by a master.
 //
-// Each manager advertises the first of the wide gangs it is placing that
-// has waited longer than GangReserveAfter, or of any gang that has waited
-// HeadAfter (WaitingGang). Every node takes the first of those it sees,
+// Each manager advertises the first of the wide gangs (Config.HeadWidth;
+// by default every gang) it is placing that has waited longer than
+// GangReserveAfter, or of any gang that has waited HeadAfter
+// (WaitingGang). Every node takes the first of those it sees,
 // in the reservation order (priority, then the time the gang became
 // ready, then its ID): the head. Every node also advertises when it will
 // have room for a replica of that head by the upper bounds of its
