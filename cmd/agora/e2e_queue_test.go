@@ -119,8 +119,17 @@ func startThree(t *testing.T, res string) ([]*proc, []string) {
 	b := startNode(t, t.TempDir(), "--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
 	c := startNode(t, t.TempDir(), "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
 	nodes := []*proc{a, b, c}
-	ids := []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}
-	waitfor.Every(t, 15*time.Second, apiPoll, "every node to list the other two", func() bool {
+	return nodes, waitMesh(t, nodes, 15*time.Second)
+}
+
+// waitMesh waits until each node lists every other, and returns their
+// peer IDs.
+func waitMesh(t testing.TB, nodes []*proc, d time.Duration) []string {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.id().PeerID
+	}
+	waitfor.Every(t, d, apiPoll, "every node to list every other", func() bool {
 		for i, n := range nodes {
 			ps := n.peers()
 			for j := range nodes {
@@ -131,5 +140,5 @@ func startThree(t *testing.T, res string) ([]*proc, []string) {
 		}
 		return true
 	})
-	return nodes, ids
+	return ids
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/agora-sched/agora/testnet/sim"
 	"github.com/agora-sched/agora/testnet/sim/metrics"
 	"github.com/agora-sched/agora/testnet/sim/workload"
-	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // The job list BenchmarkSimVsReal runs: simRealJobs jobs on simRealNodes
@@ -122,21 +121,7 @@ func simVsReal(b *testing.B) {
 			first = tcpAddr(b, p.id())
 		}
 	}
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i] = n.id().PeerID
-	}
-	waitfor.Every(b, 30*time.Second, apiPoll, "every node to list every other", func() bool {
-		for i, n := range nodes {
-			ps := n.peers()
-			for j := range nodes {
-				if _, ok := ps[ids[j]]; i != j && !ok {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitMesh(b, nodes, 30*time.Second)
 
 	// Submit each job at its offset, to the nodes in turn.
 	type posted struct {
