@@ -150,13 +150,13 @@ func TestGangNotStarvedByStream(t *testing.T) {
 }
 
 // TestNarrowGangNotStarvedByStream: a gang of 2 × 4 CPU on six 4-CPU
-// nodes kept busy by a stream of 1-CPU tasks — too narrow to be the head
-// (HeadWidth) before HeadAfter (48 h) — starts within the same bound as
-// the wide gang above, by the rounds a node forces every
-// GangForceEvery-th skip. With GangForceEvery −1 (the simulator's, see
-// docs/simulator.md) it waited more than 10 minutes: why the node keeps
-// forcing rounds until issue 44 finds a mechanism that protects such a
-// gang without idling the synthetic mix's GPUs.
+// nodes kept busy by a stream of 1-CPU tasks starts within the same
+// bound as the wide gang above. Under the node's defaults it is the head
+// once it has waited GangReserveAfter (HeadWidth −1: every gang), with
+// no forced round (GangForceEvery −1). With HeadWidth 0.5 — too narrow
+// to be the head before HeadAfter (48 h) — and no forced rounds, the
+// simulator's setting before issue 44, it waited more than 10 minutes
+// (docs/simulator.md, "One configuration").
 func TestNarrowGangNotStarvedByStream(t *testing.T) {
 	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4), cpuNode(4))
 	c.run = func(s TaskSpec, n NodeID) (int, time.Duration) { return 0, 2 * time.Second }
