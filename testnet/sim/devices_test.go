@@ -22,24 +22,12 @@ func TestHeteroDevicesCluster(t *testing.T) {
 	if len(models) != 3 || models["A100-SXM4-80GB"] != 24 || models["H100-SXM5-80GB"] != 24 || models["L4"] != 32 {
 		t.Errorf("GPU models %v", models)
 	}
-	devs := map[string]int{}
-	for _, d := range tot.Devices {
-		devs[d.Kind] += d.Count
+	if f, n := tot.DeviceCount("fpga", ""), tot.DeviceCount("npu", ""); f != 24 || n != 20 {
+		t.Errorf("%d FPGAs and %d NPUs, want 24 (12 of 50 CPU servers, two each) and 20", f, n)
 	}
-	if devs["fpga"] != 24 || devs["npu"] != 20 {
-		t.Errorf("devices %v, want 24 FPGAs (12 of 50 CPU servers, two each) and 20 NPUs", devs)
-	}
-	if n := nodeCount(c); n != 100 {
+	if n := c.Size(); n != 100 {
 		t.Errorf("%d nodes", n)
 	}
-}
-
-func nodeCount(c *workload.Cluster) int {
-	n := 0
-	for _, nc := range c.Nodes {
-		n += nc.Count
-	}
-	return n
 }
 
 // TestDevicesPlaced: the synthetic mix with device jobs and 40 % of the
@@ -80,7 +68,7 @@ func TestDevicesPlaced(t *testing.T) {
 				r, cp := req[k], caps[node]
 				for _, d := range r.Devices {
 					devices++
-					if !hasDevice(cp, d.Kind) {
+					if cp.DeviceCount(d.Kind, "") == 0 {
 						t.Errorf("%v (%s) started on node %d, which has no %s", k, d.Kind, node, d.Kind)
 					}
 				}
@@ -98,28 +86,7 @@ func TestDevicesPlaced(t *testing.T) {
 			if devices < 20 || models < 10 {
 				t.Fatalf("%d device tasks and %d pinned GPU tasks started; the workload should have more", devices, models)
 			}
-			unfinished := 0
-			for _, j := range in.Jobs {
-				for _, tk := range j.Tasks {
-					if !tk.Finished {
-						unfinished++
-						t.Logf("unfinished: %s %s started %v: %+v", j.ID, tk.Name, tk.Started, tk.Request)
-						break
-					}
-				}
-			}
-			if unfinished > 0 {
-				t.Errorf("%d of %d jobs unfinished", unfinished, len(in.Jobs))
-			}
+			allFinished(t, in)
 		})
 	}
-}
-
-func hasDevice(v resource.Vector, kind string) bool {
-	for _, d := range v.Devices {
-		if strings.EqualFold(d.Kind, kind) && d.Count > 0 {
-			return true
-		}
-	}
-	return false
 }
