@@ -28,13 +28,14 @@ vet:
 	$(GO) vet $(PKGS)
 
 # What the tests need beyond Go: iproute2 and nftables for the tests that
-# build NAT'd sites out of network namespaces (testnet/netns), and
-# Chromium for the dashboard's browser test (cmd/agora TestDashboard);
-# root only, skipped with a message elsewhere or when the packages cannot
-# be had.
+# build NAT'd sites out of network namespaces (testnet/netns), Chromium
+# for the dashboard's browser test (cmd/agora TestDashboard), and podman,
+# runc and busybox-static for the image tasks' tests (their image is a
+# busybox root file system; docs/containers.md); root only, skipped with
+# a message elsewhere or when the packages cannot be had.
 testdeps:
 	@if [ "$$(id -u)" = 0 ]; then \
-		for p in ip:iproute2 nft:nftables chromium:chromium; do \
+		for p in ip:iproute2 nft:nftables chromium:chromium podman:podman runc:runc busybox:busybox-static; do \
 			cmd=$${p%%:*}; pkg=$${p#*:}; \
 			command -v $$cmd >/dev/null 2>&1 && continue; \
 			echo "make: installing $$pkg for the tests that need it"; \

@@ -23,6 +23,9 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	if err := js.Validate(); err != nil {
 		return err
 	}
+	if err := js.Pinned(); err != nil {
+		return err
+	}
 	m.mgr.submit(id, js, "", nil)
 	return nil
 }

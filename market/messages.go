@@ -61,6 +61,10 @@ type TaskSpec struct {
 	// Outputs are what it must leave there (the spec's).
 	Inputs  []InputRef    `json:"inputs,omitempty"`
 	Outputs []spec.Output `json:"outputs,omitempty"`
+	// Image and ImageID are the spec's (spec.Task): the image the task
+	// runs in and the ID it was pinned to at submission.
+	Image   string `json:"image,omitempty"`
+	ImageID string `json:"image_id,omitempty"`
 }
 
 // Placement is one placement of a task replica: its epoch and executor.

@@ -355,7 +355,7 @@ func (mg *manager) unplaceableReason(a *auction) string {
 // a node that fails only on GPU memory is closer than one with too little
 // CPU.
 func stageOf(reason string) int {
-	for i, p := range []string{"site", "label", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
+	for i, p := range []string{"site", "label", "no container runtime", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
 		if strings.HasPrefix(reason, p) {
 			return i
 		}

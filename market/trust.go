@@ -67,6 +67,9 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 	if err := auth.CheckJob(info.user.Name, info.user.Quota, info.spec); err != nil {
 		return "", err
 	}
+	if err := info.spec.Pinned(); err != nil {
+		return "", err
+	}
 	id := info.ticket.JobID()
 	if mgr, ok := m.knownJob(id); ok {
 		return "", &Submitted{Job: id, Manager: mgr}
@@ -156,7 +159,7 @@ func signedTask(js *spec.Job, ts *spec.Task, owner string, gang bool) TaskSpec {
 	s := TaskSpec{
 		TaskOffer: TaskOffer{Type: js.Type, Priority: js.Priority, Deadline: js.Deadline, Request: ts.Request},
 		Command:   ts.Command, Env: ts.Env, Timeout: ts.Timeout, CheckpointInterval: ts.CheckpointInterval,
-		Owner: owner, Outputs: ts.Outputs,
+		Owner: owner, Outputs: ts.Outputs, Image: ts.Image, ImageID: ts.ImageID,
 	}
 	if gang {
 		s.GangSize, s.Pack = ts.Replicas, ts.Pack

@@ -129,8 +129,49 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 	if err := n.writable(); err != nil {
 		return "", err
 	}
+	if err := n.pinImages(ctx, &js); err != nil {
+		return "", err
+	}
 	id := newJobID()
 	return n.accept(ctx, id, api.ErrRefused, func(now time.Time) error { return n.mkt.Submit(now, id, js) })
+}
+
+// PinImage implements api.Backend: the ID of the image this node's
+// engine holds under ref.
+func (n *Node) PinImage(ctx context.Context, ref string) (string, error) {
+	e := executor.EngineOf(n.cfg.Runner)
+	if e == nil {
+		return "", fmt.Errorf("%w: image %s: this node has no container runtime to resolve it with: ask a node that holds the image, or give image_id", api.ErrRefused, ref)
+	}
+	t := spec.Task{Image: ref}
+	t.RequireContainer()
+	if err := spec.CheckImage(&t); err != nil {
+		return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	id, err := e.ImageID(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("%w: image %s is not on this node: %v", api.ErrRefused, ref, err)
+	}
+	return id, nil
+}
+
+// pinImages gives each image task of js that has no image_id the ID of
+// the image this node holds under its reference.
+func (n *Node) pinImages(ctx context.Context, js *spec.Job) error {
+	for i := range js.Tasks {
+		t := &js.Tasks[i]
+		if t.Image == "" || t.ImageID != "" {
+			continue
+		}
+		id, err := n.PinImage(ctx, t.Image)
+		if err != nil {
+			return fmt.Errorf("tasks[%d].image: %w", i, err)
+		}
+		t.ImageID = id
+	}
+	return nil
 }
 
 // SubmitTicket implements api.Backend. In an open network the ticket's

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
@@ -228,6 +231,20 @@ func readConfig(cfg *Config) (*configRead, error) {
 	}
 	if c, ok := cfg.Runner.(io.Closer); ok && given == nil {
 		in.runner = c
+	}
+	for k := range cfg.Labels {
+		if strings.HasPrefix(k, "agora.") {
+			return nil, configErr("label %s: labels starting agora. are the node's own", k)
+		}
+	}
+	if e := executor.EngineOf(cfg.Runner); e != nil {
+		// What image tasks require (spec.ContainerLabel), and which engine.
+		cfg.Labels = maps.Clone(cfg.Labels)
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		cfg.Labels[spec.ContainerLabel] = "yes"
+		cfg.Labels[spec.ContainerLabel+".engine"] = e.Name
 	}
 	return in, nil
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// TaskInit; "": this one.
 	Namespaces bool
 	InitPath   string
+	// Container is the engine that runs tasks whose Spec has a
+	// Container; nil: such tasks fail to start, saying so.
+	Container *ContainerRuntime
 	// IDClaim, when set, is the host-wide claim on Isolation.IDs
 	// (ClaimTaskIDs); the Runner gives it back at Close.
 	IDClaim *IDClaim
@@ -123,6 +126,9 @@ func (r *Runner) Close() error { return r.opts.IDClaim.Close() }
 // does or when Options.DisableCgroups.
 func (r *Runner) CgroupProblem() error { return r.noCgErr }
 
+// ContainerRuntime is the engine image tasks run through, nil when none.
+func (r *Runner) ContainerRuntime() *ContainerRuntime { return r.opts.Container }
+
 // Enforces is the set of task limits this Runner enforces.
 func (r *Runner) Enforces() resource.Limits {
 	m := r.cgroups
@@ -191,6 +197,11 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 	t.spec.GPUs = slices.Clone(spec.GPUs)
 	t.spec.Env = maps.Clone(spec.Env)
 	t.spec.ExtraEnv = maps.Clone(spec.ExtraEnv)
+	if spec.Container != nil {
+		c := *spec.Container
+		c.Devices = slices.Clone(c.Devices)
+		t.spec.Container = &c
+	}
 
 	if err := r.track(t); err != nil {
 		return err

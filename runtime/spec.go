@@ -67,6 +67,10 @@ type Spec struct {
 	// while its task runs learns on restart that the task finished, and
 	// how, instead of running it again.
 	ExitFile string
+	// Container, when set, runs Command inside an image through the
+	// Runner's ContainerRuntime (Options.Container) rather than as a
+	// process of the host.
+	Container *Container
 }
 
 // grace returns the effective SIGTERM to SIGKILL delay.
@@ -90,6 +94,16 @@ func (s Spec) validate() error {
 	}
 	if s.CPUMilli < 0 || s.Memory < 0 || s.Disk < 0 {
 		return errors.New("runtime: negative resource limit")
+	}
+	if c := s.Container; c != nil {
+		if c.ID == "" {
+			return errors.New("runtime: container without a pinned image ID")
+		}
+		for _, d := range c.Devices {
+			if !strings.HasPrefix(d, "/dev/") {
+				return fmt.Errorf("runtime: device %q is not under /dev", d)
+			}
+		}
 	}
 	for _, g := range s.GPUs {
 		if g < 0 {

@@ -39,7 +39,8 @@ type task struct {
 	timeout  *time.Timer
 	killer   *time.Timer
 	cg       *taskCgroup
-	stdout   *os.File // read ends of the output pipes
+	rt       *ContainerRuntime // the engine of a container task
+	stdout   *os.File          // read ends of the output pipes
 	stderr   *os.File
 	quit     chan struct{} // closed when the main process exited: the watchers stop
 }
@@ -61,17 +62,34 @@ func (t *task) start(r *Runner) error {
 		return err
 	}
 	env := buildEnv(r.baseEnv(), t.spec, dir)
-	path, err := lookPath(t.spec.Command[0], env)
-	if err != nil {
+	var path string
+	argv := t.spec.Command
+	ct := t.spec.Container
+	if ct != nil {
+		// The engine runs as the node; the task's user is the container's.
+		rt := r.opts.Container
+		if rt == nil {
+			return fmt.Errorf("image %s: this node has no container runtime", ct.Image)
+		}
+		if err := rt.checkPinned(ct); err != nil {
+			return err
+		}
+		var user string
+		if cred != nil {
+			user = fmt.Sprintf("%d:%d", cred.Uid, cred.Gid)
+		}
+		argv = rt.containerArgs(t.id, t.spec, dir, env, user, r.opts.PidsMax)
+		path, cred = rt.Path, nil
+		rt.removeContainer(t.id) // left by a node that died before cleaning up
+	} else if path, err = lookPath(t.spec.Command[0], env); err != nil {
 		return err
 	}
-	argv := t.spec.Command
 	if t.spec.ExitFile != "" {
-		argv = append([]string{"/bin/sh", "-c", exitWrapper, "agora-task", t.spec.ExitFile, path}, t.spec.Command[1:]...)
+		argv = append([]string{"/bin/sh", "-c", exitWrapper, "agora-task", t.spec.ExitFile, path}, argv[1:]...)
 		path = "/bin/sh"
 	}
 	var clone uintptr
-	if r.opts.Namespaces {
+	if r.opts.Namespaces && ct == nil { // a container has namespaces of its own
 		keep := []string{dir}
 		if c := t.spec.CheckpointDir; c != "" {
 			if c, err = filepath.Abs(c); err != nil {
@@ -97,7 +115,10 @@ func (t *task) start(r *Runner) error {
 		return fmt.Errorf("stderr pipe: %w", err)
 	}
 
-	cg := r.cgroups.create(t.id, t.spec)
+	var cg *taskCgroup
+	if ct == nil { // the engine puts a container in a cgroup of its own, with the same limits
+		cg = r.cgroups.create(t.id, t.spec)
+	}
 	newCmd := func(cgfd int) *exec.Cmd {
 		attr := &syscall.SysProcAttr{Setpgid: true, Credential: cred, Cloneflags: clone}
 		if cgfd >= 0 {
@@ -141,6 +162,9 @@ func (t *task) start(r *Runner) error {
 	t.pid = cmd.Process.Pid
 	t.started = time.Now()
 	t.cg = cg
+	if ct != nil {
+		t.rt = r.opts.Container
+	}
 	t.stdout, t.stderr = outR, errR
 	t.out.pump(StreamStdout, outR)
 	t.out.pump(StreamStderr, errR)
@@ -197,6 +221,16 @@ func (t *task) supervise(r *Runner) Result {
 	t.stderr.Close()
 	oom := t.cg.oomKilled()
 	t.cg.remove()
+	maybeOOM := false
+	if t.spec.Container != nil && r.opts.Container != nil {
+		stopped := st.limit != "" || st.cancelled || st.timedOut
+		oom = !stopped && t.spec.Memory > 0 && r.opts.Container.oomKilled(t.id)
+		// Some engines (podman 4.3 on cgroup v1) never report the kill:
+		// a SIGKILL inside a memory-limited container we did not stop
+		// is then named for the limit, saying the engine did not tell.
+		maybeOOM = !stopped && !oom && t.spec.Memory > 0 && t.cmd.ProcessState != nil && t.cmd.ProcessState.ExitCode() == 137
+		r.opts.Container.removeContainer(t.id)
+	}
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()
@@ -204,6 +238,9 @@ func (t *task) supervise(r *Runner) Result {
 	res := exitResult(t.cmd.ProcessState, waitErr, st, t.spec.Timeout)
 	if oom && !res.TimedOut && !res.Cancelled {
 		res.Reason = fmt.Sprintf("killed: out of memory, over its memory limit of %d MiB (%s)", t.spec.Memory>>20, res.Reason)
+	}
+	if maybeOOM {
+		res.Reason = fmt.Sprintf("killed by SIGKILL inside its container, which has a memory limit of %d MiB: most likely out of memory, though the container engine did not say (%s)", t.spec.Memory>>20, res.Reason)
 	}
 	res.Started = t.started
 	res.Finished = finished
@@ -276,6 +313,10 @@ func (t *task) signalLocked(sig syscall.Signal) {
 		log.Warnw("signalling task", "id", t.id, "err", err)
 	}
 	if sig == syscall.SIGKILL {
+		if t.spec.Container != nil && t.rt != nil {
+			// Killing the engine's client leaves the container running.
+			go t.rt.removeContainer(t.id)
+		}
 		t.cg.kill()
 		if t.owned {
 			// What left the group (setsid) still has the task's ID.

@@ -89,17 +89,18 @@ func cmdPeers(args []string, stdout, stderr io.Writer) int {
 	var peers []api.PeerResponse
 	return readCmd("peers", args, stdout, stderr, "/v1/peers", &peers, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tDEVICES\tQUEUE\tLIMITS\tLAST SEEN")
+		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tDEVICES\tCONTAINERS\tQUEUE\tLIMITS\tLAST SEEN")
 		now := time.Now()
 		for _, p := range peers {
 			limits := strings.ReplaceAll(p.Enforces, " ", "")
 			if p.RunsUnenforced {
 				limits += "(+unenforced)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
+			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
 				resource.CoresFromMilli(p.Free.CPU), resource.CoresFromMilli(p.Capacity.CPU),
 				resource.FormatSize(p.Free.Memory), resource.FormatSize(p.Capacity.Memory),
-				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), p.Queue, limits, ago(p.LastSeen, now))
+				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), dash(p.Labels[resource.ContainerLabel+".engine"]),
+				p.Queue, limits, ago(p.LastSeen, now))
 		}
 		_ = tw.Flush()
 	})

@@ -90,6 +90,7 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 	dataLimit := fs.String("data-limit", "", "the most bytes of other nodes' task outputs and uploads this node keeps (e.g. 100GiB; default: no bound but the disk)")
 	dataReplicas := fs.Int("data-replicas", market.DataReplicas, "how many peers keep a copy of each task's outputs and each uploaded input (0: none)")
 	fs.BoolVar(&cfg.Sandbox.Namespaces, "task-namespaces", false, "start tasks in mount, PID and IPC namespaces of their own, with a private /tmp and /dev/shm (needs root)")
+	fs.StringVar(&cfg.Sandbox.ContainerRuntime, "container-runtime", "auto", "the engine image tasks run through: auto (podman, else docker with a running daemon, if one works here), podman, docker, or none (no image tasks; docs/containers.md)")
 	fs.BoolVar(&cfg.Sandbox.AllowUnenforcedLimits, "allow-unenforced-limits", false, "run tasks that ask for cpu or memory limits this node cannot enforce (default: refuse them)")
 	fs.Var(&taskEnv, "task-env", "a variable of the node's environment that tasks also get (repeatable; otherwise they see their spec's, Agora's and a default PATH)")
 	fs.StringVar(&cfg.ResourcesFile, "resources", "", "YAML file declaring or overriding resources")

@@ -35,6 +35,7 @@ type runTask struct {
 	Resources runResources `json:"resources"`
 	Retries   *int         `json:"retries,omitempty"`
 	Timeout   string       `json:"timeout,omitempty"`
+	Image     string       `json:"image,omitempty"`
 }
 
 type runResources struct {
@@ -66,12 +67,14 @@ var runFlagOf = map[string]string{
 	"tasks[0].resources.gpu.model":  "--gpu-model",
 	"tasks[0].retries":              "--retries",
 	"tasks[0].timeout":              "--timeout",
+	"tasks[0].image":                "--image",
+	"tasks[0].image_id":             "--image",
 }
 
 // runOpts are agora run's flags.
 type runOpts struct {
 	cpu, mem, gpu, gpuMem, gpuModel string
-	name, typ, timeout              string
+	name, typ, timeout, image       string
 	priority, retries               int
 	retriesSet, cpuSet              bool
 }
@@ -91,6 +94,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.typ, "type", "", "job type for runtime prediction (default the name)")
 	fs.IntVar(&o.retries, "retries", spec.DefaultRetries, "retries of a failed run")
 	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
+	fs.StringVar(&o.image, "image", "", "run the command inside this OCI image (name:tag), through podman or docker on a node that has one; pinned to the image's ID on the node asked (docs/containers.md)")
 	wait := fs.Bool("wait", false, "wait for the job to finish, printing its output (stdout to stdout, stderr to stderr); exit with its exit code")
 	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID (with --wait: as the first line of stdout)`)
 	argv, err := parseFlags(fs, args)
@@ -186,7 +190,7 @@ func runOutput(api, id string, stdout, stderr io.Writer) int {
 // checking the flag values that spec.Parse would otherwise report with
 // less context.
 func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
-	task := runTask{Name: "main", Command: argv, Timeout: o.timeout}
+	task := runTask{Name: "main", Command: argv, Timeout: o.timeout, Image: o.image}
 	if o.retriesSet {
 		task.Retries = &o.retries
 	}

@@ -94,7 +94,13 @@ type submitted struct {
 // exit code of a failure it reported.
 func postJob(cmd, api string, body []byte, ctype string, stderr io.Writer) (string, int) {
 	var r submitted
-	err := newClient(api).send("POST", "/v1/jobs", ctype, body, &r)
+	pinned, err := pinImages(newClient(api), body)
+	if pinned != nil {
+		body, ctype = pinned, "application/yaml"
+	}
+	if err == nil {
+		err = newClient(api).send("POST", "/v1/jobs", ctype, body, &r)
+	}
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:

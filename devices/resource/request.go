@@ -80,12 +80,25 @@ func Constraints(site string, labels map[string]string, req Request) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if labels[k] != req.Labels[k] {
+		if k != ContainerLabel && labels[k] != req.Labels[k] {
 			return fmt.Sprintf("label %s=%q != required %q", k, labels[k], req.Labels[k])
 		}
 	}
+	// Last: a node with the labels asked for but no engine is the
+	// closest miss, and the reason a job waits names what it lacks.
+	if v, ok := req.Labels[ContainerLabel]; ok && labels[ContainerLabel] != v {
+		return NoContainerRuntime
+	}
 	return ""
 }
+
+// NoContainerRuntime is the reason a node without a working engine
+// cannot run an image task.
+const NoContainerRuntime = "no container runtime: the task runs an image, and only nodes with podman or docker (--container-runtime) run images"
+
+// ContainerLabel is the node label an image task requires: nodes whose
+// container engine works advertise it with the value "yes".
+const ContainerLabel = "agora.container"
 
 // Matches reports whether GPU g meets the request's model and memory
 // (not its free share: Fit checks that).

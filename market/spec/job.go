@@ -54,7 +54,20 @@ type Task struct {
 	// work directory before it starts (docs/data.md).
 	Outputs []Output `json:"outputs,omitempty"`
 	Inputs  []Input  `json:"inputs,omitempty"`
+	// Image, when set, is the OCI image the task runs in, through the
+	// node's podman or docker (docs/containers.md); its Request then
+	// carries the label ContainerLabel, which only nodes with a working
+	// engine advertise. ImageID pins it: the image's ID ("sha256:" and
+	// 64 hex digits, the digest of its config), which the node that
+	// accepts the job fills in when the submitter did not, and which a
+	// node checks before running the task.
+	Image   string `json:"image,omitempty"`
+	ImageID string `json:"image_id,omitempty"`
 }
+
+// ContainerLabel is the node label an image task requires: nodes whose
+// engine works advertise it with the value "yes".
+const ContainerLabel = resource.ContainerLabel
 
 // Task returns the task with the given name and true, or nil and false if
 // the job has none. The pointer refers into j.Tasks.

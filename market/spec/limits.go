@@ -58,6 +58,8 @@ const (
 	MaxDeviceKindLen = 64
 	// MaxDeviceCount is the most units of one device kind a task may ask for.
 	MaxDeviceCount = 64
+	// MaxImageRefLen bounds an image reference.
+	MaxImageRefLen = 512
 	// MaxLabels is the most label constraints a task may have.
 	MaxLabels = 64
 	// MaxLabelKeyLen is the longest label key.

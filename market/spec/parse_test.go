@@ -215,6 +215,12 @@ func TestParseValueForms(t *testing.T) {
 		{"gang unpacked", "    replicas: 4\n    gang: true\n    pack: false\n", func(t Task) bool { return t.Gang && !t.Pack && t.Replicas == 4 }},
 		{"alias", "    resources: &r {cpu: 3}\n  - name: b\n    command: [y]\n    resources: *r\n", func(t Task) bool { return t.Request.CPU == 3000 }},
 		{"quoted number string env", "    env: {N: \"010\"}\n", func(t Task) bool { return t.Env["N"] == "010" }},
+		{"image", "    image: registry.local:5000/team/train:v3\n", func(t Task) bool {
+			return t.Image == "registry.local:5000/team/train:v3" && t.ImageID == "" && t.Request.Labels[ContainerLabel] == "yes"
+		}},
+		{"image pinned", "    image: busybox@sha256:" + strings.Repeat("ab", 32) + "\n    image_id: sha256:" + strings.Repeat("cd", 32) + "\n", func(t Task) bool {
+			return t.ImageID == "sha256:"+strings.Repeat("cd", 32)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -240,6 +240,10 @@ func (q *quick) task(t *Task) {
 			t.Gang = q.boolean()
 		case "pack":
 			t.Pack = q.boolean()
+		case "image":
+			t.Image = q.text()
+		case "image_id":
+			t.ImageID = q.text()
 		default:
 			return false
 		}

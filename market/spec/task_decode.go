@@ -11,7 +11,7 @@ import (
 var taskFields = []string{
 	"name", "command", "env", "resources", "after", "estimate",
 	"checkpoint", "retries", "timeout", "replicas", "gang", "pack",
-	"outputs", "inputs",
+	"outputs", "inputs", "image", "image_id",
 }
 
 var checkpointFields = []string{"interval"}
@@ -57,9 +57,24 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 			t.Outputs = d.outputs(v, p)
 		case "inputs":
 			t.Inputs = d.inputs(v, p)
+		case "image":
+			t.Image, _ = d.str(v, p)
+		case "image_id":
+			t.ImageID, _ = d.str(v, p)
 		}
 	})
+	if t.Image != "" {
+		t.RequireContainer()
+	}
 	return t
+}
+
+// RequireContainer adds the label an image task needs of its node.
+func (t *Task) RequireContainer() {
+	if t.Request.Labels == nil {
+		t.Request.Labels = map[string]string{}
+	}
+	t.Request.Labels[ContainerLabel] = "yes"
 }
 
 // command decodes an argv list, or a shell string run with sh -c.

@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -119,11 +121,38 @@ func (t *Task) check(l *errorList, path string) {
 	if t.Pack && !t.Gang {
 		l.add(field(path, "pack"), "only applies to a gang: set gang: true")
 	}
+	checkImage(l, path, t)
+}
+
+// imageRef is an OCI image reference: optional registry host and port,
+// lower-case path components, an optional tag and an optional digest.
+var imageRef = regexp.MustCompile(`^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
+
+var imageIDForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// checkImage checks an image task's reference, pin and label.
+func checkImage(l *errorList, path string, t *Task) {
+	switch {
+	case t.Image == "" && t.ImageID != "":
+		l.add(field(path, "image_id"), "set without an image")
+	case t.Image == "":
+		return
+	case len(t.Image) > MaxImageRefLen:
+		l.add(field(path, "image"), "%d characters, over the limit of %d", len(t.Image), MaxImageRefLen)
+	case !imageRef.MatchString(t.Image):
+		l.add(field(path, "image"), "%s is not an image reference (name[:tag][@sha256:digest], lower-case name)", quote(t.Image))
+	}
+	if t.ImageID != "" && !imageIDForm.MatchString(t.ImageID) {
+		l.add(field(path, "image_id"), "%s is not sha256: and 64 lower-case hex digits", quote(t.ImageID))
+	}
+	if t.Request.Labels[ContainerLabel] != "yes" {
+		l.add(field(path, "resources.labels."+ContainerLabel), "an image task requires its node's label %s=yes", ContainerLabel)
+	}
 }
 
 // textSize is the length of the text the task holds, as MaxJobBytes counts it.
 func (t *Task) textSize() int {
-	n := len(t.Name) + len(t.Request.Site) + len(t.Request.GPU.Model) + t.dataText()
+	n := len(t.Name) + len(t.Request.Site) + len(t.Request.GPU.Model) + t.dataText() + len(t.Image) + len(t.ImageID)
 	for _, a := range t.Command {
 		n += len(a) + 1
 	}
@@ -239,4 +268,25 @@ func checkDuration(l *errorList, path string, d time.Duration) {
 	case d > MaxDuration:
 		l.add(path, "%s is over the limit of %s", d, MaxDuration)
 	}
+}
+
+// CheckImage applies the spec's image rules to one task, for a task that
+// arrives over the wire rather than in a job.
+func CheckImage(t *Task) error {
+	var l errorList
+	checkImage(&l, "", t)
+	return l.err()
+}
+
+// Pinned reports the first image task without its image_id: a job is
+// accepted only pinned, so that every node that runs one of its tasks
+// runs the same image, whatever its own tags say.
+func (j *Job) Pinned() error {
+	for i, t := range j.Tasks {
+		if t.Image != "" && t.ImageID == "" {
+			return &ValidationError{Errors: []FieldError{{Path: index("tasks", i) + ".image_id",
+				Msg: fmt.Sprintf("image %s is not pinned: give image_id, or submit through agora submit or run, which ask their node for it", t.Image)}}}
+		}
+	}
+	return nil
 }

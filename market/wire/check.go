@@ -513,7 +513,21 @@ func checkSpec(p string, s market.TaskSpec) error {
 		checkOwner(join(p, "owner"), s.Owner),
 		checkPrevious(join(p, "previous"), s.Previous),
 		checkInputs(join(p, "inputs"), s.Inputs), checkOutputs(join(p, "outputs"), s.Outputs),
+		checkImage(p, s.Image, s.ImageID),
 	)
+}
+
+// checkImage checks an image task's reference and pin, as the spec's
+// rules do.
+func checkImage(p, image, id string) error {
+	t := spec.Task{Image: image, ImageID: id}
+	if image != "" {
+		t.RequireContainer()
+	}
+	if err := spec.CheckImage(&t); err != nil {
+		return bad(join(p, "image"), "%v", err)
+	}
+	return nil
 }
 
 // checkCommand checks an argv.

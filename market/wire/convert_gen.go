@@ -791,6 +791,8 @@ func toPBTaskSpec(p string, v *market.TaskSpec, x *pb.TaskSpec) error {
 			}
 		}
 	}
+	x.Image = string(v.Image)
+	x.ImageId = string(v.ImageID)
 	return nil
 }
 
@@ -847,6 +849,8 @@ func fromPBTaskSpec(p string, x *pb.TaskSpec, v *market.TaskSpec) error {
 			}
 		}
 	}
+	v.Image = string(x.GetImage())
+	v.ImageID = string(x.GetImageId())
 	return nil
 }
 

@@ -76,6 +76,8 @@ func fullSpec() market.TaskSpec {
 			{Input: 1, DataRef: market.DataRef{Manifest: strings.Repeat("a1", 32)}, Upload: true, Path: "."},
 		},
 		Outputs: []spec.Output{{Path: "out.bin"}, {Path: "res/dir", Max: 1 << 30}},
+		Image:   "localhost/train:v3",
+		ImageID: "sha256:" + strings.Repeat("5e", 32),
 	}
 }
 
@@ -628,6 +630,9 @@ func TestEncodeRejects(t *testing.T) {
 		{"invalid UTF-8 reason", market.NoBid{Auction: aid, Bidder: bidder, Reason: "\xff"}, "wire: no_bid.reason: not valid UTF-8"},
 		{"ticket over its limit", market.Award{Auction: aid, Manager: manager, Task: fullSpec(), Bid: fullBid(), Ticket: make([]byte, auth.MaxTicketBytes+1)}, "wire: award.ticket"},
 		{"owner not a name", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Owner: "a b"}, Bid: fullBid()}, "wire: award.task.owner"},
+		{"image not a reference", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Image: "Bad Image", ImageID: "sha256:" + strings.Repeat("00", 32)}, Bid: fullBid()}, "wire: award.task.image"},
+		{"image id not a digest", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Image: "busybox", ImageID: "sha256:xyz"}, Bid: fullBid()}, "wire: award.task.image"},
+		{"image id without image", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, ImageID: "sha256:" + strings.Repeat("00", 32)}, Bid: fullBid()}, "wire: award.task.image"},
 		{"gang size over int32", market.CFP{Auction: aid, Manager: manager, Task: market.TaskOffer{Key: key, GangSize: math.MaxInt32 + 1}}, "wire: cfp.task.gang_size"},
 		{"slots over the limit", market.Bid{Auction: aid, Bidder: bidder, Slots: MaxSlots + 1}, "wire: bid.slots: 1001 out of range"},
 		{"spec rank over int32", market.Award{Auction: aid, Manager: manager, Task: market.TaskSpec{TaskOffer: shareOffer(), Command: []string{"x"}, Rank: math.MaxInt32 + 1}, Bid: fullBid()}, "wire: award.task.rank"},

@@ -70,6 +70,10 @@ type Backend interface {
 	TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error)
 	// Drain hands the node's work to its peers (see node.Drain).
 	Drain(ctx context.Context) error
+	// PinImage resolves an image reference to the ID of the image this
+	// node's container engine holds under it (docs/containers.md); an
+	// error wrapping ErrRefused when it cannot.
+	PinImage(ctx context.Context, ref string) (string, error)
 	// Revoke takes an encoded revocation, keeps it and spreads it; it
 	// reports the revocation's target and whether it was new. An error
 	// wrapping ErrRefused is the client's fault.
@@ -168,6 +172,7 @@ func New(b Backend, metrics http.Handler, g Guard) *Server {
 	mux.HandleFunc("GET /v1/id", s.handleID)
 	mux.HandleFunc("GET /v1/peers", s.handlePeers)
 	mux.HandleFunc("GET /v1/devices", s.handleDevices)
+	mux.HandleFunc("GET /v1/images", s.handleImage)
 	mux.HandleFunc("POST /v1/jobs", s.handleSubmit)
 	mux.HandleFunc("GET /v1/jobs", s.handleJobs)
 	mux.HandleFunc("GET /v1/cluster/jobs", s.handleClusterJobs)
@@ -266,6 +271,32 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.b.Capacity())
+}
+
+// ImageResponse is the answer of GET /v1/images?ref=REF.
+type ImageResponse struct {
+	Image string `json:"image"`
+	ID    string `json:"id"`
+}
+
+func (s *Server) handleImage(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r, auth.ActPeers) {
+		return
+	}
+	ref := r.URL.Query().Get("ref")
+	if ref == "" {
+		writeError(w, http.StatusBadRequest, "ref: required (GET /v1/images?ref=NAME:TAG)")
+		return
+	}
+	id, err := s.b.PinImage(r.Context(), ref)
+	switch {
+	case errors.Is(err, ErrRefused):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, ImageResponse{Image: ref, ID: id})
+	}
 }
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {

@@ -33,8 +33,11 @@ func (f *fake) Identity() (string, []string)                 { return "12D3KooWS
 func (f *fake) Authorize(context.Context, auth.Action) error { return nil }
 func (f *fake) SignIn(context.Context) (string, error)       { return "", nil }
 func (f *fake) Peers() []gossip.Member                       { return nil }
-func (f *fake) Connection(string) string                     { return "none" }
-func (f *fake) Capacity() resource.Vector                    { return resource.Vector{CPU: 4000} }
+func (f *fake) PinImage(context.Context, string) (string, error) {
+	return "", fmt.Errorf("%w: no container runtime", ErrRefused)
+}
+func (f *fake) Connection(string) string  { return "none" }
+func (f *fake) Capacity() resource.Vector { return resource.Vector{CPU: 4000} }
 
 func (f *fake) Submit(_ context.Context, js spec.Job) (string, error) {
 	if js.Name == "refused" {

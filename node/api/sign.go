@@ -119,7 +119,7 @@ func ActionOf(method, path string) (auth.Action, string, bool) {
 		return auth.ActJobs, "", true
 	case method == "POST" && p == "/v1/drain":
 		return auth.ActDrain, "", true
-	case method == "GET" && (p == "/v1/peers" || p == "/v1/devices"):
+	case method == "GET" && (p == "/v1/peers" || p == "/v1/devices" || p == "/v1/images"):
 		return auth.ActPeers, "", true
 	}
 	if node, ok := strings.CutPrefix(p, "/v1/ui/code/"); ok && method == "POST" {

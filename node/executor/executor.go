@@ -301,6 +301,9 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory, Disk: st.Task.Request.Disk,
 		ExitFile: exitFile(dir, st.Task.Epoch),
 	}
+	if st.Task.Image != "" {
+		spec.Container = &runtime.Container{Image: st.Task.Image, ID: st.Task.ImageID}
+	}
 	_ = os.Remove(spec.ExitFile) // planted by an earlier attempt in the same directory, it would lie
 	if len(st.Task.Peers) > 0 {
 		hosts := make([]string, len(st.Task.Peers))

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/user"
@@ -39,6 +40,25 @@ type Sandbox struct {
 	// own with a private /tmp (runtime.Options.Namespaces); the program
 	// must call runtime.TaskInit first in main.
 	Namespaces bool
+	// ContainerRuntime is the engine image tasks run through: "auto"
+	// (or ""): podman, else docker, if one works here; "podman" or
+	// "docker": that one, or the node does not start; "none": no image
+	// tasks (--container-runtime).
+	ContainerRuntime string
+}
+
+// ContainerEngine is a TaskRunner that runs images (runtime.Runner
+// does, when it found an engine).
+type ContainerEngine interface {
+	ContainerRuntime() *runtime.ContainerRuntime
+}
+
+// EngineOf is the engine r runs images through, nil when none.
+func EngineOf(r TaskRunner) *runtime.ContainerRuntime {
+	if ce, ok := r.(ContainerEngine); ok {
+		return ce.ContainerRuntime()
+	}
+	return nil
 }
 
 // LimitEnforcer is a TaskRunner that says which task limits it
@@ -83,6 +103,20 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 		}
 		how += "; in namespaces of their own, with a private /tmp"
 	}
+	want := s.ContainerRuntime
+	if want == "" {
+		want = runtime.ContainerAuto
+	}
+	engine, err := runtime.DetectContainerRuntime(context.Background(), want)
+	switch {
+	case engine != nil:
+		log.Infow("container runtime", "engine", engine.String(), "run args", strings.Join(append(append([]string{}, engine.Global...), engine.RunArgs...), " "))
+	case err != nil && want != runtime.ContainerAuto:
+		return nil, fmt.Errorf("--container-runtime %s: %v (give --container-runtime none to run no images)", want, err)
+	case err != nil:
+		log.Infow("container runtime: none, image tasks go to other nodes", "why", err)
+	}
+	opts.Container = engine
 	rr := runtime.NewRunner(opts)
 	if err := rr.CgroupProblem(); err != nil && s.CgroupParent != "" {
 		return nil, fmt.Errorf("--cgroup-parent %s: %v", s.CgroupParent, err)

@@ -871,6 +871,8 @@ type TaskSpec struct {
 	Previous             []*Placement           `protobuf:"bytes,11,rep,name=previous,proto3" json:"previous,omitempty"`                                                                // earlier placements of this replica whose checkpoints a resume may use, oldest first, <= 64 entries
 	Inputs               []*InputRef            `protobuf:"bytes,12,rep,name=inputs,proto3" json:"inputs,omitempty"`                                                                    // inputs to place before the task starts, <= 1024 entries (docs/data.md)
 	Outputs              []*Output              `protobuf:"bytes,13,rep,name=outputs,proto3" json:"outputs,omitempty"`                                                                  // outputs the task must leave, <= 64 entries
+	Image                string                 `protobuf:"bytes,14,opt,name=image,proto3" json:"image,omitempty"`                                                                      // the OCI image the task runs in, as the spec names it (docs/containers.md); "" for a process task; <= 512 bytes
+	ImageId              string                 `protobuf:"bytes,15,opt,name=image_id,json=imageId,proto3" json:"image_id,omitempty"`                                                   // with image: the ID it is pinned to, "sha256:" and 64 lowercase hex digits (the digest of the image's config); the executor runs nothing else
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -994,6 +996,20 @@ func (x *TaskSpec) GetOutputs() []*Output {
 		return x.Outputs
 	}
 	return nil
+}
+
+func (x *TaskSpec) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *TaskSpec) GetImageId() string {
+	if x != nil {
+		return x.ImageId
+	}
+	return ""
 }
 
 // DataRef names stored data: a manifest, its size and who holds it.
@@ -3609,7 +3625,7 @@ const file_market_proto_rawDesc = "" +
 	"\arequest\x18\x06 \x01(\v2\x11.agora.v1.RequestR\arequest\x12\x1b\n" +
 	"\tgang_size\x18\a \x01(\x05R\bgangSize\x12\x12\n" +
 	"\x04pack\x18\b \x01(\bR\x04pack\x12)\n" +
-	"\x06inputs\x18\t \x03(\v2\x11.agora.v1.DataRefR\x06inputs\"\x84\x04\n" +
+	"\x06inputs\x18\t \x03(\v2\x11.agora.v1.DataRefR\x06inputs\"\xb5\x04\n" +
 	"\bTaskSpec\x12)\n" +
 	"\x05offer\x18\x01 \x01(\v2\x13.agora.v1.TaskOfferR\x05offer\x12\x18\n" +
 	"\acommand\x18\x02 \x03(\tR\acommand\x12-\n" +
@@ -3625,7 +3641,9 @@ const file_market_proto_rawDesc = "" +
 	" \x01(\tR\x05owner\x12/\n" +
 	"\bprevious\x18\v \x03(\v2\x13.agora.v1.PlacementR\bprevious\x12*\n" +
 	"\x06inputs\x18\f \x03(\v2\x12.agora.v1.InputRefR\x06inputs\x12*\n" +
-	"\aoutputs\x18\r \x03(\v2\x10.agora.v1.OutputR\aoutputs\x1a6\n" +
+	"\aoutputs\x18\r \x03(\v2\x10.agora.v1.OutputR\aoutputs\x12\x14\n" +
+	"\x05image\x18\x0e \x01(\tR\x05image\x12\x19\n" +
+	"\bimage_id\x18\x0f \x01(\tR\aimageId\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"U\n" +

@@ -1,0 +1,392 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Container asks for a task's command to run inside an OCI image, through
+// the node's ContainerRuntime, instead of as a process of the host.
+type Container struct {
+	// Image is the reference the user gave (name:tag, name@sha256:…).
+	Image string
+	// ID is the image ID the job was pinned to at submission ("sha256:"
+	// and 64 hex digits: the digest of the image's config, the same on
+	// every node that holds the image). The task runs this ID; a local
+	// Image that names another ID is refused (ErrImageMismatch).
+	ID string
+	// Devices are host device paths passed into the container (declared
+	// devices and the assigned GPUs' nodes).
+	Devices []string
+}
+
+// ErrImageMismatch marks a start refused because the node's copy of the
+// image reference names another image than the one the job was pinned to.
+var ErrImageMismatch = errors.New("image does not match its pinned ID")
+
+var imageIDPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidImageID reports whether id has the form of a pinned image ID.
+func ValidImageID(id string) bool { return imageIDPattern.MatchString(id) }
+
+// ContainerRuntime is the container engine's command line a node runs
+// images through: podman, or docker with a reachable daemon.
+type ContainerRuntime struct {
+	// Name is "podman" or "docker".
+	Name string
+	// Path is the engine's executable.
+	Path string
+	// Global are arguments before every subcommand (podman's --runtime
+	// when its default OCI runtime cannot work on this host).
+	Global []string
+	// RunArgs are added to every run: explicit ulimits no higher than
+	// the node's own hard limits, which an engine's defaults may exceed
+	// (then every start fails with "setrlimit: operation not permitted").
+	RunArgs []string
+	// OCI names the OCI runtime in use and Version the engine's, for the
+	// node's start line and adverts.
+	OCI, Version string
+	// Init: the engine has a small init to run as the container's PID 1,
+	// which passes SIGTERM on (a shell as PID 1 ignores it).
+	Init bool
+}
+
+// String describes the runtime for logs and adverts.
+func (c *ContainerRuntime) String() string {
+	if c == nil {
+		return "none"
+	}
+	s := c.Name + " " + c.Version
+	if c.OCI != "" {
+		s += " (" + c.OCI + ")"
+	}
+	return s
+}
+
+// command builds an engine command line.
+func (c *ContainerRuntime) command(ctx context.Context, args ...string) *exec.Cmd {
+	all := append(append([]string{}, c.Global...), args...)
+	return exec.CommandContext(ctx, c.Path, all...)
+}
+
+// output runs an engine command and returns its stdout, or an error with
+// its stderr.
+func (c *ContainerRuntime) output(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := c.command(ctx, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("%s %s: %s", c.Name, args[0], msg)
+	}
+	return out, nil
+}
+
+// ImageID returns the ID of the local image ref names, or an error when
+// the node does not hold it.
+func (c *ContainerRuntime) ImageID(ctx context.Context, ref string) (string, error) {
+	out, err := c.output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(id, "sha256:") {
+		id = "sha256:" + id
+	}
+	if !ValidImageID(id) {
+		return "", fmt.Errorf("%s: image %s has an ID of unexpected form %q", c.Name, ref, id)
+	}
+	return id, nil
+}
+
+// HasImage reports whether the node holds the image with ID id.
+func (c *ContainerRuntime) HasImage(ctx context.Context, id string) bool {
+	got, err := c.ImageID(ctx, id)
+	return err == nil && got == id
+}
+
+// Runtime names accepted by DetectContainerRuntime.
+const (
+	ContainerAuto   = "auto"
+	ContainerPodman = "podman"
+	ContainerDocker = "docker"
+	ContainerNone   = "none"
+)
+
+// DetectContainerRuntime finds the engine want names ("auto": podman,
+// else docker with a running daemon; "none": no engine, nil and no
+// error) and checks that it can run containers on this host. It returns
+// nil and an error saying why when the engine was asked for by name and
+// cannot work, and nil with the reason for "auto" when none can.
+func DetectContainerRuntime(ctx context.Context, want string) (*ContainerRuntime, error) {
+	switch want {
+	case ContainerNone:
+		return nil, nil
+	case ContainerPodman, ContainerDocker:
+		return probeEngine(ctx, want)
+	case ContainerAuto, "":
+		var why []string
+		for _, name := range []string{ContainerPodman, ContainerDocker} {
+			c, err := probeEngine(ctx, name)
+			if err == nil {
+				return c, nil
+			}
+			why = append(why, err.Error())
+		}
+		return nil, errors.New(strings.Join(why, "; "))
+	default:
+		return nil, fmt.Errorf("container runtime %q: want auto, podman, docker or none", want)
+	}
+}
+
+// engineInfo is the part of "podman info" / "docker info" the probe reads.
+type engineInfo struct {
+	Host struct { // podman
+		OCIRuntime struct {
+			Name string `json:"name"`
+		} `json:"ociRuntime"`
+		CgroupVersion string `json:"cgroupVersion"`
+	} `json:"host"`
+	Version struct { // podman
+		Version string `json:"Version"`
+	} `json:"version"`
+	DefaultRuntime string `json:"DefaultRuntime"` // docker
+	ServerVersion  string `json:"ServerVersion"`  // docker
+	CgroupVersion  string `json:"CgroupVersion"`  // docker
+}
+
+// probeEngine checks one engine.
+func probeEngine(ctx context.Context, name string) (*ContainerRuntime, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not installed", name)
+	}
+	c := &ContainerRuntime{Name: name, Path: path}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := c.output(ctx, "info", "--format", "{{json .}}")
+	if err != nil {
+		return nil, fmt.Errorf("%s does not work here: %w", name, err)
+	}
+	var info engineInfo
+	if err := json.Unmarshal(out, &info); err != nil {
+		return nil, fmt.Errorf("%s info: %w", name, err)
+	}
+	if name == ContainerDocker {
+		c.OCI, c.Version, c.Init = info.DefaultRuntime, info.ServerVersion, true
+	} else {
+		c.Init = podmanInit()
+		c.OCI, c.Version = info.Host.OCIRuntime.Name, info.Version.Version
+		if c.OCI == "crun" && hybridCgroups() {
+			// crun refuses a host whose cgroup v2 is mounted beside v1
+			// ("cgroups in hybrid mode not supported"); runc copes.
+			runc, err := exec.LookPath("runc")
+			if err != nil {
+				return nil, errors.New("podman: its OCI runtime crun does not support this host's hybrid cgroups, and runc is not installed")
+			}
+			c.Global, c.OCI = []string{"--runtime", runc}, "runc"
+		}
+	}
+	if name == ContainerPodman {
+		args, err := c.probeUlimits(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.RunArgs = args
+	}
+	return c, nil
+}
+
+// probeImage is the empty image the engine's start-up check runs: it has
+// no files, so a start that gets as far as running a program fails with
+// 127, and one the engine cannot set up fails otherwise.
+const probeImage = "localhost/agora/probe:empty"
+
+// probeUlimits finds open-file and process limits the engine can give a
+// container: the node's own hard limits where it may raise them, else
+// the first of a few lower ones that starts. A host that denies the
+// engine CAP_SYS_RESOURCE (so it cannot raise a limit past its own
+// processes') fails every start with "setrlimit: operation not
+// permitted" under podman's defaults. Each try starts probeImage's
+// missing program: exit 127 means the container was set up.
+func (c *ContainerRuntime) probeUlimits(ctx context.Context) ([]string, error) {
+	if err := c.command(ctx, "image", "exists", probeImage).Run(); err != nil {
+		imp := c.command(ctx, "import", "-", probeImage)
+		imp.Stdin = bytes.NewReader(make([]byte, 1024)) // an empty tar archive
+		if out, err := imp.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("podman: cannot make its probe image: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	}
+	var nofile, nproc syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) != nil || syscall.Getrlimit(6 /* RLIMIT_NPROC */, &nproc) != nil {
+		return nil, errors.New("podman: cannot read this node's limits")
+	}
+	var last string
+	for _, try := range [][2]uint64{{nofile.Max, nproc.Max}, {16384, 16384}, {4096, 4096}, {1024, 1024}} {
+		f, p := min(try[0], nofile.Max), min(try[1], nproc.Max)
+		args := []string{"--ulimit", fmt.Sprintf("nofile=%d:%d", f, f), "--ulimit", fmt.Sprintf("nproc=%d:%d", p, p)}
+		run := append([]string{"run", "--rm", "--network", "host"}, args...)
+		out, err := c.command(ctx, append(run, probeImage, "/agora-probe-absent")...).CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 127 {
+			return args, nil
+		}
+		last = strings.TrimSpace(string(out))
+		if err == nil {
+			last = "a program that does not exist ran"
+		}
+		if !strings.Contains(last, "rlimit") {
+			break // not a limits problem: more tries will not help
+		}
+	}
+	return nil, fmt.Errorf("podman cannot start a container here: %s", last)
+}
+
+// podmanInit reports whether podman's --init program (catatonit) is
+// installed where podman looks for it.
+func podmanInit() bool {
+	for _, p := range []string{"/usr/libexec/podman/catatonit"} { // its compiled-in init_path
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hybridCgroups reports a host with cgroup v1 controllers and a v2 mount
+// beside them.
+func hybridCgroups() bool {
+	var st syscall.Statfs_t
+	if syscall.Statfs("/sys/fs/cgroup", &st) != nil || st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC: pure v2
+		return false
+	}
+	_, err := os.Stat("/sys/fs/cgroup/unified")
+	return err == nil
+}
+
+// containerName is the engine's name for task id's container.
+func containerName(id string) string { return cgroupName(id) }
+
+// containerArgs returns the argv that runs spec's command in its image:
+// the work and checkpoint directories mounted at the paths a process task
+// sees, the host's network (as for a process task), the task's user, its
+// environment passed by name (values stay out of the command line), its
+// limits, devices and GPUs. env is the task's full environment; user is
+// "uid:gid", or "" for the image's own.
+func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir string, env []string, user string, pidsMax int) []string {
+	args := append([]string{c.Path}, c.Global...)
+	args = append(args, "run", "--name", containerName(id), "--pull", "never", "--network", "host",
+		"--workdir", dir, "--volume", dir+":"+dir)
+	if spec.CheckpointDir != "" {
+		if ck, err := filepath.Abs(spec.CheckpointDir); err == nil {
+			args = append(args, "--volume", ck+":"+ck)
+		}
+	}
+	if c.Init {
+		args = append(args, "--init")
+	}
+	if user != "" {
+		args = append(args, "--user", user)
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "PATH" || k == "HOSTNAME" {
+			continue // the image's own PATH finds its programs
+		}
+		args = append(args, "--env", k)
+	}
+	if spec.Memory > 0 {
+		m := strconv.FormatInt(spec.Memory, 10)
+		args = append(args, "--memory", m, "--memory-swap", m)
+	}
+	if spec.CPUMilli > 0 {
+		args = append(args, "--cpus", strconv.FormatFloat(float64(spec.CPUMilli)/1000, 'f', 3, 64))
+	}
+	if pidsMax > 0 {
+		args = append(args, "--pids-limit", strconv.Itoa(pidsMax))
+	}
+	for _, d := range spec.Container.Devices {
+		args = append(args, "--device", d)
+	}
+	for _, d := range gpuDeviceNodes(spec.GPUs) {
+		args = append(args, "--device", d)
+	}
+	args = append(args, c.RunArgs...)
+	args = append(args, spec.Container.ID)
+	return append(args, spec.Command...)
+}
+
+// gpuDeviceNodes are the NVIDIA device nodes that give a container the
+// GPUs with these indices (and the driver's shared nodes), where they
+// exist on the host.
+func gpuDeviceNodes(gpus []int) []string {
+	if len(gpus) == 0 {
+		return nil
+	}
+	var nodes []string
+	for _, g := range gpus {
+		nodes = append(nodes, fmt.Sprintf("/dev/nvidia%d", g))
+	}
+	nodes = append(nodes, "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+	var have []string
+	for _, n := range nodes {
+		if _, err := os.Stat(n); err == nil {
+			have = append(have, n)
+		}
+	}
+	return have
+}
+
+// checkPinned refuses to run an image whose local reference names
+// another image than the pinned one, and one the node does not hold.
+func (c *ContainerRuntime) checkPinned(ct *Container) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !ValidImageID(ct.ID) {
+		return fmt.Errorf("image %s: pinned ID %q is not sha256:<64 hex digits>", ct.Image, ct.ID)
+	}
+	if ct.Image != "" {
+		if got, err := c.ImageID(ctx, ct.Image); err == nil && got != ct.ID {
+			return fmt.Errorf("%w: %s is %s here, the job was pinned to %s", ErrImageMismatch, ct.Image, got, ct.ID)
+		}
+	}
+	if !c.HasImage(ctx, ct.ID) {
+		return fmt.Errorf("image %s (%s) is not on this node", ct.Image, ct.ID)
+	}
+	return nil
+}
+
+// removeContainer deletes task id's container, stopping it at once if it
+// still runs. Errors are only logged: a container that was never created
+// is the usual case.
+func (c *ContainerRuntime) removeContainer(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := c.command(ctx, "rm", "--force", "--time", "0", containerName(id)).CombinedOutput(); err != nil {
+		log.Debugw("remove container", "id", id, "err", err, "out", strings.TrimSpace(string(out)))
+	}
+}
+
+// oomKilled asks the engine whether the kernel killed task id's container
+// for its memory limit.
+func (c *ContainerRuntime) oomKilled(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := c.output(ctx, "inspect", "--format", "{{.State.OOMKilled}}", containerName(id))
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}

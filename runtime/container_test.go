@@ -1,0 +1,190 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/runtime/containertest"
+)
+
+// containerRunner is a Runner with the host's container engine, as a
+// root node has it: task user IDs of its own, cgroups, a pids bound of
+// 20. It skips the test saying why the host cannot run containers.
+func containerRunner(t *testing.T) (*Runner, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("container tests run as root (CI does)")
+	}
+	rt, err := DetectContainerRuntime(context.Background(), ContainerAuto)
+	if rt == nil {
+		t.Skipf("no container engine works here (make testdeps installs podman and runc as root): %v", err)
+	}
+	t.Logf("engine: %s, run args %v", rt, append(rt.Global, rt.RunArgs...))
+	r := NewRunner(Options{PidsMax: 20, DrainTimeout: 500 * time.Millisecond, Container: rt,
+		Isolation: Isolation{IDs: IDRange{First: 3_900_000, Count: 64}}})
+	t.Cleanup(func() {
+		for _, id := range r.Running() {
+			r.Kill(id)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Wait(ctx); err != nil {
+			t.Errorf("runner did not drain: %v", err)
+		}
+	})
+	_, id := containertest.Busybox(t, rt.Path)
+	return r, id
+}
+
+func containerSpec(t *testing.T, id string, cmd []string) Spec {
+	s := testSpec(t, cmd)
+	s.Container = &Container{Image: id, ID: id}
+	return s
+}
+
+// TestContainerRunsLikeAProcess: an image task sees its work directory
+// at the host's path, as its own user, with Agora's variables and the
+// job's environment; its output, exit code and files come back as a
+// process task's do.
+func TestContainerRunsLikeAProcess(t *testing.T) {
+	r, id := containerRunner(t)
+	spec := containerSpec(t, id, sh(`echo "job=$AGORA_JOB_ID task=$AGORA_TASK greeting=$GREETING pwd=$(pwd)"; id -u; echo made > out.txt; echo oops >&2; test -x /bin/busybox && ! test -e /usr/bin/apt-get; exit 7`))
+	spec.Env = map[string]string{"GREETING": "hello world"}
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-basic", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	stdout := out.text(StreamStdout)
+	if res.ExitCode != 7 {
+		t.Fatalf("exit code %d (%s), want 7\nstdout: %s\nstderr: %s", res.ExitCode, res.Reason, stdout, out.text(StreamStderr))
+	}
+	want := "job=job-1 task=train greeting=hello world pwd=" + spec.WorkDir
+	if !strings.Contains(stdout, want) {
+		t.Fatalf("stdout %q lacks %q", stdout, want)
+	}
+	if uid := firstLineInt(t, strings.SplitN(stdout, "\n", 2)[1]); uid < 3_900_000 || uid >= 3_900_064 {
+		t.Fatalf("ran as user %d, not one of the task IDs", uid)
+	}
+	if !strings.Contains(out.text(StreamStderr), "oops") {
+		t.Fatalf("stderr %q lacks the task's own", out.text(StreamStderr))
+	}
+	if b, err := os.ReadFile(filepath.Join(spec.WorkDir, "out.txt")); err != nil || string(b) != "made\n" {
+		t.Fatalf("the file the task wrote: %q, %v", b, err)
+	}
+}
+
+// TestContainerMemoryLimitHolds (issue 45): the memory limit holds inside
+// a container, with a reason naming it.
+func TestContainerMemoryLimitHolds(t *testing.T) {
+	r, id := containerRunner(t)
+	spec := containerSpec(t, id, sh("x=$(yes | head -c 209715200); echo survived"))
+	spec.Memory = 64 << 20
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-mem", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	if res.ExitCode == 0 || strings.Contains(out.text(StreamStdout), "survived") || !strings.Contains(res.Reason, "memory limit of 64 MiB") {
+		t.Fatalf("a container over its memory limit: %+v\n%s", res, out.text(StreamStderr))
+	}
+	t.Logf("%s", res.Reason)
+}
+
+// TestContainerPidsLimitHolds: the node's pids bound holds inside a
+// container: its 40th background sleep cannot be forked.
+func TestContainerPidsLimitHolds(t *testing.T) {
+	r, id := containerRunner(t)
+	spec := containerSpec(t, id, sh("for i in $(seq 1 40); do sleep 2 & done; wait; echo all-forked"))
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-pids", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	if strings.Contains(out.text(StreamStdout), "all-forked") || res.ExitCode == 0 {
+		t.Fatalf("40 processes forked under a bound of 20: %+v\n%s", res, out.text(StreamStderr))
+	}
+	t.Logf("%+v: %s", res, strings.TrimSpace(out.text(StreamStderr)))
+}
+
+// TestContainerStopEndsIt: cancelling an image task ends its container
+// (none is left behind), and the result says cancelled.
+func TestContainerStopEndsIt(t *testing.T) {
+	r, id := containerRunner(t)
+	spec := containerSpec(t, id, sh("echo started; sleep 300"))
+	spec.Grace = 2 * time.Second
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-stop", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, StreamStdout, "started")
+	r.Stop("ct-stop", "by the test")
+	res := done.wait(t, 60*time.Second)
+	if !res.Cancelled || !strings.Contains(res.Reason, "by the test") {
+		t.Fatalf("a stopped container: %+v", res)
+	}
+	rt := r.ContainerRuntime()
+	if _, err := rt.output(context.Background(), "container", "inspect", containerName("ct-stop")); err == nil {
+		t.Fatalf("container %s is still there after its task ended", containerName("ct-stop"))
+	}
+}
+
+// TestContainerPinnedImage (issue 45): a tag that names another image
+// than the pinned ID is refused, naming both; an ID the node lacks is
+// refused naming it.
+func TestContainerPinnedImage(t *testing.T) {
+	r, id := containerRunner(t)
+	rt := r.ContainerRuntime()
+	ref2, id2 := containertest.Busybox(t, rt.Path) // another import: another ID
+	if id2 == id {
+		t.Fatalf("two imports gave one ID %s", id)
+	}
+	spec := containerSpec(t, id, sh("echo ran"))
+	spec.Container.Image = ref2
+	done := newDone()
+	if err := r.Start("ct-pin", spec, nil, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	if res.ExitCode == 0 || !strings.Contains(res.Reason, id) || !strings.Contains(res.Reason, id2) {
+		t.Fatalf("a retagged image ran or was refused without naming both IDs: %+v", res)
+	}
+	missing := "sha256:" + strings.Repeat("ab", 32)
+	spec = containerSpec(t, missing, sh("echo ran"))
+	if err := r.Start("ct-missing", spec, nil, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	if res := done.wait(t, 60*time.Second); res.ExitCode == 0 || !strings.Contains(res.Reason, "not on this node") {
+		t.Fatalf("an image the node lacks: %+v", res)
+	}
+	if err := rt.checkPinned(&Container{Image: ref2, ID: id2}); err != nil {
+		t.Fatalf("the right pin refused: %v", err)
+	}
+	if err := rt.checkPinned(&Container{Image: ref2, ID: id}); !errors.Is(err, ErrImageMismatch) {
+		t.Fatalf("the wrong pin: %v", err)
+	}
+}
+
+// TestNoEngineRefusesImages: a Runner without an engine fails an image
+// task at start, naming why.
+func TestNoEngineRefusesImages(t *testing.T) {
+	r := newTestRunner(t, Options{})
+	spec := testSpec(t, sh("true"))
+	spec.Container = &Container{Image: "x", ID: "sha256:" + strings.Repeat("0", 64)}
+	done := newDone()
+	if err := r.Start("noengine", spec, nil, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	if res := done.wait(t, 10*time.Second); !strings.Contains(res.Reason, "no container runtime") {
+		t.Fatalf("%+v", res)
+	}
+}
