@@ -390,3 +390,67 @@ func (c *ContainerRuntime) oomKilled(id string) bool {
 	out, err := c.output(ctx, "inspect", "--format", "{{.State.OOMKilled}}", containerName(id))
 	return err == nil && strings.TrimSpace(string(out)) == "true"
 }
+
+// DetectContainerRuntimeCached is DetectContainerRuntime with its answer
+// kept in dir (host-wide, per boot: /run/agora on a root node) for the
+// nodes of the host that start after: the check starts containers, a
+// second or more, and several at once on one host (a test's cluster)
+// take many seconds. The answer is reused only while the engine's and
+// OCI runtimes' binaries, their configuration, the boot and the node's
+// limits are what they were; a failed check is not kept. dir "" or not
+// writable: no cache.
+func DetectContainerRuntimeCached(ctx context.Context, want, dir string) (*ContainerRuntime, error) {
+	if dir == "" || (want != ContainerAuto && want != "" && want != ContainerPodman) {
+		return DetectContainerRuntime(ctx, want)
+	}
+	key := probeKey(want)
+	file := filepath.Join(dir, "container-probe.json")
+	var cached struct {
+		Key     string
+		Runtime ContainerRuntime
+	}
+	if b, err := os.ReadFile(file); err == nil && json.Unmarshal(b, &cached) == nil && cached.Key == key && cached.Runtime.Path != "" {
+		rt := cached.Runtime
+		return &rt, nil
+	}
+	rt, err := DetectContainerRuntime(ctx, want)
+	if rt == nil {
+		return rt, err
+	}
+	cached.Key, cached.Runtime = key, *rt
+	if b, err := json.Marshal(cached); err == nil && os.MkdirAll(dir, 0o755) == nil {
+		tmp := fmt.Sprintf("%s.%d.tmp", file, os.Getpid())
+		if os.WriteFile(tmp, b, 0o644) == nil && os.Rename(tmp, file) != nil {
+			os.Remove(tmp)
+		}
+	}
+	return rt, nil
+}
+
+// probeKey names what a probe's answer depends on.
+func probeKey(want string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|", want, os.Geteuid())
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	b.Write(bytes.TrimSpace(boot))
+	var lim syscall.Rlimit
+	for _, r := range []int{syscall.RLIMIT_NOFILE, 6 /* RLIMIT_NPROC */} {
+		if syscall.Getrlimit(r, &lim) == nil {
+			fmt.Fprintf(&b, "|%d", lim.Max)
+		}
+	}
+	files := []string{"/etc/containers/containers.conf", "/etc/containers/storage.conf", "/usr/share/containers/containers.conf", "/usr/libexec/podman/catatonit"}
+	for _, name := range []string{"podman", "docker", "runc", "crun", "conmon"} {
+		if p, err := exec.LookPath(name); err == nil {
+			files = append(files, p)
+		}
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "|%s:%d:%d", f, fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			fmt.Fprintf(&b, "|%s:-", f)
+		}
+	}
+	return b.String()
+}

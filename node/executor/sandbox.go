@@ -107,7 +107,11 @@ func RunnerFor(r TaskRunner, s Sandbox, dataDir string) (TaskRunner, error) {
 	if want == "" {
 		want = runtime.ContainerAuto
 	}
-	engine, err := runtime.DetectContainerRuntime(context.Background(), want)
+	cache := ""
+	if os.Geteuid() == 0 {
+		cache = filepath.Dir(runtime.DefaultIDClaimDir) // /run/agora: per boot, the host's root nodes'
+	}
+	engine, err := runtime.DetectContainerRuntimeCached(context.Background(), want, cache)
 	switch {
 	case engine != nil:
 		log.Infow("container runtime", "engine", engine.String(), "run args", strings.Join(append(append([]string{}, engine.Global...), engine.RunArgs...), " "))
