@@ -30,6 +30,10 @@ type Overrides struct {
 	Devices []resource.Device
 	// DevicesSet reports whether the file has a devices key.
 	DevicesSet bool
+	// DevicePaths are the declared devices' unit paths, by entry (nil
+	// for an entry without paths): what the executor gives the tasks
+	// that hold the units (docs/containers.md "Devices").
+	DevicePaths [][]string
 }
 
 // LoadFile reads and parses the resources file at path (see

@@ -3,6 +3,8 @@ package devices
 import (
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -80,8 +82,9 @@ func ParseOverrides(data []byte, name string) (Overrides, error) {
 		case "devices":
 			o.DevicesSet = true
 			return eachItem(v, field, maxFileDevices, func(_ int, field string, item *yaml.Node) error {
-				d, err := deviceValue(item, field)
+				d, paths, err := deviceValue(item, field)
 				o.Devices = append(o.Devices, d)
+				o.DevicePaths = append(o.DevicePaths, paths)
 				return err
 			})
 		}
@@ -96,7 +99,13 @@ func ParseOverrides(data []byte, name string) (Overrides, error) {
 	if o.DevicesSet && o.Devices == nil {
 		o.Devices = []resource.Device{}
 	}
+	if !slices.ContainsFunc(o.DevicePaths, func(p []string) bool { return p != nil }) {
+		o.DevicePaths = nil
+	}
 	if field, err := duplicateUUID(o.GPUs); err != nil {
+		return fail(field, "%v", err)
+	}
+	if field, err := duplicateDevice(o.Devices, o.DevicePaths); err != nil {
 		return fail(field, "%v", err)
 	}
 	return o, nil
@@ -201,10 +210,11 @@ func gpuValue(n *yaml.Node, field string) (resource.GPU, error) {
 }
 
 // deviceValue reads one entry of devices.
-func deviceValue(n *yaml.Node, field string) (resource.Device, error) {
+func deviceValue(n *yaml.Node, field string) (resource.Device, []string, error) {
 	var d resource.Device
+	var paths []string
 	if n.Kind != yaml.MappingNode {
-		return d, fmt.Errorf("want a mapping with kind and count, got %s", kindOf(n))
+		return d, nil, fmt.Errorf("want a mapping with kind and count, got %s", kindOf(n))
 	}
 	hasCount := false
 	err := eachKey(n, field+".", func(key, kfield string, v *yaml.Node) error {
@@ -219,20 +229,50 @@ func deviceValue(n *yaml.Node, field string) (resource.Device, error) {
 			d.Count, err = countValue(v)
 		case "attributes":
 			d.Attributes, err = attributesValue(v, kfield)
+		case "paths":
+			paths, err = pathsValue(v)
 		default:
-			err = unknownKey("kind, model, count or attributes")
+			err = unknownKey("kind, model, count, attributes or paths")
 		}
 		return err
 	})
 	switch {
 	case err != nil:
-		return d, err
+		return d, nil, err
 	case d.Kind == "":
-		return d, fieldErr(field+".kind", errors.New("missing (want the device kind, such as fpga)"))
+		return d, nil, fieldErr(field+".kind", errors.New("missing (want the device kind, such as fpga)"))
 	case !hasCount:
-		return d, fieldErr(field+".count", errors.New("missing (want the number of units, at least 1)"))
+		return d, nil, fieldErr(field+".count", errors.New("missing (want the number of units, at least 1)"))
+	case paths != nil && len(paths) != d.Count:
+		return d, nil, fieldErr(field+".paths", fmt.Errorf("%d paths for %d units: give one device path per unit", len(paths), d.Count))
 	}
-	return d, nil
+	return d, paths, nil
+}
+
+// pathsValue reads a device's unit paths: a list of distinct absolute
+// paths under /dev.
+func pathsValue(n *yaml.Node) ([]string, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("want a list of device paths, got %s", kindOf(n))
+	}
+	seen := map[string]bool{}
+	paths := []string{}
+	for _, item := range n.Content {
+		item = deref(item)
+		if item.Kind != yaml.ScalarNode || item.ShortTag() != "!!str" {
+			return nil, fmt.Errorf("want a device path such as /dev/xclmgmt0, got %s", kindOf(item))
+		}
+		p := item.Value
+		if !strings.HasPrefix(p, "/dev/") || path.Clean(p) != p || len(p) > maxNameLen {
+			return nil, fmt.Errorf("%q is not a clean path under /dev", p)
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("%s is given twice", p)
+		}
+		seen[p] = true
+		paths = append(paths, p)
+	}
+	return paths, nil
 }
 
 // attributesValue reads a device's attributes: a mapping of names to
@@ -259,6 +299,31 @@ func attributesValue(n *yaml.Node, field string) (map[string]string, error) {
 		return nil
 	})
 	return attrs, err
+}
+
+// duplicateDevice finds a kind and model declared by two entries (the
+// market counts units by kind and model, so the executor could not tell
+// which entry's unit a task holds) or a device path two entries share.
+func duplicateDevice(devs []resource.Device, paths [][]string) (string, error) {
+	seen := map[[2]string]int{}
+	owner := map[string]int{}
+	for i, d := range devs {
+		k := [2]string{d.Kind, d.Model}
+		if j, dup := seen[k]; dup {
+			return fmt.Sprintf("devices[%d]", i), fmt.Errorf("%s %q is also devices[%d]: give one entry with the total count", d.Kind, d.Model, j)
+		}
+		seen[k] = i
+		if i >= len(paths) {
+			continue
+		}
+		for _, p := range paths[i] {
+			if j, dup := owner[p]; dup {
+				return fmt.Sprintf("devices[%d].paths", i), fmt.Errorf("%s is also devices[%d]'s", p, j)
+			}
+			owner[p] = i
+		}
+	}
+	return "", nil
 }
 
 // duplicateUUID finds a UUID given to two GPUs.

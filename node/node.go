@@ -57,11 +57,12 @@ const apiAddrFile = "api.addr"
 // Node is one running Agora node.
 type Node struct {
 	cfg         Config
-	closers     []func(graceful bool) // what New built, to let go of last first (onClose)
-	boot        uint64                // this start's boot counter (nextBoot)
-	ledger      *store.Ledger         // the IDs of the jobs stored (ledger.go)
-	ledgerFresh bool                  // the ledger file was made at this start
-	walCopies   []string              // the write-ahead logs as they were at start (ledger.go)
+	closers     []func(graceful bool)  // what New built, to let go of last first (onClose)
+	boot        uint64                 // this start's boot counter (nextBoot)
+	ledger      *store.Ledger          // the IDs of the jobs stored (ledger.go)
+	ledgerFresh bool                   // the ledger file was made at this start
+	units       []executor.DeviceUnits // the declared devices' units and their paths
+	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
 	store       *store.Store
 	host        host.Host
 	ph          host.Host                           // what every protocol but admission runs on
@@ -326,6 +327,22 @@ func (n *Node) discover(in *configRead) error {
 		// the sampler measures; its load would mislead the predictor.
 		n.cpuDeclared = in.overrides.CPU != nil
 	}
+	for i, d := range n.capacity.Devices {
+		u := executor.DeviceUnits{Kind: d.Kind, Model: d.Model, Count: d.Count}
+		if in.overrides != nil && in.overrides.DevicesSet && i < len(in.overrides.DevicePaths) {
+			u.Paths = in.overrides.DevicePaths[i]
+		}
+		for _, p := range u.Paths {
+			// A path that is not there would fail every task given the
+			// unit, long after the node said it had it.
+			if fi, err := os.Stat(p); err != nil {
+				return configErr("resources file: devices[%d].paths: %v", i, err)
+			} else if fi.Mode()&os.ModeDevice == 0 {
+				return configErr("resources file: devices[%d].paths: %s is not a device file", i, p)
+			}
+		}
+		n.units = append(n.units, u)
+	}
 	n.soft.Store(&softState{SoftState: market.SoftState{Free: n.capacity.Clone()}})
 	return nil
 }
@@ -545,7 +562,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	dropWALCopies(n.cfg.DataDir)
 	n.data = data.New(n.ph, n.store, data.Options{Refused: n.countRefused, MaxBytes: n.cfg.DataLimit, Peers: func(k string, r int) []peer.ID { return n.closestPeers(k, r, nil) }, Replicas: m.Config().DataReplicas})
-	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
+	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,9 @@ type Options struct {
 	Store *store.Store
 	// Runner runs the processes; runtime.NewRunner when nil.
 	Runner TaskRunner
+	// Devices are the node's declared devices, whose units the executor
+	// hands to the tasks the market gives them to (units.go).
+	Devices []DeviceUnits
 	// DiskReserve is the free space on DataDir's file system that tasks
 	// may not take (diskguard.go); DefaultDiskReserve when zero.
 	DiskReserve int64
@@ -111,6 +115,9 @@ type Executor struct {
 	// workDirs are the work directories of the attempts started here, by
 	// run ID, for the disk reserve (diskguard.go).
 	workDirs map[string]string
+	// units are the declared devices' units and the runs holding them
+	// (units.go).
+	units unitTable
 }
 
 // New builds an executor, closing the attempts a previous run of the
@@ -120,7 +127,8 @@ func New(opts Options) *Executor {
 	ctx, cancel := context.WithCancel(context.Background())
 	x := &Executor{opts: opts, ctx: ctx, cancel: cancel, runner: opts.Runner, store: opts.Store, ck: opts.Checkpoints,
 		execs: store.NewBucket[Execution](opts.Store, "executions"), tasksQ: make(chan func(), taskQueue),
-		pending: map[string]*pendingStart{}, active: map[string]int{}, workDirs: map[string]string{}}
+		pending: map[string]*pendingStart{}, active: map[string]int{}, workDirs: map[string]string{},
+		units: newUnitTable(opts.Devices)}
 	if x.runner == nil {
 		x.runner = runtime.NewRunner(runtime.Options{})
 	}
@@ -219,6 +227,9 @@ type Execution struct {
 	// that ended by itself again (orphans.go), with them.
 	Kept    *market.DataRef `json:"kept,omitempty"`
 	Stopped bool            `json:"stopped,omitempty"`
+	// Units are the declared devices' units the attempt holds, by entry
+	// (units.go): claimed again when a restart re-attaches it.
+	Units map[string][]int `json:"units,omitempty"`
 }
 
 // Stream tags of a tagged log chunk.
@@ -301,8 +312,22 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		CPUMilli: st.Task.Request.CPU, Memory: st.Task.Request.Memory, Disk: st.Task.Request.Disk,
 		ExitFile: exitFile(dir, st.Task.Epoch),
 	}
+	epoch := st.Task.Epoch
+	id := runID(k, epoch)
+	var devEnv map[string]string
+	var devPaths []string
+	x.mu.Lock()
+	units, uerr := x.units.take(id, st.Alloc.Devices)
+	x.mu.Unlock()
+	if uerr == nil {
+		devEnv, devPaths = deviceEnv(x.opts.Devices, units)
+	}
+	if len(devEnv) > 0 && spec.ExtraEnv == nil {
+		spec.ExtraEnv = map[string]string{}
+	}
+	maps.Copy(spec.ExtraEnv, devEnv)
 	if st.Task.Image != "" {
-		spec.Container = &runtime.Container{Image: st.Task.Image, ID: st.Task.ImageID}
+		spec.Container = &runtime.Container{Image: st.Task.Image, ID: st.Task.ImageID, Devices: devPaths}
 	}
 	_ = os.Remove(spec.ExitFile) // planted by an earlier attempt in the same directory, it would lie
 	if len(st.Task.Peers) > 0 {
@@ -329,7 +354,7 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	stream := logStream(k, st.Task.Attempt)
 	ex := Execution{Key: k, Attempt: st.Task.Attempt, Epoch: st.Task.Epoch, Stream: stream, Started: time.Now(),
 		CPUMilli: st.Task.Request.CPU, GPUs: st.Alloc.GPUs, Owner: st.Task.Owner, Outputs: st.Task.Outputs, Tagged: true,
-		Task: &st.Task, Alloc: st.Alloc, Manager: st.Manager}
+		Task: &st.Task, Alloc: st.Alloc, Manager: st.Manager, Units: units}
 	if err := x.execs.Put(stream, ex); err != nil {
 		log.Warnw("save execution", "err", err)
 	}
@@ -344,8 +369,6 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 			log.Warnw("append log", "task", k, "err", err)
 		}
 	})
-	epoch := st.Task.Epoch
-	id := runID(k, epoch)
 	x.mu.Lock()
 	x.workDirs[id] = spec.WorkDir
 	x.mu.Unlock()
@@ -353,8 +376,13 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 	done := func(r runtime.Result) {
 		x.mu.Lock()
 		delete(x.workDirs, id)
+		x.units.give(id)
 		x.mu.Unlock()
 		ended(r)
+	}
+	if uerr != nil {
+		go done(runtime.Result{ExitCode: -1, Reason: "start: " + uerr.Error(), Finished: time.Now()})
+		return
 	}
 	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
 		if x.opts.Data == nil {

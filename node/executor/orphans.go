@@ -175,9 +175,22 @@ func (x *Executor) adopt(e store.Entry[Execution], pids []int) bool {
 	k := ex.Key
 	dir := x.taskDir(k)
 	st := market.StartTask{Task: *ex.Task, Alloc: ex.Alloc, Manager: ex.Manager}
-	done := x.ended(st, filepath.Join(dir, "work"), nil, e.Key, ex)
+	ended := x.ended(st, filepath.Join(dir, "work"), nil, e.Key, ex)
 	o := runtime.Orphan{PID: leader, Started: ex.Started, ExitFile: exitFile(dir, ex.Epoch), Timeout: ex.Task.Timeout, Grace: x.opts.PreemptGrace}
-	if err := ad.Adopt(runID(k, ex.Epoch), o, done); err != nil {
+	run := runID(k, ex.Epoch)
+	x.mu.Lock()
+	x.units.claim(run, ex.Units)
+	x.mu.Unlock()
+	done := func(r runtime.Result) {
+		x.mu.Lock()
+		x.units.give(run)
+		x.mu.Unlock()
+		ended(r)
+	}
+	if err := ad.Adopt(run, o, done); err != nil {
+		x.mu.Lock()
+		x.units.give(run)
+		x.mu.Unlock()
 		log.Warnw("re-attach a task left running by the previous run", "execution", e.Key, "err", err)
 		return false
 	}
