@@ -71,7 +71,10 @@ func TestValidateErrors(t *testing.T) {
 		{"image bad digest", func(j *Job) { j.Tasks[0].Image = "busybox@sha256:12"; j.Tasks[0].RequireContainer() }, `tasks[0].image: "busybox@sha256:12" is not an image reference`},
 		{"image too long", func(j *Job) { j.Tasks[0].Image = strings.Repeat("a", MaxImageRefLen+1); j.Tasks[0].RequireContainer() }, "tasks[0].image: 513 characters, over the limit of 512"},
 		{"image without label", func(j *Job) { j.Tasks[0].Image = "busybox" }, "tasks[0].resources.labels.agora.container: an image task requires its node's label agora.container=yes"},
-		{"image id form", func(j *Job) { j.Tasks[0].Image, j.Tasks[0].ImageID = "busybox", "sha256:XY"; j.Tasks[0].RequireContainer() }, `tasks[0].image_id: "sha256:XY" is not sha256: and 64 lower-case hex digits`},
+		{"image id form", func(j *Job) {
+			j.Tasks[0].Image, j.Tasks[0].ImageID = "busybox", "sha256:XY"
+			j.Tasks[0].RequireContainer()
+		}, `tasks[0].image_id: "sha256:XY" is not sha256: and 64 lower-case hex digits`},
 		{"image id alone", func(j *Job) { j.Tasks[0].ImageID = "sha256:" + strings.Repeat("a", 64) }, "tasks[0].image_id: set without an image"},
 		{"dot name", func(j *Job) { j.Tasks[0].Name = "." }, `tasks[0].name: invalid task name "."`},
 		{"unknown after", func(j *Job) { j.Tasks[2].After = []string{"nope"} }, `tasks[2].after: unknown task "nope"`},
