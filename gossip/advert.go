@@ -91,8 +91,9 @@ type Advert struct {
 	// runs tasks whose limits it cannot.
 	Limits resource.Enforcement
 	// Holds lists manifests of task data the node holds whole (hex IDs),
-	// most recent first, at most MaxHolds: managers call it first for
-	// tasks that take them.
+	// and the container images its engine holds (their config digests,
+	// in hex), at most MaxHolds: managers call it first for tasks that
+	// take them.
 	Holds []string
 	// Users is, per user with network-wide running limits, what that
 	// user's jobs the node manages hold and wait for; at most MaxUsers.

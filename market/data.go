@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agora-sched/agora/market/spec"
@@ -96,10 +97,17 @@ func (au *auctioneer) inputRefs(j *JobRecord, ts *spec.Task) []InputRef {
 // inputSizes are a task's inputs for its offer: each manifest once, with
 // its bytes.
 func (au *auctioneer) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
-	if len(ts.Inputs) == 0 {
-		return nil
-	}
 	var out []DataRef
+	if ts.ImageID != "" {
+		// The image is data the node must hold before the task starts:
+		// nodes advertise the images they hold beside their manifests.
+		// An image of unknown size counts one byte: a holder is still
+		// preferred, without a made-up transfer time.
+		out = append(out, DataRef{Manifest: ImageManifest(ts.ImageID), Bytes: max(ts.ImageSize, 1)})
+	}
+	if len(ts.Inputs) == 0 {
+		return out
+	}
 	seen := map[string]bool{}
 	for _, r := range au.inputRefs(j, ts) {
 		if !seen[r.Manifest] {
@@ -109,6 +117,11 @@ func (au *auctioneer) inputSizes(j *JobRecord, ts *spec.Task) []DataRef {
 	}
 	return out
 }
+
+// ImageManifest is the name an image with ID id goes by among manifests
+// (Config.Holds, adverts' Holds): its config digest in hex, as a
+// manifest ID is the hex of its digest.
+func ImageManifest(id string) string { return strings.TrimPrefix(id, "sha256:") }
 
 // heldInputs sums the bytes of the inputs this node holds, and of all.
 func (au *auctioneer) heldInputs(in []DataRef) (held, total int64) {

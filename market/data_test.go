@@ -124,6 +124,50 @@ func TestLocalityPrefersHolder(t *testing.T) {
 	}
 }
 
+// TestImageHolderWins (issue 45): between two otherwise equal nodes, an
+// image task goes to the one that holds its image (Config.Holds answers
+// for images by ImageManifest, as the node's does), whichever node
+// manages the job and whether or not the image's size is known; a node
+// whose disk cannot take the image does not bid.
+func TestImageHolderWins(t *testing.T) {
+	id := "sha256:" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name   string
+		size   int64
+		holder NodeID
+	}{{"sized, n1 holds", 300 << 20, "n1"}, {"sized, n0 holds", 300 << 20, "n0"}, {"size unknown", 0, "n1"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(t, func(i int, cfg *Config) {
+				self := cfg.Self
+				cfg.Labels = map[string]string{spec.ContainerLabel: "yes"}
+				cfg.Holds = func(m string) bool { return m == ImageManifest(id) && self == tc.holder }
+			}, cpuNode(4), cpuNode(4))
+			ran := map[string]NodeID{}
+			c.run = func(s TaskSpec, node NodeID) (int, time.Duration) {
+				if s.ImageID != id {
+					t.Errorf("%s ran with image ID %q", s.Key, s.ImageID)
+				}
+				ran[s.Key.Job] = node
+				return 0, time.Second
+			}
+			for r := range 10 {
+				tk := task("boxed", 1000)
+				tk.Image, tk.ImageID, tk.ImageSize = "localhost/demo/busybox:1", id, tc.size
+				tk.RequireContainer()
+				jid := fmt.Sprintf("j%02d", r)
+				c.submit(r%2, jid, job(jid, tk))
+				c.until(time.Minute, "job "+jid, func() bool { return c.job(r%2, jid).State.Terminal() })
+				if j := c.job(r%2, jid); j.State != JobSucceeded {
+					t.Fatalf("%s: %s", j.State, j.Reason)
+				}
+				if ran[jid] != tc.holder {
+					t.Fatalf("run %d (managed by n%d) ran on %s, not on %s, which holds the image", r, r%2, ran[jid], tc.holder)
+				}
+			}
+		})
+	}
+}
+
 // TestInputsMustFit: a node whose free disk cannot take a task's inputs
 // declines it, saying so; one that holds them already need not.
 func TestInputsMustFit(t *testing.T) {

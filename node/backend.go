@@ -138,23 +138,28 @@ func (n *Node) Submit(ctx context.Context, js spec.Job) (string, error) {
 
 // PinImage implements api.Backend: the ID of the image this node's
 // engine holds under ref.
-func (n *Node) PinImage(ctx context.Context, ref string) (string, error) {
+func (n *Node) PinImage(ctx context.Context, ref string) (api.ImageResponse, error) {
 	e := executor.EngineOf(n.cfg.Runner)
 	if e == nil {
-		return "", fmt.Errorf("%w: image %s: this node has no container runtime to resolve it with: ask a node that holds the image, or give image_id", api.ErrRefused, ref)
+		return api.ImageResponse{}, fmt.Errorf("%w: image %s: this node has no container runtime to resolve it with: ask a node that holds the image, or give image_id", api.ErrRefused, ref)
 	}
 	t := spec.Task{Image: ref}
 	t.RequireContainer()
 	if err := spec.CheckImage(&t); err != nil {
-		return "", fmt.Errorf("%w: %v", api.ErrRefused, err)
+		return api.ImageResponse{}, fmt.Errorf("%w: %v", api.ErrRefused, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	id, err := e.ImageID(ctx, ref)
 	if err != nil {
-		return "", fmt.Errorf("%w: image %s is not on this node: %v", api.ErrRefused, ref, err)
+		return api.ImageResponse{}, fmt.Errorf("%w: image %s is not on this node: %v", api.ErrRefused, ref, err)
 	}
-	return id, nil
+	size, err := e.ImageSize(ctx, id)
+	if err != nil {
+		log.Warnw("image size", "image", ref, "err", err) // a hint only: placement does without
+	}
+	n.images.refreshSoon() // an image pinned is likely new here: advertise it
+	return api.ImageResponse{Image: ref, ID: id, Size: min(size, spec.MaxImageSize)}, nil
 }
 
 // pinImages gives each image task of js that has no image_id the ID of
@@ -165,11 +170,14 @@ func (n *Node) pinImages(ctx context.Context, js *spec.Job) error {
 		if t.Image == "" || t.ImageID != "" {
 			continue
 		}
-		id, err := n.PinImage(ctx, t.Image)
+		img, err := n.PinImage(ctx, t.Image)
 		if err != nil {
 			return fmt.Errorf("tasks[%d].image: %w", i, err)
 		}
-		t.ImageID = id
+		t.ImageID = img.ID
+		if t.ImageSize == 0 {
+			t.ImageSize = img.Size
+		}
 	}
 	return nil
 }

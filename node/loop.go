@@ -492,7 +492,7 @@ func (n *Node) marketConfig() market.Config {
 	if n.checks != nil {
 		mc.TicketChecks = n.checks
 	}
-	mc.Holds = func(id string) bool { return n.data.Store().Holds(id) }
+	mc.Holds = func(id string) bool { return n.images.holds(id) || n.data.Store().Holds(id) }
 	return mc
 }
 

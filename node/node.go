@@ -62,6 +62,7 @@ type Node struct {
 	ledger      *store.Ledger          // the IDs of the jobs stored (ledger.go)
 	ledgerFresh bool                   // the ledger file was made at this start
 	units       []executor.DeviceUnits // the declared devices' units and their paths
+	images      *imageSet              // the images the engine holds (images.go)
 	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
 	store       *store.Store
 	host        host.Host
@@ -142,7 +143,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue)}
+	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue), images: newImageSet()}
 	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
@@ -452,6 +453,7 @@ func (n *Node) run(in *configRead) error {
 	go n.joinLoop(in.boot)
 	go n.sampleLoop()
 	go n.retentionLoop(n.mkt.Config().JobRetention)
+	n.wg.Go(n.imageLoop)
 	if n.cfg.NATTraversal && !n.cfg.NoHolePunching {
 		n.wg.Go(func() { p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, nil) })
 	}
@@ -613,7 +615,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		Site:          n.cfg.Site,
 		Labels:        n.cfg.Labels,
 		Limits:        n.cfg.Sandbox.Enforcement(n.cfg.Runner),
-		Holds:         n.data.Store().Recent(gossip.MaxHolds),
+		Holds:         n.advertHolds(gossip.MaxHolds),
 		Capacity:      n.capacity,
 		Free:          s.Free.Clone(),
 		Load:          math.Float64frombits(n.load.Load()),

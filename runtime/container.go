@@ -114,6 +114,40 @@ func (c *ContainerRuntime) ImageID(ctx context.Context, ref string) (string, err
 	return id, nil
 }
 
+// ImageSize returns the size in bytes of the local image with ID id, as
+// the engine counts it (its layers unpacked).
+func (c *ContainerRuntime) ImageSize(ctx context.Context, id string) (int64, error) {
+	out, err := c.output(ctx, "image", "inspect", "--format", "{{.Size}}", id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: image %s has a size of unexpected form %q", c.Name, id, strings.TrimSpace(string(out)))
+	}
+	return n, nil
+}
+
+// ImageIDs lists the IDs of the images the engine holds.
+func (c *ContainerRuntime) ImageIDs(ctx context.Context) ([]string, error) {
+	out, err := c.output(ctx, "images", "--quiet", "--no-trunc")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, l := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(l, "sha256:") {
+			l = "sha256:" + l
+		}
+		if ValidImageID(l) && !seen[l] {
+			seen[l] = true
+			ids = append(ids, l)
+		}
+	}
+	return ids, nil
+}
+
 // HasImage reports whether the node holds the image with ID id.
 func (c *ContainerRuntime) HasImage(ctx context.Context, id string) bool {
 	got, err := c.ImageID(ctx, id)

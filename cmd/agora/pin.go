@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -20,16 +21,16 @@ func pinImages(c *client, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, nil // the node says what is wrong with it
 	}
-	ids := map[string]string{}
+	ids := map[string]nodeapi.ImageResponse{}
 	for _, t := range js.Tasks {
-		if t.Image == "" || t.ImageID != "" || ids[t.Image] != "" {
+		if _, done := ids[t.Image]; t.Image == "" || t.ImageID != "" || done {
 			continue
 		}
 		var r nodeapi.ImageResponse
 		if err := c.do("GET", "/v1/images?ref="+url.QueryEscape(t.Image), nil, &r); err != nil {
 			return nil, fmt.Errorf("task %s: pin image %s: %w", t.Name, t.Image, err)
 		}
-		ids[t.Image] = r.ID
+		ids[t.Image] = r
 	}
 	if len(ids) == 0 {
 		return nil, nil
@@ -44,12 +45,18 @@ func pinImages(c *client, body []byte) ([]byte, error) {
 	}
 	for _, t := range tasks.Content {
 		img := field(t, "image")
-		if img == nil || field(t, "image_id") != nil || ids[img.Value] == "" {
+		if img == nil || field(t, "image_id") != nil || ids[img.Value].ID == "" {
 			continue
 		}
+		r := ids[img.Value]
 		t.Content = append(t.Content,
 			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "image_id"},
-			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ids[img.Value]})
+			&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: r.ID})
+		if field(t, "image_size") == nil && r.Size > 0 {
+			t.Content = append(t.Content,
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "image_size"},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(min(r.Size, spec.MaxImageSize), 10)})
+		}
 	}
 	return yaml.Marshal(&doc)
 }

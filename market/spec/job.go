@@ -63,6 +63,10 @@ type Task struct {
 	// node checks before running the task.
 	Image   string `json:"image,omitempty"`
 	ImageID string `json:"image_id,omitempty"`
+	// ImageSize is the image's size in bytes, filled in with ImageID: a
+	// hint for placement (a node lacking the image must fetch it first)
+	// and for the disk a node needs. Untrusted: it only moves predictions.
+	ImageSize int64 `json:"image_size,omitempty"`
 }
 
 // ContainerLabel is the node label an image task requires: nodes whose

@@ -60,6 +60,8 @@ const (
 	MaxDeviceCount = 64
 	// MaxImageRefLen bounds an image reference.
 	MaxImageRefLen = 512
+	// MaxImageSize bounds an image task's image_size: 1 TiB.
+	MaxImageSize = 1 << 40
 	// MaxLabels is the most label constraints a task may have.
 	MaxLabels = 64
 	// MaxLabelKeyLen is the longest label key.

@@ -244,6 +244,8 @@ func (q *quick) task(t *Task) {
 			t.Image = q.text()
 		case "image_id":
 			t.ImageID = q.text()
+		case "image_size":
+			t.ImageSize = q.integer()
 		default:
 			return false
 		}

@@ -11,7 +11,7 @@ import (
 var taskFields = []string{
 	"name", "command", "env", "resources", "after", "estimate",
 	"checkpoint", "retries", "timeout", "replicas", "gang", "pack",
-	"outputs", "inputs", "image", "image_id",
+	"outputs", "inputs", "image", "image_id", "image_size",
 }
 
 var checkpointFields = []string{"interval"}
@@ -61,6 +61,8 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 			t.Image, _ = d.str(v, p)
 		case "image_id":
 			t.ImageID, _ = d.str(v, p)
+		case "image_size":
+			t.ImageSize, _ = d.size(v, p)
 		}
 	})
 	if t.Image != "" {

@@ -132,6 +132,11 @@ var imageIDForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // checkImage checks an image task's reference, pin and label.
 func checkImage(l *errorList, path string, t *Task) {
+	if t.ImageSize < 0 || t.ImageSize > MaxImageSize {
+		l.add(field(path, "image_size"), "%d bytes: want 0 to %d (1 TiB)", t.ImageSize, int64(MaxImageSize))
+	} else if t.ImageSize > 0 && t.Image == "" {
+		l.add(field(path, "image_size"), "set without an image")
+	}
 	switch {
 	case t.Image == "" && t.ImageID != "":
 		l.add(field(path, "image_id"), "set without an image")

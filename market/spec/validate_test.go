@@ -75,6 +75,11 @@ func TestValidateErrors(t *testing.T) {
 			j.Tasks[0].Image, j.Tasks[0].ImageID = "busybox", "sha256:XY"
 			j.Tasks[0].RequireContainer()
 		}, `tasks[0].image_id: "sha256:XY" is not sha256: and 64 lower-case hex digits`},
+		{"image size alone", func(j *Job) { j.Tasks[0].ImageSize = 10 }, "tasks[0].image_size: set without an image"},
+		{"image size negative", func(j *Job) {
+			j.Tasks[0].Image, j.Tasks[0].ImageSize = "busybox", -1
+			j.Tasks[0].RequireContainer()
+		}, "tasks[0].image_size: -1 bytes: want 0 to 1099511627776 (1 TiB)"},
 		{"image id alone", func(j *Job) { j.Tasks[0].ImageID = "sha256:" + strings.Repeat("a", 64) }, "tasks[0].image_id: set without an image"},
 		{"dot name", func(j *Job) { j.Tasks[0].Name = "." }, `tasks[0].name: invalid task name "."`},
 		{"unknown after", func(j *Job) { j.Tasks[2].After = []string{"nope"} }, `tasks[2].after: unknown task "nope"`},

@@ -70,10 +70,10 @@ type Backend interface {
 	TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error)
 	// Drain hands the node's work to its peers (see node.Drain).
 	Drain(ctx context.Context) error
-	// PinImage resolves an image reference to the ID of the image this
-	// node's container engine holds under it (docs/containers.md); an
-	// error wrapping ErrRefused when it cannot.
-	PinImage(ctx context.Context, ref string) (string, error)
+	// PinImage resolves an image reference to the ID (and size) of the
+	// image this node's container engine holds under it
+	// (docs/containers.md); an error wrapping ErrRefused when it cannot.
+	PinImage(ctx context.Context, ref string) (ImageResponse, error)
 	// Revoke takes an encoded revocation, keeps it and spreads it; it
 	// reports the revocation's target and whether it was new. An error
 	// wrapping ErrRefused is the client's fault.
@@ -277,6 +277,9 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 type ImageResponse struct {
 	Image string `json:"image"`
 	ID    string `json:"id"`
+	// Size is the image's size in bytes, as the engine counts it (0
+	// when it would not say).
+	Size int64 `json:"size"`
 }
 
 func (s *Server) handleImage(w http.ResponseWriter, r *http.Request) {
@@ -288,14 +291,14 @@ func (s *Server) handleImage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "ref: required (GET /v1/images?ref=NAME:TAG)")
 		return
 	}
-	id, err := s.b.PinImage(r.Context(), ref)
+	img, err := s.b.PinImage(r.Context(), ref)
 	switch {
 	case errors.Is(err, ErrRefused):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		writeJSON(w, http.StatusOK, ImageResponse{Image: ref, ID: id})
+		writeJSON(w, http.StatusOK, img)
 	}
 }
 

@@ -33,8 +33,8 @@ func (f *fake) Identity() (string, []string)                 { return "12D3KooWS
 func (f *fake) Authorize(context.Context, auth.Action) error { return nil }
 func (f *fake) SignIn(context.Context) (string, error)       { return "", nil }
 func (f *fake) Peers() []gossip.Member                       { return nil }
-func (f *fake) PinImage(context.Context, string) (string, error) {
-	return "", fmt.Errorf("%w: no container runtime", ErrRefused)
+func (f *fake) PinImage(context.Context, string) (ImageResponse, error) {
+	return ImageResponse{}, fmt.Errorf("%w: no container runtime", ErrRefused)
 }
 func (f *fake) Connection(string) string  { return "none" }
 func (f *fake) Capacity() resource.Vector { return resource.Vector{CPU: 4000} }

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/node/executor"
+)
+
+// The images the node's engine holds are data like task outputs: the
+// market asks Config.Holds about them (an image task's offer lists its
+// image as an input, by market.ImageManifest), and the advert lists them
+// beside the manifests, so managers call holders first, bidders that
+// lack the image predict a later start, and a node that must fetch an
+// image knows whom to ask (docs/containers.md, "Images in placement").
+
+const (
+	// imageRefresh is how often the list is read from the engine when
+	// nothing asks sooner (the node pinned an image).
+	imageRefresh = time.Minute
+	// maxAdvertImages bounds the images an advert lists, out of
+	// gossip.MaxHolds: the rest is left to task data.
+	maxAdvertImages = 16
+)
+
+// imageSet is the engine's images as last read, as manifests.
+type imageSet struct {
+	mu   sync.Mutex
+	held map[string]bool
+	list []string // newest first, as the engine lists them
+	kick chan struct{}
+}
+
+func newImageSet() *imageSet { return &imageSet{held: map[string]bool{}, kick: make(chan struct{}, 1)} }
+
+// holds reports whether the engine held the image named by manifest m.
+func (s *imageSet) holds(m string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[m]
+}
+
+// recent is up to max of the held images' manifests.
+func (s *imageSet) recent(max int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.list[:min(len(s.list), max)])
+}
+
+func (s *imageSet) set(ids []string) {
+	held := make(map[string]bool, len(ids))
+	list := make([]string, 0, len(ids))
+	for _, id := range ids {
+		m := market.ImageManifest(id)
+		held[m] = true
+		list = append(list, m)
+	}
+	s.mu.Lock()
+	s.held, s.list = held, list
+	s.mu.Unlock()
+}
+
+// refreshSoon asks imageLoop to read the list again now.
+func (s *imageSet) refreshSoon() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// imageLoop keeps n.images current while the node runs; without an
+// engine there is nothing to keep.
+func (n *Node) imageLoop() {
+	e := executor.EngineOf(n.cfg.Runner)
+	if e == nil {
+		return
+	}
+	t := time.NewTicker(imageRefresh)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+		ids, err := e.ImageIDs(ctx)
+		cancel()
+		if err == nil {
+			n.images.set(ids)
+		} else if n.ctx.Err() == nil {
+			log.Warnw("list images", "err", err)
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		case <-n.images.kick:
+		}
+	}
+}
+
+// advertHolds are the manifests and images this node's advert lists.
+func (n *Node) advertHolds(max int) []string {
+	imgs := n.images.recent(min(max, maxAdvertImages))
+	return append(imgs, n.data.Store().Recent(max-len(imgs))...)
+}
