@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,34 @@ func (c *ContainerRuntime) ImageIDs(ctx context.Context) ([]string, error) {
 func (c *ContainerRuntime) HasImage(ctx context.Context, id string) bool {
 	got, err := c.ImageID(ctx, id)
 	return err == nil && got == id
+}
+
+// SaveImage writes the image with ID id to w as a docker-archive.
+func (c *ContainerRuntime) SaveImage(ctx context.Context, id string, w io.Writer) error {
+	if !ValidImageID(id) {
+		return fmt.Errorf("image ID %q is not sha256:<64 hex digits>", id)
+	}
+	args := []string{"save", id}
+	if c.Name == ContainerPodman {
+		args = []string{"save", "--format", "docker-archive", id}
+	}
+	cmd := c.command(ctx, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("%s save: %s", c.Name, msg)
+	}
+	return nil
+}
+
+// LoadImage loads the docker-archive at path into the engine.
+func (c *ContainerRuntime) LoadImage(ctx context.Context, path string) error {
+	_, err := c.output(ctx, "load", "--input", path)
+	return err
 }
 
 // Runtime names accepted by DetectContainerRuntime.
@@ -313,16 +342,54 @@ func hybridCgroups() bool {
 	return err == nil
 }
 
+// writeEnvFile writes a task's environment (less PATH and HOSTNAME: the
+// image's own PATH finds its programs) to a file only the node can read,
+// for the engine's --env-file. The values reach the container and never
+// the engine's own environment, which is the node's (engineEnv): a task's
+// LD_PRELOAD, HOME, CONTAINERS_CONF or DOCKER_HOST must not steer an
+// engine that runs as root. The caller removes the file when the task
+// ends.
+func writeEnvFile(env []string) (string, error) {
+	var b strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "PATH" || k == "HOSTNAME" || k == "" {
+			continue
+		}
+		if strings.ContainsAny(k, "=# \t\r\n") || strings.ContainsAny(v, "\r\n") {
+			return "", fmt.Errorf("environment variable %q: a name with spaces or a value with a line break cannot be passed into a container", k)
+		}
+		b.WriteString(k + "=" + v + "\n")
+	}
+	f, err := os.CreateTemp("", "agora-env-")
+	if err != nil {
+		return "", fmt.Errorf("container environment: %w", err)
+	}
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("container environment: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// engineEnv is the environment the engine runs in: the node's own, as for
+// every other engine command the node runs (image checks, saves, loads).
+func engineEnv() []string { return os.Environ() }
+
 // containerName is the engine's name for task id's container.
 func containerName(id string) string { return cgroupName(id) }
 
 // containerArgs returns the argv that runs spec's command in its image:
 // the work and checkpoint directories mounted at the paths a process task
 // sees, the host's network (as for a process task), the task's user, its
-// environment passed by name (values stay out of the command line), its
-// limits, devices and GPUs. env is the task's full environment; user is
-// "uid:gid", or "" for the image's own.
-func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir string, env []string, user string, pidsMax int) []string {
+// environment (from envFile, written by writeEnvFile: values stay out of
+// the command line), its limits, devices and GPUs. user is "uid:gid", or
+// "" for the image's own.
+func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir, envFile string, user string, pidsMax int) []string {
 	args := append([]string{c.Path}, c.Global...)
 	args = append(args, "run", "--name", containerName(id), "--pull", "never", "--network", "host",
 		"--workdir", dir, "--volume", dir+":"+dir)
@@ -337,12 +404,8 @@ func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir string, env [
 	if user != "" {
 		args = append(args, "--user", user)
 	}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "PATH" || k == "HOSTNAME" {
-			continue // the image's own PATH finds its programs
-		}
-		args = append(args, "--env", k)
+	if envFile != "" {
+		args = append(args, "--env-file", envFile)
 	}
 	if spec.Memory > 0 {
 		m := strconv.FormatInt(spec.Memory, 10)

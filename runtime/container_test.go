@@ -80,6 +80,51 @@ func TestContainerRunsLikeAProcess(t *testing.T) {
 	}
 }
 
+// TestContainerEnvDoesNotSteerTheEngine: the engine runs as the node,
+// in the node's environment; a task's variables reach the container and
+// nothing else. A CONTAINERS_CONF in the job's environment that would
+// inject a variable into every container (and could mount the host's
+// root) is only a variable inside, and a value with a line break is
+// refused rather than split into two variables.
+func TestContainerEnvDoesNotSteerTheEngine(t *testing.T) {
+	r, id := containerRunner(t)
+	conf := filepath.Join(t.TempDir(), "containers.conf")
+	if err := os.WriteFile(conf, []byte("[containers]\nenv = [\"INJECTED=by-the-task\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := containerSpec(t, id, sh(`echo "injected=$INJECTED conf=$CONTAINERS_CONF"`))
+	spec.Env = map[string]string{"CONTAINERS_CONF": conf, "LD_PRELOAD": "/nonexistent/agora-test.so"}
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-env", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	stdout, stderr := out.text(StreamStdout), out.text(StreamStderr)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d (%s)\n%s%s", res.ExitCode, res.Reason, stdout, stderr)
+	}
+	if want := "injected= conf=" + conf; !strings.Contains(stdout, want) {
+		t.Fatalf("stdout %q, want %q: the task's CONTAINERS_CONF steered the engine", stdout, want)
+	}
+	if strings.Contains(stderr, "agora-test.so") {
+		t.Fatalf("the engine ran with the task's LD_PRELOAD: %s", stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "agora-env-*")); len(left) > 0 {
+		t.Errorf("environment files left behind: %v", left)
+	}
+
+	spec = containerSpec(t, id, sh(`echo "$A"`))
+	spec.Env = map[string]string{"A": "x\nLD_PRELOAD=/evil.so"}
+	done = newDone()
+	if err := r.Start("ct-env-nl", spec, newRecorder(), done.fn); err != nil {
+		t.Fatal(err)
+	}
+	if res := done.wait(t, 60*time.Second); res.ExitCode == 0 || !strings.Contains(res.Reason, "line break") {
+		t.Fatalf("a value with a line break: exit %d (%s), want a refusal naming it", res.ExitCode, res.Reason)
+	}
+}
+
 // TestContainerMemoryLimitHolds (issue 45): the memory limit holds inside
 // a container, with a reason naming it.
 func TestContainerMemoryLimitHolds(t *testing.T) {

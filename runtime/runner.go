@@ -213,6 +213,7 @@ func (r *Runner) Start(id string, spec Spec, sink LogSink, done func(Result)) er
 	err := t.start(r)
 	t.mu.Unlock()
 	if err != nil {
+		t.removeEnvFile()
 		log.Debugw("task failed to start", "id", id, "err", err)
 		res := startFailure(err)
 		go r.finish(t, res)

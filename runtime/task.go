@@ -40,6 +40,7 @@ type task struct {
 	killer   *time.Timer
 	cg       *taskCgroup
 	rt       *ContainerRuntime // the engine of a container task
+	envFile  string            // a container task's environment (writeEnvFile), removed as it ends
 	stdout   *os.File          // read ends of the output pipes
 	stderr   *os.File
 	quit     chan struct{} // closed when the main process exited: the watchers stop
@@ -78,8 +79,11 @@ func (t *task) start(r *Runner) error {
 		if cred != nil {
 			user = fmt.Sprintf("%d:%d", cred.Uid, cred.Gid)
 		}
-		argv = rt.containerArgs(t.id, t.spec, dir, env, user, r.opts.PidsMax)
-		path, cred = rt.Path, nil
+		if t.envFile, err = writeEnvFile(env); err != nil {
+			return err
+		}
+		argv = rt.containerArgs(t.id, t.spec, dir, t.envFile, user, r.opts.PidsMax)
+		path, cred, env = rt.Path, nil, engineEnv()
 		rt.removeContainer(t.id) // left by a node that died before cleaning up
 	} else if path, err = lookPath(t.spec.Command[0], env); err != nil {
 		return err
@@ -231,6 +235,7 @@ func (t *task) supervise(r *Runner) Result {
 		maybeOOM = !stopped && !oom && t.spec.Memory > 0 && t.cmd.ProcessState != nil && t.cmd.ProcessState.ExitCode() == 137
 		r.opts.Container.removeContainer(t.id)
 	}
+	t.removeEnvFile()
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()
@@ -374,3 +379,11 @@ func (t *task) releaseID(r *Runner) {
 // as the command did. Run as the task's main process, it goes on when the
 // node dies, and so does the record.
 const exitWrapper = `f=$1; shift; "$@"; s=$?; echo $s > "$f.tmp" && mv -f "$f.tmp" "$f"; exit $s`
+
+// removeEnvFile deletes a container task's environment file.
+func (t *task) removeEnvFile() {
+	if t.envFile != "" {
+		_ = os.Remove(t.envFile)
+		t.envFile = ""
+	}
+}
