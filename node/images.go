@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/node/executor"
 )
@@ -102,4 +104,24 @@ func (n *Node) imageLoop() {
 func (n *Node) advertHolds(max int) []string {
 	imgs := n.images.recent(min(max, maxAdvertImages))
 	return append(imgs, n.data.Store().Recent(max-len(imgs))...)
+}
+
+// fetchImage makes the engine hold the image with ID id, from the peers
+// whose adverts list it, then the others closest to it.
+func (n *Node) fetchImage(ctx context.Context, id string) error {
+	m := market.ImageManifest(id)
+	var holders []peer.ID
+	skip := map[peer.ID]bool{}
+	for _, mb := range n.Peers() {
+		if p := mb.Advert.Peer; p != n.host.ID() && slices.Contains(mb.Advert.Holds, m) {
+			holders = append(holders, p)
+			skip[p] = true
+		}
+	}
+	holders = append(holders, n.closestPeers(m, -1, skip)...)
+	err := n.imgs.Fetch(ctx, id, holders)
+	if err == nil {
+		n.images.refreshSoon()
+	}
+	return err
 }

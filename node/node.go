@@ -38,6 +38,7 @@ import (
 	"github.com/agora-sched/agora/node/commit"
 	"github.com/agora-sched/agora/node/data"
 	"github.com/agora-sched/agora/node/executor"
+	"github.com/agora-sched/agora/node/imageshare"
 	"github.com/agora-sched/agora/node/p2phost"
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
@@ -63,6 +64,7 @@ type Node struct {
 	ledgerFresh bool                   // the ledger file was made at this start
 	units       []executor.DeviceUnits // the declared devices' units and their paths
 	images      *imageSet              // the images the engine holds (images.go)
+	imgs        *imageshare.Service    // sends and fetches images; nil without an engine
 	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
 	store       *store.Store
 	host        host.Host
@@ -564,7 +566,14 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	dropWALCopies(n.cfg.DataDir)
 	n.data = data.New(n.ph, n.store, data.Options{Refused: n.countRefused, MaxBytes: n.cfg.DataLimit, Peers: func(k string, r int) []peer.ID { return n.closestPeers(k, r, nil) }, Replicas: m.Config().DataReplicas})
-	n.ex = executor.New(executor.Options{DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
+	var fetchImage func(context.Context, string) error
+	if e := executor.EngineOf(n.cfg.Runner); e != nil {
+		dir := filepath.Join(n.cfg.DataDir, "image-fetch")
+		_ = os.RemoveAll(dir) // what a stopped node was receiving
+		n.imgs = imageshare.New(n.ph, e, imageshare.Options{Dir: dir, Refused: n.countRefused})
+		fetchImage = n.fetchImage
+	}
+	n.ex = executor.New(executor.Options{FetchImage: fetchImage, DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })

@@ -47,7 +47,7 @@ func init() {
 
 // agoraSubsystems are our loggers; --log-level sets them, while libp2p's
 // own loggers stay at warn unless GOLOG_LOG_LEVEL says otherwise.
-var agoraSubsystems = []string{"node", "gossip", "market", "runtime", "store", "devices", "agora"}
+var agoraSubsystems = []string{"node", "gossip", "market", "runtime", "store", "devices", "imageshare", "agora"}
 
 // setLogLevel applies --log-level to Agora's loggers. GOLOG_LOG_LEVEL,
 // when set, wins unless --log-level was given explicitly.

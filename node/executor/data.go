@@ -33,14 +33,40 @@ func inputTimeout(in []market.InputRef) time.Duration {
 	return time.Minute + time.Duration(n/(10<<20))*time.Second
 }
 
-// inputsThenStart places the attempt's inputs off the task goroutine,
-// then starts it as startTask would (resuming its checkpoint first when
-// it has one); an input that cannot be had fails the attempt, naming it.
-// A stop meanwhile means it never starts.
+// imageFetchLimit bounds fetching a task's image from peers: far beyond
+// any link that keeps moving, since a transfer that stalls is given up
+// by itself (imageshare.DefaultStall).
+const imageFetchLimit = 24 * time.Hour
+
+// fetchesImage reports whether an attempt of t fetches its image before
+// it starts, when the engine lacks it.
+func (x *Executor) fetchesImage(t market.TaskSpec) bool {
+	return t.Image != "" && t.ImageID != "" && x.opts.FetchImage != nil
+}
+
+// inputsThenStart has the attempt's image and places its inputs off the
+// task goroutine, then starts it as startTask would (resuming its
+// checkpoint first when it has one); an image or input that cannot be
+// had fails the attempt, naming it. A stop meanwhile means it never
+// starts.
 func (x *Executor) inputsThenStart(t market.TaskSpec, id string, spec runtime.Spec, sink runtime.LogSink, done func(runtime.Result), ck *ckRun) {
-	x.beforeStart(id, inputTimeout(t.Inputs), func(ctx context.Context, p *pendingStart) {
+	limit := inputTimeout(t.Inputs)
+	if x.fetchesImage(t) {
+		limit += imageFetchLimit
+	}
+	x.beforeStart(id, limit, func(ctx context.Context, p *pendingStart) {
 		t0 := time.Now()
-		err := x.placeInputs(ctx, t)
+		var err error
+		if x.fetchesImage(t) {
+			if err = x.opts.FetchImage(ctx, t.ImageID); err != nil {
+				err = fmt.Errorf("image %s: %w", t.Image, err)
+			}
+		}
+		if err == nil && len(t.Inputs) > 0 {
+			ictx, cancel := context.WithTimeout(ctx, inputTimeout(t.Inputs))
+			err = x.placeInputs(ictx, t)
+			cancel()
+		}
 		x.mu.Lock()
 		delete(x.pending, id)
 		cancelled, reason := p.cancelled || x.stopping.Load(), p.reason

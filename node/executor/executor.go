@@ -75,6 +75,10 @@ type Options struct {
 	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
 	// HostOf is the address other gang replicas reach a node at.
 	HostOf func(market.NodeID) string
+	// FetchImage makes the engine hold the image with the pinned ID,
+	// from peers, before an image task starts (nil: the task fails when
+	// the engine lacks it).
+	FetchImage func(ctx context.Context, id string) error
 	// Exited reports a task's exit, and a success's stored outputs, to
 	// the market, waiting until the market has it; it returns false only
 	// when the node is stopping.
@@ -384,8 +388,8 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		go done(runtime.Result{ExitCode: -1, Reason: "start: " + uerr.Error(), Finished: time.Now()})
 		return
 	}
-	if len(st.Task.Inputs) > 0 && !x.stopping.Load() {
-		if x.opts.Data == nil {
+	if (len(st.Task.Inputs) > 0 || x.fetchesImage(st.Task)) && !x.stopping.Load() {
+		if len(st.Task.Inputs) > 0 && x.opts.Data == nil {
 			go done(runtime.Result{ExitCode: -1, Reason: "start: this node cannot fetch inputs", Finished: time.Now()})
 			return
 		}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/runtime/containertest"
+	"github.com/agora-sched/agora/testnet/waitfor"
+)
+
+// ownStorage points the engine commands this test and the nodes it
+// starts run at a container storage of their own (vfs, in a temporary
+// directory), so that two nodes on one host hold different images.
+func ownStorage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "storage.conf")
+	text := fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(dir, "graph"), filepath.Join(dir, "run"))
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CONTAINERS_STORAGE_CONF", conf)
+	return filepath.Join(dir, "graph")
+}
+
+// TestE2EImageFromPeer (issue 45, done-when 4): no registry anywhere.
+// Node A's engine holds an image, node B's storage is empty; a task only
+// B may run (role=b) runs there after B fetched the image from A,
+// checked against the pinned ID, and B's engine then holds it under that
+// ID. Then a layer is damaged in A's storage: a task with a second image
+// made of that layer fails on B, its reason naming the layer.
+func TestE2EImageFromPeer(t *testing.T) {
+	rt := e2eEngine(t)
+	if rt.Name != "podman" {
+		t.Skipf("the test gives each node its own storage through podman's CONTAINERS_STORAGE_CONF; the engine here is %s", rt.Name)
+	}
+	graphA := ownStorage(t)
+	ref, id := containertest.Busybox(t, rt.Path)
+	ref2, id2 := containertest.Busybox(t, rt.Path) // another ID, the same layer
+	layer, err := exec.Command(rt.Path, "image", "inspect", "--format", "{{index .RootFS.Layers 0}}", ref).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &e2eCluster{}
+	a := startNode(t, t.TempDir(), "--label", "role=a")
+	ownStorage(t)
+	b := startNode(t, t.TempDir(), "--label", "role=b", "--bootstrap", tcpAddr(t, a.id()))
+	c.nodes, c.ids = []*proc{a, b}, []string{a.id().PeerID, b.id().PeerID}
+	c.converge(t, 20*time.Second)
+	c.dumpLogs(t)
+	if exec.Command(rt.Path, "image", "exists", id).Run() == nil {
+		t.Fatalf("B's storage already holds %s: the test would prove nothing", id)
+	}
+
+	run := func(image string) (string, jobStatus) {
+		t.Helper()
+		dir := t.TempDir()
+		file := filepath.Join(dir, "job.yaml")
+		text := fmt.Sprintf(`
+name: fetched
+tasks:
+  - name: t
+    image: %s
+    command: "echo ran-on-b && cat /bin/busybox | sha256sum"
+    retries: 0
+    resources: {labels: {role: b}}
+`, image)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := agora(t, "submit", "--api", a.api, "--json", file) // A pins it: B cannot
+		if code != 0 {
+			t.Fatalf("submit: exit %d: %s %s", code, out, errs)
+		}
+		job := jobID(out)
+		waitfor.Every(t, 120*time.Second, apiPoll, "the job to end", func() bool { return terminal(e2eStatus(t, a.api, job).State) })
+		return job, e2eStatus(t, a.api, job)
+	}
+
+	job, st := run(ref)
+	tk, _ := taskOf(st, "t")
+	if st.State != "succeeded" || tk.Node != c.ids[1] {
+		logs, errs, _ := agora(t, "logs", "--api", b.api, "--task", "t", job)
+		t.Fatalf("job %s: %s on %s (want B %s): %q / %q\n%s%s", job, st.State, tk.Node, c.ids[1], st.Reason, tk.Reason, logs, errs)
+	}
+	if out, _, _ := agora(t, "logs", "--api", b.api, "--task", "t", job); !strings.Contains(out, "ran-on-b") {
+		t.Fatalf("task log %q", out)
+	}
+	if got, err := exec.Command(rt.Path, "image", "inspect", "--format", "{{.Id}}", id).Output(); err != nil || "sha256:"+strings.TrimPrefix(strings.TrimSpace(string(got)), "sha256:") != id {
+		t.Fatalf("B's engine does not hold %s after the fetch: %v %s", id, err, got)
+	}
+	if !strings.Contains(b.log.String(), "image fetched") {
+		t.Fatalf("B's log does not record the fetch")
+	}
+
+	// Damage the layer in A's storage (one byte of busybox, same size).
+	bins, _ := filepath.Glob(filepath.Join(graphA, "vfs", "dir", "*", "bin", "busybox"))
+	if len(bins) == 0 {
+		t.Fatalf("no layer with bin/busybox under %s", graphA)
+	}
+	for _, f := range bins {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/2] ^= 0xff
+		if err := os.WriteFile(f, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, st = run(ref2)
+	tk, _ = taskOf(st, "t")
+	want := strings.TrimSpace(string(layer))
+	if st.State != "failed" || !strings.Contains(st.Reason+tk.Reason, want) {
+		t.Fatalf("job %s with a damaged layer on A: %s, reason %q / %q: want it failed naming layer %s", job, st.State, st.Reason, tk.Reason, want)
+	}
+	if exec.Command(rt.Path, "image", "exists", id2).Run() == nil {
+		t.Fatalf("B's engine holds %s, made of a damaged layer", id2)
+	}
+	t.Logf("reason: %s", tk.Reason)
+}
