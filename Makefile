@@ -35,7 +35,7 @@ vet:
 # a message elsewhere or when the packages cannot be had.
 testdeps:
 	@if [ "$$(id -u)" = 0 ]; then \
-		for p in ip:iproute2 nft:nftables chromium:chromium podman:podman runc:runc busybox:busybox-static; do \
+		for p in ip:iproute2 nft:nftables chromium:chromium podman:podman runc:runc busybox:busybox-static docker-registry:docker-registry; do \
 			cmd=$${p%%:*}; pkg=$${p#*:}; \
 			command -v $$cmd >/dev/null 2>&1 && continue; \
 			echo "make: installing $$pkg for the tests that need it"; \

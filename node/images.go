@@ -106,9 +106,10 @@ func (n *Node) advertHolds(max int) []string {
 	return append(imgs, n.data.Store().Recent(max-len(imgs))...)
 }
 
-// fetchImage makes the engine hold the image with ID id, from the peers
-// whose adverts list it, then the others closest to it.
-func (n *Node) fetchImage(ctx context.Context, id string) error {
+// fetchImage makes the engine hold the image ref names, pinned to ID id:
+// from the peers whose adverts list it, then the others closest to it,
+// then the registry ref names.
+func (n *Node) fetchImage(ctx context.Context, ref, id string) error {
 	m := market.ImageManifest(id)
 	var holders []peer.ID
 	skip := map[peer.ID]bool{}
@@ -119,7 +120,7 @@ func (n *Node) fetchImage(ctx context.Context, id string) error {
 		}
 	}
 	holders = append(holders, n.closestPeers(m, -1, skip)...)
-	err := n.imgs.Fetch(ctx, id, holders)
+	err := n.imgs.Fetch(ctx, id, ref, holders)
 	if err == nil {
 		n.images.refreshSoon()
 	}

@@ -566,7 +566,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	}
 	dropWALCopies(n.cfg.DataDir)
 	n.data = data.New(n.ph, n.store, data.Options{Refused: n.countRefused, MaxBytes: n.cfg.DataLimit, Peers: func(k string, r int) []peer.ID { return n.closestPeers(k, r, nil) }, Replicas: m.Config().DataReplicas})
-	var fetchImage func(context.Context, string) error
+	var fetchImage func(context.Context, string, string) error
 	if e := executor.EngineOf(n.cfg.Runner); e != nil {
 		dir := filepath.Join(n.cfg.DataDir, "image-fetch")
 		_ = os.RemoveAll(dir) // what a stopped node was receiving

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,4 +125,97 @@ tasks:
 		t.Fatalf("B's engine holds %s, made of a damaged layer", id2)
 	}
 	t.Logf("reason: %s", tk.Reason)
+}
+
+// startRegistry runs Debian's docker-registry on 127.0.0.1 with its
+// storage in a temporary directory, and returns its host:port.
+func startRegistry(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("docker-registry")
+	if err != nil {
+		t.Skip("no docker-registry (Debian's docker-registry; make testdeps installs it as root)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yml")
+	text := fmt.Sprintf("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", conf)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitfor.Cond(t, 20*time.Second, "the registry to answer", func() bool {
+		resp, err := http.Get("http://" + addr + "/v2/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return addr
+}
+
+// TestE2EImagePull (issue 45): an image no peer holds is pulled from the
+// registry its reference names (Debian's docker-registry on 127.0.0.1),
+// checked against the pinned ID, and run; a tag that moved to another
+// image in the registry fails the task naming both IDs.
+func TestE2EImagePull(t *testing.T) {
+	rt := e2eEngine(t)
+	if rt.Name != "podman" {
+		t.Skipf("the test gives the node its own storage through podman's CONTAINERS_STORAGE_CONF; the engine here is %s", rt.Name)
+	}
+	reg := startRegistry(t)
+	ownStorage(t) // what is made and pushed here, the node does not hold
+	ref, id := containertest.Busybox(t, rt.Path)
+	_, other := containertest.Busybox(t, rt.Path)
+	remote, moved := reg+"/agora-test/busybox:1", reg+"/agora-test/busybox:moved"
+	for src, dst := range map[string]string{ref: remote, other: moved} {
+		if out, err := exec.Command(rt.Path, "push", "--tls-verify=false", src, dst).CombinedOutput(); err != nil {
+			t.Fatalf("push %s: %v: %s", dst, err, out)
+		}
+	}
+	ownStorage(t)
+	n := startNode(t, t.TempDir())
+	if exec.Command(rt.Path, "image", "exists", id).Run() == nil {
+		t.Fatalf("the node's storage already holds %s", id)
+	}
+	run := func(image string) (string, jobStatus) {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "job.yaml")
+		text := fmt.Sprintf("name: pulled\ntasks:\n  - name: t\n    image: %s\n    image_id: %s\n    retries: 0\n    command: \"echo pulled-and-ran\"\n", image, id)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code := agora(t, "submit", "--api", n.api, "--json", file)
+		if code != 0 {
+			t.Fatalf("submit: exit %d: %s %s", code, out, errs)
+		}
+		job := jobID(out)
+		waitfor.Every(t, 120*time.Second, apiPoll, "the job to end", func() bool { return terminal(e2eStatus(t, n.api, job).State) })
+		return job, e2eStatus(t, n.api, job)
+	}
+	job, st := run(moved) // pinned to id, but the registry's tag is other: before id is here
+	if want := "is " + other + ", the job was pinned to " + id; st.State != "failed" || !strings.Contains(st.Reason, want) {
+		t.Fatalf("job %s whose tag moved: %s, reason %q, want it failed with %q", job, st.State, st.Reason, want)
+	}
+	job, st = run(remote)
+	if st.State != "succeeded" {
+		t.Fatalf("job %s: %s: %q\n%s", job, st.State, st.Reason, n.log.String())
+	}
+	if out, _, _ := agora(t, "logs", "--api", n.api, job); !strings.Contains(out, "pulled-and-ran") {
+		t.Fatalf("task log %q", out)
+	}
+	if exec.Command(rt.Path, "image", "exists", id).Run() != nil {
+		t.Fatalf("the node's engine does not hold %s after the pull", id)
+	}
 }

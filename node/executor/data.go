@@ -58,7 +58,7 @@ func (x *Executor) inputsThenStart(t market.TaskSpec, id string, spec runtime.Sp
 		t0 := time.Now()
 		var err error
 		if x.fetchesImage(t) {
-			if err = x.opts.FetchImage(ctx, t.ImageID); err != nil {
+			if err = x.opts.FetchImage(ctx, t.Image, t.ImageID); err != nil {
 				err = fmt.Errorf("image %s: %w", t.Image, err)
 			}
 		}

@@ -75,10 +75,10 @@ type Options struct {
 	Peers func(key string, r int, skip map[peer.ID]bool) []peer.ID
 	// HostOf is the address other gang replicas reach a node at.
 	HostOf func(market.NodeID) string
-	// FetchImage makes the engine hold the image with the pinned ID,
-	// from peers, before an image task starts (nil: the task fails when
-	// the engine lacks it).
-	FetchImage func(ctx context.Context, id string) error
+	// FetchImage makes the engine hold the image ref names, pinned to ID
+	// id, from peers or a registry, before an image task starts (nil: the
+	// task fails when the engine lacks it).
+	FetchImage func(ctx context.Context, ref, id string) error
 	// Exited reports a task's exit, and a success's stored outputs, to
 	// the market, waiting until the market has it; it returns false only
 	// when the node is stopping.

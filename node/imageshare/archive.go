@@ -117,27 +117,15 @@ func Unpack(r io.Reader, id, dir string) (string, error) {
 	if cb.sum != id {
 		return "", fmt.Errorf("the config sent is %s, not the pinned image %s", cb.sum, id)
 	}
-	var config struct {
-		RootFS struct {
-			Type    string   `json:"type"`
-			DiffIDs []string `json:"diff_ids"`
-		} `json:"rootfs"`
-	}
-	if err := readJSON(cb, maxConfig, &config); err != nil {
-		return "", fmt.Errorf("image %s: config: %w", id, err)
-	}
-	diffs := config.RootFS.DiffIDs
-	if config.RootFS.Type != "layers" {
-		return "", fmt.Errorf("image %s: config rootfs type %q, want \"layers\"", id, config.RootFS.Type)
+	diffs, err := diffIDs(cb, id)
+	if err != nil {
+		return "", err
 	}
 	if len(diffs) != len(m.Layers) {
 		return "", fmt.Errorf("image %s: its config lists %d layers, the archive %d", id, len(diffs), len(m.Layers))
 	}
 	layers := make([]blob, len(diffs))
 	for i, d := range diffs {
-		if !validDigest(d) {
-			return "", fmt.Errorf("image %s: layer %d of %d: digest %q is not sha256:<64 hex digits>", id, i+1, len(diffs), d)
-		}
 		b, ok := resolve(m.Layers[i])
 		if !ok {
 			return "", fmt.Errorf("layer %s (%d of %d) is not in the archive sent", d, i+1, len(diffs))
@@ -148,6 +136,32 @@ func Unpack(r io.Reader, id, dir string) (string, error) {
 		layers[i] = b
 	}
 	return writeArchive(dir, id, cb, diffs, layers)
+}
+
+// diffIDs are the layer digests the image config b lists, in order.
+func diffIDs(b blob, id string) ([]string, error) {
+	var config struct {
+		RootFS struct {
+			Type    string   `json:"type"`
+			DiffIDs []string `json:"diff_ids"`
+		} `json:"rootfs"`
+	}
+	if err := readJSON(b, maxConfig, &config); err != nil {
+		return nil, fmt.Errorf("image %s: config: %w", id, err)
+	}
+	if config.RootFS.Type != "layers" {
+		return nil, fmt.Errorf("image %s: config rootfs type %q, want \"layers\"", id, config.RootFS.Type)
+	}
+	diffs := config.RootFS.DiffIDs
+	if len(diffs) > maxEntries {
+		return nil, fmt.Errorf("image %s: config lists %d layers", id, len(diffs))
+	}
+	for i, d := range diffs {
+		if !validDigest(d) {
+			return nil, fmt.Errorf("image %s: layer %d of %d: digest %q is not sha256:<64 hex digits>", id, i+1, len(diffs), d)
+		}
+	}
+	return diffs, nil
 }
 
 // writeArchive writes the checked image as a docker-archive without
@@ -206,7 +220,8 @@ func writeArchive(dir, id string, config blob, diffs []string, layers []blob) (s
 	return out, f.Close()
 }
 
-// keep copies one entry of size n to a file in dir, hashing it.
+// keep copies one entry of size n (-1: all r gives) to a file in dir,
+// hashing it.
 func keep(r io.Reader, dir string, n int64) (blob, error) {
 	f, err := os.CreateTemp(dir, "blob-")
 	if err != nil {
@@ -214,14 +229,17 @@ func keep(r io.Reader, dir string, n int64) (blob, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	got, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, n))
+	if n >= 0 {
+		r = io.LimitReader(r, n)
+	}
+	got, err := io.Copy(io.MultiWriter(f, h), r)
 	if err != nil {
 		return blob{}, err
 	}
-	if got != n {
+	if n >= 0 && got != n {
 		return blob{}, io.ErrUnexpectedEOF
 	}
-	return blob{file: f.Name(), sum: digestPrefix + hex.EncodeToString(h.Sum(nil)), size: n}, f.Close()
+	return blob{file: f.Name(), sum: digestPrefix + hex.EncodeToString(h.Sum(nil)), size: got}, f.Close()
 }
 
 func readJSON(b blob, limit int64, v any) error {

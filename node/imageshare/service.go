@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -82,6 +83,7 @@ type Service struct {
 	opts    Options
 	serving atomic.Int32
 
+	http     *http.Client
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
 	// Fetched and Served count archive bytes received and sent.
@@ -98,7 +100,8 @@ func New(h host.Host, eng Engine, opts Options) *Service {
 	if opts.Stall <= 0 {
 		opts.Stall = DefaultStall
 	}
-	s := &Service{h: h, eng: eng, opts: opts, inflight: map[string]*fetchCall{}}
+	s := &Service{h: h, eng: eng, opts: opts, inflight: map[string]*fetchCall{},
+		http: &http.Client{Transport: &http.Transport{Proxy: nil, TLSHandshakeTimeout: opts.Stall, ResponseHeaderTimeout: opts.Stall}}}
 	h.SetStreamHandler(Protocol, s.handle)
 	return s
 }
@@ -254,9 +257,10 @@ func (r *frameReader) Read(p []byte) (int, error) {
 
 // Fetch makes the engine hold the image with ID id, asking holders for
 // it one after the other (at most eight) until one sends it whole and
-// checked. Concurrent fetches of one image share one transfer. The
-// error, when every holder failed, says what each did.
-func (s *Service) Fetch(ctx context.Context, id string, holders []peer.ID) error {
+// checked, then, when ref names a registry, pulling it from there.
+// Concurrent fetches of one image share one transfer. The error, when
+// every source failed, says what each did.
+func (s *Service) Fetch(ctx context.Context, id, ref string, holders []peer.ID) error {
 	if !validDigest(id) {
 		return fmt.Errorf("image ID %q is not sha256:<64 hex digits>", id)
 	}
@@ -273,7 +277,7 @@ func (s *Service) Fetch(ctx context.Context, id string, holders []peer.ID) error
 	c := &fetchCall{done: make(chan struct{})}
 	s.inflight[id] = c
 	s.mu.Unlock()
-	c.err = s.fetch(ctx, id, holders)
+	c.err = s.fetch(ctx, id, ref, holders)
 	s.mu.Lock()
 	delete(s.inflight, id)
 	s.mu.Unlock()
@@ -281,7 +285,7 @@ func (s *Service) Fetch(ctx context.Context, id string, holders []peer.ID) error
 	return c.err
 }
 
-func (s *Service) fetch(ctx context.Context, id string, holders []peer.ID) error {
+func (s *Service) fetch(ctx context.Context, id, ref string, holders []peer.ID) error {
 	if s.eng.HasImage(ctx, id) {
 		return nil
 	}
@@ -304,10 +308,20 @@ func (s *Service) fetch(ctx context.Context, id string, holders []peer.ID) error
 		log.Infow("image fetch failed", "image", id, "peer", p, "err", err)
 		errs = append(errs, fmt.Sprintf("from %s: %v", shortPeer(p), err))
 	}
-	if len(errs) == 0 {
-		return fmt.Errorf("image %s is not on this node and no peer is known to hold it", id)
+	if _, ok := parseRef(ref); ok && ctx.Err() == nil {
+		t0 := time.Now()
+		err := s.Pull(ctx, ref, id)
+		if err == nil {
+			log.Infow("image pulled", "image", id, "ref", ref, "took", time.Since(t0))
+			return nil
+		}
+		log.Infow("image pull failed", "image", id, "ref", ref, "err", err)
+		errs = append(errs, fmt.Sprintf("from the registry: %v", err))
 	}
-	return fmt.Errorf("image %s is not on this node and no peer sent it (%s)", id, strings.Join(errs, "; "))
+	if len(errs) == 0 {
+		return fmt.Errorf("image %s is not on this node, no peer is known to hold it and %q names no registry", id, ref)
+	}
+	return fmt.Errorf("image %s is not on this node and could not be had (%s)", id, strings.Join(errs, "; "))
 }
 
 func (s *Service) fetchFrom(ctx context.Context, p peer.ID, id string) error {

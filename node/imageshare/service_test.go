@@ -116,7 +116,7 @@ func TestFetch(t *testing.T) {
 			return nil
 		}}}, wantErr: []string{"no progress for 300ms after 1000 bytes"}},
 		{name: "nobody holds it", holders: []holder{{holds: false}}, wantErr: []string{"does not hold"}},
-		{name: "no holders", wantErr: []string{"no peer is known to hold it"}},
+		{name: "no holders", wantErr: []string{"no peer is known to hold it and \"\" names no registry"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestFetch(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			err := b.svc.Fetch(ctx, img.id, peers)
+			err := b.svc.Fetch(ctx, img.id, "", peers)
 			if len(tc.wantErr) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -194,7 +194,7 @@ func TestFetchShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.svc.Fetch(context.Background(), img.id, []peer.ID{a.h.ID()})
+			errs[i] = b.svc.Fetch(context.Background(), img.id, "", []peer.ID{a.h.ID()})
 		}()
 	}
 	waitfor.Cond(t, 10*time.Second, "the holder to start saving", func() bool { return a.eng.saves.Load() == 1 })
@@ -208,7 +208,7 @@ func TestFetchShared(t *testing.T) {
 	if n := a.eng.saves.Load(); n != 1 {
 		t.Errorf("holder saved the image %d times, want 1", n)
 	}
-	if err := b.svc.Fetch(context.Background(), img.id, nil); err != nil {
+	if err := b.svc.Fetch(context.Background(), img.id, "", nil); err != nil {
 		t.Errorf("fetch of a held image: %v", err)
 	}
 }
