@@ -76,6 +76,7 @@ type Config struct {
 	Insecure        bool
 	Sandbox         executor.Sandbox // who tasks run as, what they see (--task-user, --task-env); not with Runner
 	DataLimit       int64            // bytes of others' outputs and uploads kept at most (--data-limit); 0: no bound
+	ImageCacheLimit int64            // bytes of images fetched from peers and registries kept at most (--image-cache-limit); 0: no bound
 	PublishAPIToken bool             // copy the API token where this user's agora command finds it (api.TokenPath)
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).

@@ -108,8 +108,14 @@ func (n *Node) advertHolds(max int) []string {
 
 // fetchImage makes the engine hold the image ref names, pinned to ID id:
 // from the peers whose adverts list it, then the others closest to it,
-// then the registry ref names.
+// then the registry ref names. An image it fetched counts against
+// --image-cache-limit; the least recently used others go beyond it.
 func (n *Node) fetchImage(ctx context.Context, ref, id string) error {
+	e := executor.EngineOf(n.cfg.Runner)
+	if e.HasImage(ctx, id) {
+		n.imgCache.Used(id, time.Now())
+		return nil
+	}
 	m := market.ImageManifest(id)
 	var holders []peer.ID
 	skip := map[peer.ID]bool{}
@@ -120,9 +126,22 @@ func (n *Node) fetchImage(ctx context.Context, ref, id string) error {
 		}
 	}
 	holders = append(holders, n.closestPeers(m, -1, skip)...)
-	err := n.imgs.Fetch(ctx, id, ref, holders)
-	if err == nil {
-		n.images.refreshSoon()
+	if err := n.imgs.Fetch(ctx, id, ref, holders); err != nil {
+		return err
 	}
-	return err
+	size, err := e.ImageSize(ctx, id)
+	if err != nil {
+		log.Warnw("image size", "image", id, "err", err)
+	}
+	n.imgCache.Added(id, size, time.Now())
+	for _, v := range n.imgCache.Victims(map[string]bool{id: true}) {
+		if err := e.RemoveImage(ctx, v); err != nil {
+			log.Infow("image over --image-cache-limit kept", "image", v, "err", err)
+			continue
+		}
+		n.imgCache.Removed(v)
+		log.Infow("image removed to stay under --image-cache-limit", "image", v)
+	}
+	n.images.refreshSoon()
+	return nil
 }

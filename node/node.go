@@ -65,6 +65,7 @@ type Node struct {
 	units       []executor.DeviceUnits // the declared devices' units and their paths
 	images      *imageSet              // the images the engine holds (images.go)
 	imgs        *imageshare.Service    // sends and fetches images; nil without an engine
+	imgCache    *imageshare.Cache      // the images it fetched, for --image-cache-limit
 	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
 	store       *store.Store
 	host        host.Host
@@ -571,6 +572,9 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		dir := filepath.Join(n.cfg.DataDir, "image-fetch")
 		_ = os.RemoveAll(dir) // what a stopped node was receiving
 		n.imgs = imageshare.New(n.ph, e, imageshare.Options{Dir: dir, Refused: n.countRefused})
+		if n.imgCache, err = imageshare.OpenCache(filepath.Join(n.cfg.DataDir, "image-cache.json"), n.cfg.ImageCacheLimit); err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
 		fetchImage = n.fetchImage
 	}
 	n.ex = executor.New(executor.Options{FetchImage: fetchImage, DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,

@@ -183,6 +183,17 @@ func (c *ContainerRuntime) LoadImage(ctx context.Context, path string) error {
 	return err
 }
 
+// RemoveImage removes the image with ID id from the engine. The engine
+// refuses while a container uses it, or when it has names besides
+// (an operator's tag): either way it stays.
+func (c *ContainerRuntime) RemoveImage(ctx context.Context, id string) error {
+	if !ValidImageID(id) {
+		return fmt.Errorf("image ID %q is not sha256:<64 hex digits>", id)
+	}
+	_, err := c.output(ctx, "rmi", id)
+	return err
+}
+
 // Runtime names accepted by DetectContainerRuntime.
 const (
 	ContainerAuto   = "auto"

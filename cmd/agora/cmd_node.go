@@ -88,6 +88,7 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 	fs.IntVar(&cfg.Sandbox.PidsMax, "task-pids", 4096, "the most processes one task may have, where the pids cgroup controller is available (0: no bound)")
 	jobDataLimit := fs.String("job-data-limit", "", "the most bytes of outputs one job this node manages may keep, all its tasks together (e.g. 1TiB; default: no bound)")
 	dataLimit := fs.String("data-limit", "", "the most bytes of other nodes' task outputs and uploads this node keeps (e.g. 100GiB; default: no bound but the disk)")
+	imageCacheLimit := fs.String("image-cache-limit", "64GiB", "the most bytes of images this node fetched from peers or registries it keeps; the least recently used go beyond it (0: no bound; images put there by hand are never removed)")
 	dataReplicas := fs.Int("data-replicas", market.DataReplicas, "how many peers keep a copy of each task's outputs and each uploaded input (0: none)")
 	fs.BoolVar(&cfg.Sandbox.Namespaces, "task-namespaces", false, "start tasks in mount, PID and IPC namespaces of their own, with a private /tmp and /dev/shm (needs root)")
 	fs.StringVar(&cfg.Sandbox.ContainerRuntime, "container-runtime", "auto", "the engine image tasks run through: auto (podman, else docker with a running daemon, if one works here), podman, docker, or none (no image tasks; docs/containers.md)")
@@ -135,6 +136,12 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 			return cfg, exitBadUsage, false
 		}
 		*l.to = n
+	}
+	if n, err := resource.ParseSize(*imageCacheLimit); err != nil || n < 0 {
+		fmt.Fprintf(stderr, "agora node: --image-cache-limit %q: want a size such as 64GiB, or 0 for no bound\n", *imageCacheLimit)
+		return cfg, exitBadUsage, false
+	} else {
+		cfg.ImageCacheLimit = n
 	}
 	switch {
 	case *dataReplicas < 0 || *dataReplicas > market.MaxDataHolders-1:

@@ -185,11 +185,12 @@ func TestE2EImagePull(t *testing.T) {
 		}
 	}
 	ownStorage(t)
-	n := startNode(t, t.TempDir())
+	// The bound holds one of these images (2 MB each), not two.
+	n := startNode(t, t.TempDir(), "--image-cache-limit", "3MiB")
 	if exec.Command(rt.Path, "image", "exists", id).Run() == nil {
 		t.Fatalf("the node's storage already holds %s", id)
 	}
-	run := func(image string) (string, jobStatus) {
+	run := func(image, id string) (string, jobStatus) {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "job.yaml")
 		text := fmt.Sprintf("name: pulled\ntasks:\n  - name: t\n    image: %s\n    image_id: %s\n    retries: 0\n    command: \"echo pulled-and-ran\"\n", image, id)
@@ -204,11 +205,11 @@ func TestE2EImagePull(t *testing.T) {
 		waitfor.Every(t, 120*time.Second, apiPoll, "the job to end", func() bool { return terminal(e2eStatus(t, n.api, job).State) })
 		return job, e2eStatus(t, n.api, job)
 	}
-	job, st := run(moved) // pinned to id, but the registry's tag is other: before id is here
+	job, st := run(moved, id) // pinned to id, but the registry's tag is other: before id is here
 	if want := "is " + other + ", the job was pinned to " + id; st.State != "failed" || !strings.Contains(st.Reason, want) {
 		t.Fatalf("job %s whose tag moved: %s, reason %q, want it failed with %q", job, st.State, st.Reason, want)
 	}
-	job, st = run(remote)
+	job, st = run(remote, id)
 	if st.State != "succeeded" {
 		t.Fatalf("job %s: %s: %q\n%s", job, st.State, st.Reason, n.log.String())
 	}
@@ -217,5 +218,21 @@ func TestE2EImagePull(t *testing.T) {
 	}
 	if exec.Command(rt.Path, "image", "exists", id).Run() != nil {
 		t.Fatalf("the node's engine does not hold %s after the pull", id)
+	}
+
+	// A second image pulled takes the cache past its bound: the first,
+	// least recently used, goes; an image put there by hand stays.
+	byHand, handID := containertest.Busybox(t, rt.Path)
+	job, st = run(moved, other)
+	if st.State != "succeeded" {
+		t.Fatalf("job %s: %s: %q", job, st.State, st.Reason)
+	}
+	waitfor.Cond(t, 20*time.Second, "the first image to be removed", func() bool {
+		return exec.Command(rt.Path, "image", "exists", id).Run() != nil
+	})
+	for _, keep := range []string{other, handID} {
+		if exec.Command(rt.Path, "image", "exists", keep).Run() != nil {
+			t.Fatalf("%s was removed; want only %s (%s by hand)", keep, id, byHand)
+		}
 	}
 }

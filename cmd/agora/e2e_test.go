@@ -380,6 +380,8 @@ func TestBadInput(t *testing.T) {
 		{"relay delay too long", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "1s"}, "--advert-relay-delay"},
 		{"negative relay delay", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--advert-relay-delay", "-1ms"}, "--advert-relay-delay"},
 		{"cgroup parent not a cgroup", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--listen", "/ip4/127.0.0.1/tcp/0", "--cgroup-parent", t.TempDir()}, "--cgroup-parent"},
+		{"bad image cache limit", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--image-cache-limit", "lots"}, "--image-cache-limit"},
+		{"negative image cache limit", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--image-cache-limit", "-1GiB"}, "--image-cache-limit"},
 		{"negative job retention", []string{"node", "--data", t.TempDir(), "--api", "127.0.0.1:0", "--job-retention", "-1h"}, "--job-retention"},
 		{"unknown flag", []string{"node", "--frobnicate"}, "frobnicate"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
