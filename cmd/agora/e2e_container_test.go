@@ -44,8 +44,9 @@ func taskOf(st jobStatus, name string) (taskStatus, bool) {
 // plain process, must run on B and reads it: the hashes agree, the image
 // task ran on A (B, without an engine, is never given it), and its logs,
 // exit code and agora get work as for a process. A job whose image
-// task only B could run fails naming the missing runtime, and an image
-// task's exit code comes back as a process's does.
+// task only B could run waits with a reason naming the missing runtime,
+// then fails saying so, and an image task's exit code comes back as a
+// process's does.
 func TestE2EContainerPipeline(t *testing.T) {
 	rt := e2eEngine(t)
 	ref, id := containertest.Busybox(t, rt.Path)
@@ -151,6 +152,18 @@ tasks:
 		t.Fatalf("submit onlyb: exit %d: %s %s", code, out, errs)
 	}
 	onlyB := jobID(out)
+	// While it waits, its task says why (then it fails at the scheduling
+	// timeout, saying the same).
+	var waiting string
+	waitfor.Every(t, 60*time.Second, apiPoll, "the unplaceable task's waiting reason", func() bool {
+		st := e2eStatus(t, b.api, onlyB)
+		tk, _ := taskOf(st, "t")
+		waiting = tk.Waiting
+		return strings.Contains(waiting, "no container runtime") || terminal(st.State)
+	})
+	if !strings.Contains(waiting, "no container runtime") {
+		t.Fatalf("the job ended before its task's waiting reason named the runtime (last: %q)", waiting)
+	}
 	waitfor.Every(t, 60*time.Second, apiPoll, "the unplaceable job to end", func() bool { return terminal(e2eStatus(t, b.api, onlyB).State) })
 	st = e2eStatus(t, b.api, onlyB)
 	tk, _ := taskOf(st, "t")
