@@ -43,6 +43,7 @@ import (
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/node/transport"
+	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
 
@@ -347,8 +348,29 @@ func (n *Node) discover(in *configRead) error {
 		}
 		n.units = append(n.units, u)
 	}
+	n.checkContainerGPUs(info, in)
 	n.soft.Store(&softState{SoftState: market.SoftState{Free: n.capacity.Clone()}})
 	return nil
+}
+
+// checkContainerGPUs runs the start-up check that the GPUs NVML found
+// can be passed into containers; when it fails, the node says so in its
+// label spec.ContainerGPULabel and is never given an image task that
+// asks for GPUs (it still runs process tasks on them, and image tasks
+// without). Declared GPUs are the operator's word and are not checked.
+func (n *Node) checkContainerGPUs(info devices.Info, in *configRead) {
+	if executor.EngineOf(n.cfg.Runner) == nil || len(info.Capacity.GPUs) == 0 || (in.overrides != nil && in.overrides.GPUsSet) {
+		return
+	}
+	idx := make([]int, len(info.Capacity.GPUs))
+	for i, g := range info.Capacity.GPUs {
+		idx[i] = g.Index
+	}
+	if err := runtime.CheckGPUDevices("/dev", idx); err != nil {
+		log.Warnw("image tasks that ask for GPUs will not run here", "err", err)
+		n.cfg.Labels = maps.Clone(n.cfg.Labels)
+		n.cfg.Labels[spec.ContainerGPULabel] = "no"
+	}
 }
 
 // startHost starts the libp2p host with the node's identity.

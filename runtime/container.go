@@ -439,6 +439,28 @@ func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir, envFile stri
 	return append(args, spec.Command...)
 }
 
+// CheckGPUDevices is the node's start-up check that its GPUs (by NVML
+// index) can be passed into a container: the driver's control device and
+// each GPU's device file exist under dev ("/dev") as character devices.
+// The error names the first that does not.
+func CheckGPUDevices(dev string, gpus []int) error {
+	names := []string{"nvidiactl"}
+	for _, g := range gpus {
+		names = append(names, fmt.Sprintf("nvidia%d", g))
+	}
+	for _, n := range names {
+		p := filepath.Join(dev, n)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("GPU device file %s: %w", p, err)
+		}
+		if fi.Mode()&os.ModeCharDevice == 0 {
+			return fmt.Errorf("GPU device file %s is not a character device", p)
+		}
+	}
+	return nil
+}
+
 // gpuDeviceNodes are the NVIDIA device nodes that give a container the
 // GPUs with these indices (and the driver's shared nodes), where they
 // exist on the host.

@@ -233,3 +233,34 @@ func TestNoEngineRefusesImages(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestCheckGPUDevices: the start-up check finds the control device and
+// each GPU's device file as character devices, and names what is not.
+func TestCheckGPUDevices(t *testing.T) {
+	dev := t.TempDir()
+	for _, n := range []string{"nvidiactl", "nvidia0", "nvidia1"} {
+		if err := os.Symlink("/dev/null", filepath.Join(dev, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dev, "nvidia2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		gpus []int
+		want string
+	}{
+		{[]int{0, 1}, ""},
+		{[]int{0, 2}, "nvidia2 is not a character device"},
+		{[]int{3}, "nvidia3: stat"},
+	}
+	for _, tc := range tests {
+		err := CheckGPUDevices(dev, tc.gpus)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckGPUDevices(%v) = %v, want %q", tc.gpus, err, tc.want)
+		}
+	}
+	if err := CheckGPUDevices(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "nvidiactl") {
+		t.Errorf("without the control device: %v", err)
+	}
+}

@@ -99,7 +99,7 @@ func cmdPeers(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
 				resource.CoresFromMilli(p.Free.CPU), resource.CoresFromMilli(p.Capacity.CPU),
 				resource.FormatSize(p.Free.Memory), resource.FormatSize(p.Capacity.Memory),
-				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), dash(p.Labels[resource.ContainerLabel+".engine"]),
+				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), containerSummary(p.Labels),
 				p.Queue, limits, ago(p.LastSeen, now))
 		}
 		_ = tw.Flush()
@@ -117,6 +117,16 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(w, "device:  %d× %s %s\n", d.Count, d.Kind, d.Model)
 		}
 	})
+}
+
+// containerSummary is a peer's engine, and whether its GPUs pass into
+// containers when its start-up check said they do not.
+func containerSummary(labels map[string]string) string {
+	e := labels[resource.ContainerLabel+".engine"]
+	if e != "" && labels[resource.ContainerGPULabel] == "no" {
+		e += "(no-gpus)"
+	}
+	return dash(e)
 }
 
 func dash(s string) string {

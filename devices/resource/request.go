@@ -89,8 +89,20 @@ func Constraints(site string, labels map[string]string, req Request) string {
 	if v, ok := req.Labels[ContainerLabel]; ok && labels[ContainerLabel] != v {
 		return NoContainerRuntime
 	}
+	if req.Labels[ContainerLabel] == "yes" && req.GPU.Wants() && labels[ContainerGPULabel] == "no" {
+		return NoContainerGPU
+	}
 	return ""
 }
+
+// NoContainerGPU is the reason a node whose GPUs cannot be passed into a
+// container (its start-up check failed) does not run an image task that
+// asks for GPUs.
+const NoContainerGPU = "no container runtime for GPUs: the task runs an image with GPUs, and this node's GPU device files failed its start-up check"
+
+// ContainerGPULabel is "no" on a node whose engine works but whose GPUs
+// cannot be passed into containers; absent otherwise.
+const ContainerGPULabel = "agora.container.gpu"
 
 // NoContainerRuntime is the reason a node without a working engine
 // cannot run an image task.

@@ -481,3 +481,35 @@ func TestEnforcementRefusal(t *testing.T) {
 		t.Errorf("empty set: %q", got)
 	}
 }
+
+// TestContainerConstraints: an image task needs a node with a working
+// engine; one that also asks for GPUs, a node whose GPUs passed the
+// start-up check for containers (a node that never ran it, or whose GPUs
+// are declared, has no label and qualifies). Label misses come first.
+func TestContainerConstraints(t *testing.T) {
+	image := map[string]string{ContainerLabel: "yes"}
+	gpu := GPURequest{Count: 1}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		req    Request
+		want   string
+	}{
+		{"process task anywhere", nil, Request{GPU: gpu}, ""},
+		{"image task, no engine", nil, Request{Labels: image}, NoContainerRuntime},
+		{"image task, engine", map[string]string{ContainerLabel: "yes"}, Request{Labels: image}, ""},
+		{"GPU image task, GPUs checked", map[string]string{ContainerLabel: "yes"}, Request{Labels: image, GPU: gpu}, ""},
+		{"GPU image task, GPU check failed", map[string]string{ContainerLabel: "yes", ContainerGPULabel: "no"}, Request{Labels: image, GPU: gpu}, NoContainerGPU},
+		{"GPU share, GPU check failed", map[string]string{ContainerLabel: "yes", ContainerGPULabel: "no"}, Request{Labels: image, GPU: GPURequest{Share: 500}}, NoContainerGPU},
+		{"CPU image task, GPU check failed", map[string]string{ContainerLabel: "yes", ContainerGPULabel: "no"}, Request{Labels: image}, ""},
+		{"GPU process task, GPU check failed", map[string]string{ContainerLabel: "yes", ContainerGPULabel: "no"}, Request{GPU: gpu}, ""},
+		{"label miss first", map[string]string{ContainerGPULabel: "no"}, Request{Labels: map[string]string{ContainerLabel: "yes", "zone": "a"}, GPU: gpu}, `label zone="" != required "a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Constraints("", tc.labels, tc.req); got != tc.want {
+				t.Fatalf("Constraints = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -73,6 +73,10 @@ type Task struct {
 // engine works advertise it with the value "yes".
 const ContainerLabel = resource.ContainerLabel
 
+// ContainerGPULabel is "no" on a node whose GPUs failed the start-up
+// check for containers.
+const ContainerGPULabel = resource.ContainerGPULabel
+
 // Task returns the task with the given name and true, or nil and false if
 // the job has none. The pointer refers into j.Tasks.
 func (j *Job) Task(name string) (*Task, bool) {
