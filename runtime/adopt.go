@@ -22,6 +22,10 @@ type Orphan struct {
 	// Timeout is what is left of the attempt's timeout (0: none), Grace
 	// its stop grace.
 	Timeout, Grace time.Duration
+	// Container: the attempt runs an image, and the process is the
+	// engine's client; its container, named after the attempt, is
+	// removed when it is killed or ends.
+	Container bool
 }
 
 // adoptPoll is how often an adopted process is looked at: it is not this
@@ -50,6 +54,9 @@ func (r *Runner) Adopt(id string, o Orphan, done func(Result)) error {
 	}
 	t := &task{id: id, spec: Spec{ExitFile: o.ExitFile, Timeout: o.Timeout, Grace: o.Grace}, done: done, out: newOutput(nil),
 		pid: o.PID, started: o.Started, adopted: true}
+	if o.Container && r.opts.Container != nil {
+		t.spec.Container, t.rt = &Container{}, r.opts.Container
+	}
 	if uid, ok := procUID(o.PID); ok && r.ids != nil && r.ids.mark(uid) {
 		t.uid, t.owned = uid, true
 	}
@@ -84,6 +91,9 @@ func (t *task) superviseAdopted(r *Runner, start uint64) Result {
 	t.mu.Unlock()
 	// What the attempt left in its group, and under its own ID.
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+	if t.rt != nil {
+		t.rt.removeContainer(t.id)
+	}
 	t.mu.Lock()
 	t.releaseID(r)
 	t.mu.Unlock()

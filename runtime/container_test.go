@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agora-sched/agora/runtime/containertest"
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // containerRunner is a Runner with the host's container engine, as a
@@ -262,5 +265,45 @@ func TestCheckGPUDevices(t *testing.T) {
 	}
 	if err := CheckGPUDevices(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "nvidiactl") {
 		t.Errorf("without the control device: %v", err)
+	}
+}
+
+// TestContainerAdoptedKill: an image task re-attached after its node
+// died is container-aware: killing it removes its container, which
+// killing the engine's client alone would leave running.
+func TestContainerAdoptedKill(t *testing.T) {
+	r, id := containerRunner(t)
+	spec := containerSpec(t, id, sh("sleep 60"))
+	const name = "ct-adopted"
+	envFile, err := writeEnvFile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(envFile)
+	args := r.opts.Container.containerArgs(name, spec, spec.WorkDir, envFile, "", 20)
+	exit := filepath.Join(spec.WorkDir, ".agora-exit-1")
+	cmd := exec.Command("/bin/sh", append([]string{"-c", exitWrapper, "agora-task", exit}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	engine := r.opts.Container.Path
+	running := func() bool {
+		out, err := exec.Command(engine, "container", "inspect", "--format", "{{.State.Running}}", containerName(name)).Output()
+		return err == nil && strings.TrimSpace(string(out)) == "true"
+	}
+	waitfor.Cond(t, 30*time.Second, "the container to run", running)
+	done := newDone()
+	if err := r.Adopt(name, Orphan{PID: cmd.Process.Pid, Started: time.Now(), ExitFile: exit, Container: true}, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	r.Kill(name)
+	if res := done.wait(t, 30*time.Second); !res.Cancelled {
+		t.Fatalf("result %+v, want cancelled", res)
+	}
+	if exec.Command(engine, "container", "exists", containerName(name)).Run() == nil {
+		_ = exec.Command(engine, "rm", "--force", containerName(name)).Run()
+		t.Fatal("the container outlived its killed, adopted task")
 	}
 }

@@ -176,7 +176,8 @@ func (x *Executor) adopt(e store.Entry[Execution], pids []int) bool {
 	dir := x.taskDir(k)
 	st := market.StartTask{Task: *ex.Task, Alloc: ex.Alloc, Manager: ex.Manager}
 	ended := x.ended(st, filepath.Join(dir, "work"), nil, e.Key, ex)
-	o := runtime.Orphan{PID: leader, Started: ex.Started, ExitFile: exitFile(dir, ex.Epoch), Timeout: ex.Task.Timeout, Grace: x.opts.PreemptGrace}
+	o := runtime.Orphan{PID: leader, Started: ex.Started, ExitFile: exitFile(dir, ex.Epoch), Timeout: ex.Task.Timeout, Grace: x.opts.PreemptGrace,
+		Container: ex.Task.Image != ""}
 	run := runID(k, ex.Epoch)
 	x.mu.Lock()
 	x.units.claim(run, ex.Units)
