@@ -353,13 +353,25 @@ func (n *Node) discover(in *configRead) error {
 	return nil
 }
 
-// checkContainerGPUs runs the start-up check that the GPUs NVML found
-// can be passed into containers; when it fails, the node says so in its
-// label spec.ContainerGPULabel and is never given an image task that
-// asks for GPUs (it still runs process tasks on them, and image tasks
-// without). Declared GPUs are the operator's word and are not checked.
+// checkContainerGPUs prepares the GPUs NVML found for image tasks: as
+// CDI devices where the host's CDI specs name them all, else as device
+// files, which a start-up check must find. When that check fails, the
+// node says so in its label spec.ContainerGPULabel and is never given an
+// image task that asks for GPUs (it still runs process tasks on them,
+// and image tasks without). Declared GPUs are the operator's word and
+// are passed as device files where the host has them, unchecked.
 func (n *Node) checkContainerGPUs(info devices.Info, in *configRead) {
-	if executor.EngineOf(n.cfg.Runner) == nil || len(info.Capacity.GPUs) == 0 || (in.overrides != nil && in.overrides.GPUsSet) {
+	e := executor.EngineOf(n.cfg.Runner)
+	if e == nil || len(info.Capacity.GPUs) == 0 || (in.overrides != nil && in.overrides.GPUsSet) {
+		return
+	}
+	names, err := runtime.FindCDIDevices(runtime.CDIDirs, runtime.NvidiaCDIKind)
+	if err != nil {
+		log.Warnw("CDI specs", "err", err)
+	}
+	if cdi := cdiNames(info.Capacity.GPUs, names); cdi != nil {
+		e.CDIGPUs = cdi
+		log.Infow("GPUs pass into containers through CDI", "kind", runtime.NvidiaCDIKind, "devices", len(cdi))
 		return
 	}
 	idx := make([]int, len(info.Capacity.GPUs))
@@ -371,6 +383,23 @@ func (n *Node) checkContainerGPUs(info devices.Info, in *configRead) {
 		n.cfg.Labels = maps.Clone(n.cfg.Labels)
 		n.cfg.Labels[spec.ContainerGPULabel] = "no"
 	}
+}
+
+// cdiNames maps each GPU's index to its CDI device name (its UUID, else
+// its index), or nil unless every GPU has one.
+func cdiNames(gpus []resource.GPU, names map[string]bool) map[int]string {
+	out := make(map[int]string, len(gpus))
+	for _, g := range gpus {
+		switch {
+		case g.UUID != "" && names[g.UUID]:
+			out[g.Index] = g.UUID
+		case names[strconv.Itoa(g.Index)]:
+			out[g.Index] = strconv.Itoa(g.Index)
+		default:
+			return nil
+		}
+	}
+	return out
 }
 
 // startHost starts the libp2p host with the node's identity.

@@ -61,6 +61,11 @@ type ContainerRuntime struct {
 	// Init: the engine has a small init to run as the container's PID 1,
 	// which passes SIGTERM on (a shell as PID 1 ignores it).
 	Init bool
+	// CDIGPUs names each GPU (by NVML index) as a CDI device of kind
+	// CDIKind (NvidiaCDIKind when empty), when the host's CDI specs list
+	// them all (cdi.go); set by the node at start, after discovery.
+	CDIGPUs map[int]string `json:"-"`
+	CDIKind string         `json:"-"`
 }
 
 // String describes the runtime for logs and adverts.
@@ -431,7 +436,11 @@ func (c *ContainerRuntime) containerArgs(id string, spec Spec, dir, envFile stri
 	for _, d := range spec.Container.Devices {
 		args = append(args, "--device", d)
 	}
-	for _, d := range gpuDeviceNodes(spec.GPUs) {
+	gpuDevs, ok := c.cdiDevices(spec.GPUs)
+	if !ok {
+		gpuDevs = gpuDeviceNodes(spec.GPUs)
+	}
+	for _, d := range gpuDevs {
 		args = append(args, "--device", d)
 	}
 	args = append(args, c.RunArgs...)

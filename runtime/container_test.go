@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,5 +306,60 @@ func TestContainerAdoptedKill(t *testing.T) {
 	if exec.Command(engine, "container", "exists", containerName(name)).Run() == nil {
 		_ = exec.Command(engine, "rm", "--force", containerName(name)).Run()
 		t.Fatal("the container outlived its killed, adopted task")
+	}
+}
+
+// TestContainerCDIGPU: where the host's CDI specs name a node's GPUs, an
+// image task's GPUs pass in as CDI devices, and the engine applies the
+// spec's edits (here a device file and a variable from a stand-in kind,
+// written to /etc/cdi for the test and removed after).
+func TestContainerCDIGPU(t *testing.T) {
+	r, id := containerRunner(t)
+	kind := fmt.Sprintf("agora.test/gpu%d", os.Getpid())
+	dir := CDIDirs[0]
+	made := false
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		made = true
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Skipf("cannot write CDI specs here: %v", err)
+	}
+	file := filepath.Join(dir, fmt.Sprintf("agora-test-%d.yaml", os.Getpid()))
+	spec := fmt.Sprintf(`cdiVersion: "0.5.0"
+kind: %s
+devices:
+  - name: GPU-agora-test
+    containerEdits:
+      env: ["AGORA_CDI_PROBE=gpu-agora-test"]
+      deviceNodes:
+        - path: /dev/agora-cdi-test
+          hostPath: /dev/null
+`, kind)
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Skipf("cannot write CDI specs here: %v", err)
+	}
+	t.Cleanup(func() {
+		os.Remove(file)
+		if made {
+			os.Remove(dir)
+		}
+	})
+	names, _ := FindCDIDevices([]string{dir}, kind)
+	if !names["GPU-agora-test"] {
+		t.Fatalf("FindCDIDevices did not find the test device: %v", names)
+	}
+	rt := *r.opts.Container
+	rt.CDIKind, rt.CDIGPUs = kind, map[int]string{0: "GPU-agora-test"}
+	r.opts.Container = &rt
+	ts := containerSpec(t, id, sh(`echo "probe=$AGORA_CDI_PROBE cuda=$CUDA_VISIBLE_DEVICES"; test -c /dev/agora-cdi-test`))
+	ts.GPUs = []int{0}
+	out := newRecorder()
+	done := newDone()
+	if err := r.Start("ct-cdi", ts, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	res := done.wait(t, 60*time.Second)
+	if res.ExitCode != 0 || !strings.Contains(out.text(StreamStdout), "probe=gpu-agora-test cuda=0") {
+		t.Fatalf("exit %d (%s): stdout %q stderr %q", res.ExitCode, res.Reason, out.text(StreamStdout), out.text(StreamStderr))
 	}
 }
