@@ -266,13 +266,7 @@ func (s *Service) Pull(ctx context.Context, ref, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.LoadImage(ctx, archive); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	if !s.eng.HasImage(ctx, id) {
-		return fmt.Errorf("the engine loaded the archive but does not hold %s", id)
-	}
-	return nil
+	return s.load(ctx, archive, id)
 }
 
 // unpackLayer keeps a layer blob unpacked (gzip or plain tar) in dir,

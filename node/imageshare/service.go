@@ -364,6 +364,12 @@ func (s *Service) fetchFrom(ctx context.Context, p peer.ID, id string) error {
 		}
 		return err
 	}
+	return s.load(ctx, archive, id)
+}
+
+// load has the engine load a checked archive and checks that it then
+// holds the image.
+func (s *Service) load(ctx context.Context, archive, id string) error {
 	if err := s.eng.LoadImage(ctx, archive); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
