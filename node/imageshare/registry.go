@@ -44,10 +44,11 @@ type imageRef struct {
 
 // parseRef splits a reference into its registry, repository and tag.
 // References without a registry host (docker.io's short names) are not
-// pulled: ok is false.
+// pulled, nor podman's local ones (`localhost/…`, what `podman import`
+// and `podman build` name): ok is false.
 func parseRef(ref string) (imageRef, bool) {
 	host, rest, ok := strings.Cut(ref, "/")
-	if !ok || !(strings.ContainsAny(host, ".:") || host == "localhost") {
+	if !ok || !strings.ContainsAny(host, ".:") {
 		return imageRef{}, false
 	}
 	r := imageRef{host: host}

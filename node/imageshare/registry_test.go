@@ -180,7 +180,8 @@ func TestPull(t *testing.T) {
 func TestParseRef(t *testing.T) {
 	for ref, want := range map[string]string{
 		"127.0.0.1:5000/demo/box:1":     "http://127.0.0.1:5000/v2/demo/box tag 1",
-		"localhost/demo/box":            "http://localhost/v2/demo/box tag latest",
+		"localhost:5000/demo/box":       "http://localhost:5000/v2/demo/box tag latest",
+		"localhost/demo/box:1":          "",
 		"registry.example/a/b@sha256:0": "https://registry.example/v2/a/b tag sha256:0",
 		"busybox:1":                     "",
 		"library/busybox:1":             "",
