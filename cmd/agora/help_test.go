@@ -144,3 +144,28 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("completion fish: exit %d: %s", code, errs)
 	}
 }
+
+// TestUnknownCommand (issue 47): a mistyped command exits 2 naming the
+// closest command, when one is close; asked-for help goes to stdout,
+// the usage after a missing command to stderr.
+func TestUnknownCommand(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"sumbit", `agora: unknown command "sumbit" (did you mean "submit"?) (run 'agora help')` + "\n"},
+		{"stauts", `agora: unknown command "stauts" (did you mean "status"?) (run 'agora help')` + "\n"},
+		{"frobnicate", `agora: unknown command "frobnicate" (run 'agora help')` + "\n"},
+	} {
+		out, errs, code := cli(t, tc.arg)
+		if code != exitBadUsage || errs != tc.want || out != "" {
+			t.Errorf("agora %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.arg, code, out, errs, tc.want)
+		}
+	}
+	for _, arg := range []string{"help", "--help", "-h"} {
+		out, errs, code := cli(t, arg)
+		if code != exitOK || !strings.Contains(out, "usage: agora COMMAND") || errs != "" {
+			t.Errorf("agora %s: exit %d, stdout %q, stderr %q; want the usage on stdout", arg, code, out, errs)
+		}
+	}
+	if out, errs, code := cli(t); code != exitBadUsage || out != "" || !strings.Contains(errs, "usage: agora COMMAND") {
+		t.Errorf("agora: exit %d, stdout %q, stderr %q; want exit 2 and the usage on stderr", code, out, errs)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agora-sched/agora/market/spec"
 	taskrt "github.com/agora-sched/agora/runtime"
 )
 
@@ -37,16 +38,17 @@ func main() {
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	credential = nil // a command that signs loads it (loadCredential)
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitBadUsage
-		}
+		return exitBadUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout) // asked for: it is the output
 		return exitOK
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "agora: unknown command %q (run 'agora help')\n", args[0])
+		fmt.Fprintf(stderr, "agora: unknown command %q%s (run 'agora help')\n", args[0], spec.Suggest(args[0], commandNames()))
 		return exitBadUsage
 	}
 	return c.run(args[1:], stdout, stderr)
@@ -55,15 +57,20 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "agora: a peer-to-peer, masterless job scheduler")
 	fmt.Fprintln(w, "\nusage: agora COMMAND [flags]\n\ncommands:")
+	for _, n := range commandNames() {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'agora COMMAND --help' for a command's flags and examples.")
+}
+
+// commandNames are the commands, sorted.
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'agora COMMAND --help' for a command's flags and examples.")
+	return names
 }
 
 // flagExit maps a flag parsing error to an exit code.

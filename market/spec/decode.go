@@ -72,7 +72,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, known []string, fn func(key
 		}
 		if known != nil {
 			if !slices.Contains(known, f.Key) {
-				d.errs.fail(p, f.K.Line, "unknown field%s", suggest(f.Key, known))
+				d.errs.fail(p, f.K.Line, "unknown field%s", Suggest(f.Key, known))
 				continue
 			}
 			if isNull(f.V) {
@@ -194,8 +194,9 @@ func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	return v, true
 }
 
-// suggest names the known field closest to an unknown key, if any is close.
-func suggest(key string, known []string) string {
+// Suggest names the known name closest to an unknown one, if any is close
+// (" (did you mean \"x\"?)"), for spec fields and the CLI's commands.
+func Suggest(key string, known []string) string {
 	if len(key) > 32 {
 		return ""
 	}
