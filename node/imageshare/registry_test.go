@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -167,12 +166,7 @@ func TestPull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(s.eng.loaded) != 1 {
-				t.Fatalf("engine loaded %d archives", len(s.eng.loaded))
-			}
-			p := t.TempDir() + "/loaded.tar"
-			os.WriteFile(p, s.eng.loaded[0], 0o600)
-			checkClean(t, p, img)
+			checkLoadedOnce(t, s.eng, img)
 		})
 	}
 }

@@ -64,6 +64,19 @@ func (e *fakeEngine) LoadImage(_ context.Context, path string) error {
 	return nil
 }
 
+// checkLoadedOnce checks that e loaded one archive, img's clean one.
+func checkLoadedOnce(t *testing.T, e *fakeEngine, img *testImage) {
+	t.Helper()
+	if len(e.loaded) != 1 {
+		t.Fatalf("engine loaded %d archives, want 1", len(e.loaded))
+	}
+	p := t.TempDir() + "/loaded.tar"
+	if err := os.WriteFile(p, e.loaded[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkClean(t, p, img)
+}
+
 type side struct {
 	h   host.Host
 	eng *fakeEngine
@@ -149,12 +162,7 @@ func TestFetch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(b.eng.loaded) != 1 {
-					t.Fatalf("engine loaded %d archives, want 1", len(b.eng.loaded))
-				}
-				p := t.TempDir() + "/loaded.tar"
-				os.WriteFile(p, b.eng.loaded[0], 0o600)
-				checkClean(t, p, img)
+				checkLoadedOnce(t, b.eng, img)
 				return
 			}
 			if err == nil {
