@@ -86,6 +86,22 @@ type RecordRuntime struct {
 	Runtime time.Duration
 }
 
+// AttemptEnded reports that an attempt of a task replica this node
+// manages ended, as the manager saw it: the caller keeps and signs its
+// schedule record (market/acct) for accounting. Ready is when the
+// attempt became ready to place.
+type AttemptEnded struct {
+	Key       TaskKey
+	Name      string
+	Type      string
+	Owner     string
+	Image     bool
+	Request   resource.Request
+	Submitted time.Time
+	Ready     time.Time
+	Attempt   AttemptRecord
+}
+
 // Event is a line for the job's event log.
 type Event struct {
 	Job  string
@@ -125,4 +141,5 @@ func (Replicate) effect()     {}
 func (DropReplica) effect()   {}
 func (RecordRuntime) effect() {}
 func (Event) effect()         {}
+func (AttemptEnded) effect()  {}
 func (RoundClosed) effect()   {}

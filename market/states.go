@@ -147,7 +147,7 @@ func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 	case evAward, evTakeOver:
 		if c.ev == evTakeOver {
 			if from == TaskAwarded || from == TaskRunning {
-				sh.closeAttempt(t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", c.epoch, c.node))
+				sh.closeAttempt(j, t, TaskPreempted, -1, fmt.Sprintf("superseded by epoch %d on %s", c.epoch, c.node))
 			}
 			t.Epoch = c.epoch
 		}
@@ -163,11 +163,11 @@ func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 		}
 		sh.jobStarted(j)
 	case evSucceed:
-		sh.closeAttempt(t, TaskSucceeded, c.exit, c.reason)
+		sh.closeAttempt(j, t, TaskSucceeded, c.exit, c.reason)
 		t.ExitCode, t.Reason, t.Finished = c.exit, "", sh.now
 	case evLateSucceed:
 		if from == TaskAwarded || from == TaskRunning {
-			sh.closeAttempt(t, TaskCancelled, -1, fmt.Sprintf("superseded: epoch %d on %s succeeded", c.epoch, c.node))
+			sh.closeAttempt(j, t, TaskCancelled, -1, fmt.Sprintf("superseded: epoch %d on %s succeeded", c.epoch, c.node))
 		}
 		for i := range t.History {
 			if h := &t.History[i]; h.Epoch == c.epoch && h.Node == c.node {
@@ -177,11 +177,11 @@ func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 		t.Epoch, t.Node = c.epoch, c.node
 		t.ExitCode, t.Reason, t.Finished = c.exit, "", sh.now
 	case evRetry:
-		sh.closeAttempt(t, TaskFailed, c.exit, c.reason)
+		sh.closeAttempt(j, t, TaskFailed, c.exit, c.reason)
 		t.ExitCode, t.Reason = c.exit, c.reason
 		sh.pending(t, c.at)
 	case evRequeue:
-		sh.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
+		sh.closeAttempt(j, t, c.ended.state, c.ended.exit, c.ended.reason)
 		sh.pending(t, c.at)
 	case evStolen:
 		if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
@@ -191,12 +191,12 @@ func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 		sh.pending(t, sh.now)
 	case evFail:
 		if from == TaskAwarded || from == TaskRunning {
-			sh.closeAttempt(t, TaskFailed, c.exit, c.reason)
+			sh.closeAttempt(j, t, TaskFailed, c.exit, c.reason)
 		}
 		t.ExitCode, t.Reason, t.Finished = c.exit, c.reason, sh.now
 	case evCancel:
 		if from == TaskAwarded || from == TaskRunning {
-			sh.closeAttempt(t, TaskCancelled, -1, c.reason)
+			sh.closeAttempt(j, t, TaskCancelled, -1, c.reason)
 		}
 		t.Finished = sh.now
 	case evGangRequeue, evGangFail:
@@ -208,7 +208,7 @@ func (sh *shared) move(j *JobRecord, t *TaskRecord, c change) {
 				h.State = TaskCancelled
 			}
 		case from == TaskAwarded || from == TaskRunning:
-			sh.closeAttempt(t, c.ended.state, c.ended.exit, c.ended.reason)
+			sh.closeAttempt(j, t, c.ended.state, c.ended.exit, c.ended.reason)
 		}
 		t.ExitCode, t.Reason = c.exit, c.reason
 		if c.ev == evGangRequeue {
@@ -229,9 +229,15 @@ func (sh *shared) pending(t *TaskRecord, notBefore time.Time) {
 }
 
 // closeAttempt ends t's open attempt, if it has one.
-func (sh *shared) closeAttempt(t *TaskRecord, st TaskState, code int, reason string) {
+func (sh *shared) closeAttempt(j *JobRecord, t *TaskRecord, st TaskState, code int, reason string) {
 	if h := lastAttempt(t); h != nil && h.Finished.IsZero() {
 		h.State, h.ExitCode, h.Reason, h.Finished = st, code, reason, sh.now
+		// t.Ready is still this attempt's: a retry sets it after.
+		e := AttemptEnded{Key: t.Key, Name: j.Spec.Name, Type: j.Spec.Type, Owner: j.Owner, Submitted: j.Submitted, Ready: t.Ready, Attempt: *h}
+		if ts, ok := j.Spec.Task(t.Key.Task); ok {
+			e.Image, e.Request = ts.Image != "", ts.Request
+		}
+		sh.emit(e)
 	}
 }
 

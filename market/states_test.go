@@ -3,6 +3,7 @@ package market
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTransitionTable checks every (state, event) pair against the state
@@ -105,5 +106,43 @@ func TestMoveKeepsAttempts(t *testing.T) {
 	m.move(j, tr, change{ev: evSucceed, exit: 0, reason: "exit status 0"})
 	if tr.State != TaskSucceeded || tr.History[2].State != TaskSucceeded || tr.Finished.IsZero() {
 		t.Fatalf("after success: %+v", tr)
+	}
+}
+
+// TestAttemptEndedReports: every attempt that closes is reported once
+// (market.AttemptEnded, the manager's accounting), with the time that
+// attempt became ready — not the retry's, which the same move sets.
+func TestAttemptEndedReports(t *testing.T) {
+	m, err := New(Config{Self: "n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.now = t0
+	j := &JobRecord{ID: "j", Owner: "alice", Submitted: t0, State: JobPending,
+		Tasks: []TaskRecord{{Key: TaskKey{Job: "j", Task: "t"}, State: TaskPending, Epoch: 1, Ready: t0}}}
+	tr := &j.Tasks[0]
+	m.move(j, tr, change{ev: evAward, node: "n1"})
+	m.move(j, tr, change{ev: evStart, at: t0.Add(time.Second)})
+	m.now = t0.Add(5 * time.Second)
+	m.move(j, tr, change{ev: evRetry, exit: 3, reason: "exit status 3", at: t0.Add(9 * time.Second)})
+	m.now = t0.Add(10 * time.Second)
+	m.move(j, tr, change{ev: evAward, node: "n2"})
+	m.move(j, tr, change{ev: evSucceed, exit: 0, reason: "exit status 0"})
+	var ended []AttemptEnded
+	for _, e := range m.out {
+		if a, ok := e.(AttemptEnded); ok {
+			ended = append(ended, a)
+		}
+	}
+	if len(ended) != 2 {
+		t.Fatalf("%d attempts reported, want 2: %+v", len(ended), ended)
+	}
+	first, second := ended[0], ended[1]
+	if !first.Ready.Equal(t0) || first.Attempt.State != TaskFailed || first.Attempt.ExitCode != 3 || first.Attempt.Node != "n1" ||
+		!first.Attempt.Started.Equal(t0.Add(time.Second)) || first.Owner != "alice" || !first.Submitted.Equal(t0) {
+		t.Fatalf("first attempt reported as %+v", first)
+	}
+	if !second.Ready.Equal(t0.Add(9*time.Second)) || second.Attempt.State != TaskSucceeded || second.Attempt.Node != "n2" {
+		t.Fatalf("second attempt reported as %+v", second)
 	}
 }

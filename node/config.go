@@ -78,6 +78,10 @@ type Config struct {
 	DataLimit       int64            // bytes of others' outputs and uploads kept at most (--data-limit); 0: no bound
 	ImageCacheLimit int64            // bytes of images fetched from peers and registries kept at most (--image-cache-limit); 0: no bound
 	PublishAPIToken bool             // copy the API token where this user's agora command finds it (api.TokenPath)
+	// AccountingRetention is how long accounting records are kept
+	// (--accounting-retention; DefaultAccountingRetention when zero,
+	// forever when negative), whatever the job retention.
+	AccountingRetention time.Duration
 	// SendDelay, when set, delays every market message to a peer by the
 	// returned one-way latency (fault injection for tests).
 	SendDelay func(to string) time.Duration

@@ -306,6 +306,8 @@ func (n *Node) loopEffects(effects []market.Effect) {
 		switch x := e.(type) {
 		case market.RecordRuntime:
 			n.historyDirty = true
+		case market.AttemptEnded:
+			n.attemptEnded(x)
 		case market.Event:
 			line := x.Time.UTC().Format(time.RFC3339Nano) + " " + x.Text + "\n"
 			evs = append(evs, store.LogAppend{Stream: eventsStream(x.Job), Data: []byte(line)})

@@ -32,6 +32,7 @@ import (
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
+	"github.com/agora-sched/agora/node/accounting"
 	"github.com/agora-sched/agora/node/admission"
 	"github.com/agora-sched/agora/node/api"
 	"github.com/agora-sched/agora/node/checkpoints"
@@ -95,6 +96,8 @@ type Node struct {
 	calls          chan func() // exits, acks, API calls: wait for room (loop.go)
 	tr             *transport.Transport
 	query          *query.Service
+	acct           *accounting.Store   // accounting records signed or accepted here
+	acctSvc        *accounting.Service // pushes and takes them
 	jobs           *store.Bucket[market.JobRecord]
 	copies         *store.Bucket[replication.Copy] // job-record copies held for other managers
 	repl           *replication.Service
@@ -508,6 +511,7 @@ func (n *Node) run(in *configRead) error {
 	go n.sampleLoop()
 	go n.retentionLoop(n.mkt.Config().JobRetention)
 	n.wg.Go(n.imageLoop)
+	n.wg.Go(n.accountingLoop)
 	if n.cfg.NATTraversal && !n.cfg.NoHolePunching {
 		n.wg.Go(func() { p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, nil) })
 	}
@@ -628,11 +632,13 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		}
 		fetchImage = n.fetchImage
 	}
+	n.startAccounting()
 	n.ex = executor.New(executor.Options{FetchImage: fetchImage, DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })
 		},
+		Accounted:    n.usageEnded,
 		PreemptGrace: m.Config().PreemptGrace, TasksStarted: n.met.tasksStarted, TasksEnded: n.met.tasksEnded})
 	n.onClose(func(bool) {
 		// Graceful: the tasks were stopped and waited for already.

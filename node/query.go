@@ -56,6 +56,8 @@ func (n *Node) answer(q wire.Query) wire.QueryReply {
 		return wire.QueryReply{Found: true, Body: body}
 	case wire.QueryJobs:
 		return n.answerJobs(q.Credential)
+	case wire.QueryAcct:
+		return n.answerAcct(q)
 	case wire.QueryManager:
 		// Only the manager's name, of a job the asker names: what it
 		// needs to refuse a second acceptance of the job's ticket.

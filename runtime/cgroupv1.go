@@ -214,6 +214,25 @@ func (c *taskCgroup) cpuUsage() (time.Duration, error) {
 	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", c.dir)
 }
 
+// usage is what the task's cgroup counted: its CPU time and memory peak
+// (memory.max_usage_in_bytes on v1, memory.peak on v2 where the kernel
+// has it, 5.19 on); false when there is no cgroup or no CPU counter.
+func (c *taskCgroup) usage() (Usage, bool) {
+	cpu, err := c.cpuUsage()
+	if err != nil {
+		return Usage{}, false
+	}
+	u := Usage{CPU: cpu, Source: UsageCgroup}
+	file := filepath.Join(c.dir, "memory.peak")
+	if d, ok := c.v1["memory"]; ok {
+		file = filepath.Join(d, "memory.max_usage_in_bytes")
+	}
+	if data, err := os.ReadFile(file); err == nil {
+		u.MemPeak, _ = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	}
+	return u, true
+}
+
 // zombie reports whether pid has exited and awaits its reaping (or is
 // gone).
 func zombie(pid int) bool {

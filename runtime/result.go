@@ -33,6 +33,39 @@ type Result struct {
 	// Pid is the process id of the task's main process, zero when it never
 	// started.
 	Pid int
+	// Usage is what the task used, as far as it was measured.
+	Usage Usage
+}
+
+// Usage is a task's measured use of the node: CPU time and memory peak,
+// from its own cgroup where it had one, else from its main process's
+// rusage (which counts the descendants it waited for).
+type Usage struct {
+	CPU     time.Duration
+	MemPeak int64
+	// Source is "cgroup", "rusage" or "" (not measured: a container,
+	// whose processes its engine runs outside the task's cgroup).
+	Source string
+}
+
+// Usage sources.
+const (
+	UsageCgroup = "cgroup"
+	UsageRusage = "rusage"
+	UsageNone   = ""
+)
+
+// rusageOf is the usage a process's rusage reports, if it has one.
+func rusageOf(ps *os.ProcessState) (Usage, bool) {
+	if ps == nil {
+		return Usage{}, false
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return Usage{}, false
+	}
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return Usage{CPU: cpu, MemPeak: ru.Maxrss << 10, Source: UsageRusage}, true
 }
 
 // startFailure builds the result for a task whose process could not start.

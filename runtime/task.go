@@ -224,6 +224,7 @@ func (t *task) supervise(r *Runner) Result {
 	t.stdout.Close()
 	t.stderr.Close()
 	oom := t.cg.oomKilled()
+	usage, measured := t.cg.usage()
 	t.cg.remove()
 	maybeOOM := false
 	if t.spec.Container != nil && r.opts.Container != nil {
@@ -250,6 +251,15 @@ func (t *task) supervise(r *Runner) Result {
 	res.Started = t.started
 	res.Finished = finished
 	res.Pid = t.pid
+	switch {
+	case t.spec.Container != nil:
+		// The engine runs the container's processes in cgroups of its
+		// own: the client's use is not the task's.
+	case measured:
+		res.Usage = usage
+	default:
+		res.Usage, _ = rusageOf(t.cmd.ProcessState)
+	}
 	return res
 }
 

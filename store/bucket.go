@@ -184,6 +184,13 @@ func (b *Bucket[T]) Delete(key string) error {
 // fn's error is returned unchanged. fn may read and write the store but
 // must not call Close.
 func (b *Bucket[T]) Scan(prefix string, fn func(key string, v T) (bool, error)) error {
+	return b.ScanFrom(prefix, "", fn)
+}
+
+// ScanFrom is Scan from the first key at or after prefix+start: a range
+// read that starts in the middle of a prefix (a time-ordered bucket read
+// from a time on) without decoding what comes before.
+func (b *Bucket[T]) ScanFrom(prefix, start string, fn func(key string, v T) (bool, error)) error {
 	op := b.op("scan", prefix+"*")
 	if len(prefix) > MaxKeySize {
 		return tooLarge(op, "prefix", len(prefix), "MaxKeySize", MaxKeySize)
@@ -200,7 +207,7 @@ func (b *Bucket[T]) Scan(prefix string, fn func(key string, v T) (bool, error)) 
 			PrefetchSize:   16,
 		})
 		defer it.Close()
-		for it.Seek(full); it.ValidForPrefix(full); it.Next() {
+		for it.Seek(b.key(prefix + start)); it.ValidForPrefix(full); it.Next() {
 			item := it.Item()
 			key := string(item.Key()[len(b.prefix):])
 			v, err := b.decodeValue(txn, b.op("scan", key), item)

@@ -110,6 +110,7 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", def.BidWindow, "how long a manager waits for bids")
 	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", def.SchedulingTimeout, "how long a task may find no bidder before it fails")
 	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", def.JobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
+	fs.DurationVar(&cfg.AccountingRetention, "accounting-retention", node.DefaultAccountingRetention, "how long accounting records of task attempts are kept, whatever --job-retention (0s: forever)")
 	fs.StringVar(&cfg.Trust, "trust", "", "the cluster authority's public key (authority.pub, or its text): admit only peers it certified")
 	fs.StringVar(&cfg.CertFile, "cert", "", "this node's certificate (from agora admit); required with --trust")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow what reaches beyond loopback: without --trust, libp2p listen addresses (any peer that reaches the node may run commands on it); an --api address (anyone who reaches it drives the node)")
@@ -210,6 +211,13 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 		return cfg, exitBadUsage, false
 	case cfg.Market.JobRetention == 0:
 		cfg.Market.JobRetention = -1 // forever
+	}
+	switch {
+	case cfg.AccountingRetention < 0:
+		fmt.Fprintf(stderr, "agora node: --accounting-retention %v is negative (0s keeps accounting records forever)\n", cfg.AccountingRetention)
+		return cfg, exitBadUsage, false
+	case cfg.AccountingRetention == 0:
+		cfg.AccountingRetention = -1 // forever
 	}
 	return cfg, exitOK, true
 }

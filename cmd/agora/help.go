@@ -25,6 +25,9 @@ type helpText struct {
 // helps holds every command's help, by flag-set name ("jobs", "authority
 // init"); a test checks that every command has one with an example.
 var helps = map[string]helpText{
+	"acct": {usage: "acct [--job J] [--user U] [--site S] [--node N] [--state S] [--since T] [--until T] [--format F | --json | --csv] [flags]",
+		about:    "one row per task attempt, joined from the record its executor signed (CPU-seconds and memory peak from its cgroup or rusage) and the one its manager signed (submission, eligible and start times); kept --accounting-retention (90 days) whatever the job retention. Owners see their own, admins all.",
+		examples: []string{"agora acct", "agora acct --user alice --since 24h", "agora acct --job j-1a2b3c --format all --csv", "agora acct --json"}},
 	"admit": {usage: "admit --authority DIR [flags] PEER_ID",
 		examples: []string{"agora admit --authority ./auth --site lab 12D3KooW... > node.crt"}},
 	"authority": {usage: "authority init DIR | authority delegate --authority DIR --site S --out DIR2 NAME",
@@ -64,6 +67,9 @@ var helps = map[string]helpText{
 		examples: []string{"agora node --data ./data", "agora node --listen /ip4/0.0.0.0/tcp/4001 --bootstrap /ip4/10.0.0.1/tcp/4001/p2p/12D3KooW..."}},
 	"peers": {usage: "peers [flags]",
 		examples: []string{"agora peers", "agora peers --json"}},
+	"report": {usage: "report [--since T] [--until T] [filters as acct] [--json] [flags]",
+		about:    "per user and per site over the period: jobs, attempts, measured and allocated CPU-hours, GPU-hours, mean wait and turnaround; the network's throughput and CPU utilization, and Jain's fairness index over the users' usage per share.",
+		examples: []string{"agora report", "agora report --since 7d --json", "agora report --since 2026-12-01 --until 2026-12-02"}},
 	"revoke": {usage: "revoke --authority DIR [flags] (PEER_ID | user:NAME | delegate:NAME) | revoke --api HOST:PORT FILE",
 		about:    "with --authority signs a revocation; with --api publishes a signed one through a node.",
 		examples: []string{"agora revoke --authority ./auth --out rev.json user:mallory", "agora revoke --api 127.0.0.1:7700 rev.json"}},

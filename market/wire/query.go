@@ -29,6 +29,12 @@ const (
 	// holds. The reply body is {"manager": NODE}. A node asks it of the
 	// peers closest to a ticket's job ID before it accepts the ticket.
 	QueryManager = "manager"
+	// QueryAcct asks for the accounting records (market/acct) the
+	// answerer keeps that the asker may see, ending at or after From
+	// (Unix nanoseconds), of job Job when it is set. The reply body is
+	// {"records": [record...], "next": NANOS, "more": bool}: ask again
+	// from next while more (docs/protocol.md).
+	QueryAcct = "acct"
 )
 
 // Query asks a peer about a job it manages or a task attempt it ran.
@@ -113,18 +119,30 @@ func DecodeQuery(b []byte) (Query, error) {
 // checkQuery checks every field of a query.
 func checkQuery(q Query) error {
 	switch q.Kind {
-	case QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager:
+	case QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager, QueryAcct:
 	case "":
 		return bad("query.kind", "required")
 	default:
-		return bad("query.kind", "unknown kind %s (want %q, %q, %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager)
+		return bad("query.kind", "unknown kind %s (want %q, %q, %q, %q, %q or %q)", show(q.Kind), QueryStatus, QueryLogs, QueryCancel, QueryJobs, QueryManager, QueryAcct)
 	}
-	if q.Kind == QueryJobs {
+	switch q.Kind {
+	case QueryJobs:
 		if q.Job != "" || q.Task != "" {
 			return bad("query.job", "must be empty for %q", QueryJobs)
 		}
-	} else if err := checkJobID("query.job", q.Job); err != nil {
-		return err
+	case QueryAcct:
+		if q.Task != "" {
+			return bad("query.task", "must be empty for %q", QueryAcct)
+		}
+		if q.Job != "" {
+			if err := checkJobID("query.job", q.Job); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := checkJobID("query.job", q.Job); err != nil {
+			return err
+		}
 	}
 	if q.Kind == QueryLogs || q.Task != "" {
 		if err := checkTaskName("query.task", q.Task); err != nil {

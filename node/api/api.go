@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/acct"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/node/buildinfo"
@@ -74,6 +75,11 @@ type Backend interface {
 	// image this node's container engine holds under it
 	// (docs/containers.md); an error wrapping ErrRefused when it cannot.
 	PinImage(ctx context.Context, ref string) (ImageResponse, error)
+	// Accounting lists the attempts f selects, from the accounting
+	// records of this node and its peers the caller may see (market/acct).
+	Accounting(ctx context.Context, f acct.Filter) (AcctAnswer, error)
+	// Report is the accounting report over what f selects.
+	Report(ctx context.Context, f acct.Filter) (ReportAnswer, error)
 	// Revoke takes an encoded revocation, keeps it and spreads it; it
 	// reports the revocation's target and whether it was new. An error
 	// wrapping ErrRefused is the client's fault.
@@ -180,6 +186,8 @@ func New(b Backend, metrics http.Handler, g Guard) *Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", s.handleLogs)
 	mux.HandleFunc("GET /v1/jobs/{id}/spec", s.handleSpec)
 	mux.HandleFunc("DELETE /v1/jobs/{id}", s.handleCancel)
+	mux.HandleFunc("GET /v1/acct", s.handleAcct)
+	mux.HandleFunc("GET /v1/report", s.handleReport)
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
 	mux.HandleFunc("POST /v1/revocations", s.handleRevoke)
 	mux.Handle("GET /metrics", metrics)

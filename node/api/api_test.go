@@ -16,6 +16,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/acct"
 	"github.com/agora-sched/agora/market/auth"
 	"github.com/agora-sched/agora/market/spec"
 )
@@ -194,3 +195,6 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+func (f *fake) Accounting(context.Context, acct.Filter) (AcctAnswer, error) { return AcctAnswer{}, nil }
+func (f *fake) Report(context.Context, acct.Filter) (ReportAnswer, error)   { return ReportAnswer{}, nil }

@@ -115,7 +115,8 @@ func (c *tokenCache) put(cred *auth.Credential, act auth.Action, job, text strin
 func ActionOf(method, path string) (auth.Action, string, bool) {
 	p, _, _ := strings.Cut(path, "?")
 	switch {
-	case method == "GET" && (p == "/v1/jobs" || p == "/v1/cluster/jobs"):
+	case method == "GET" && (p == "/v1/jobs" || p == "/v1/cluster/jobs" || p == "/v1/acct" || p == "/v1/report"):
+		// Accounting is listed as jobs are: owners their own, admins all.
 		return auth.ActJobs, "", true
 	case method == "POST" && p == "/v1/drain":
 		return auth.ActDrain, "", true

@@ -11,6 +11,7 @@ import (
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/gossip"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/acct"
 	"github.com/agora-sched/agora/node/buildinfo"
 )
 
@@ -358,4 +359,20 @@ func Ago(t, now time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// AcctAnswer is GET /v1/acct's answer: the attempts the filter selects,
+// joined from the accounting records of this node and every peer that
+// answered (market/acct).
+type AcctAnswer struct {
+	Attempts []acct.Attempt `json:"attempts"`
+	// Unreachable lists the peers that did not answer: their records
+	// are missing unless copies were kept elsewhere.
+	Unreachable []string `json:"unreachable,omitempty"`
+}
+
+// ReportAnswer is GET /v1/report's answer.
+type ReportAnswer struct {
+	acct.Report
+	Unreachable []string `json:"unreachable,omitempty"`
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/acct"
 	"github.com/agora-sched/agora/market/spec"
 	"github.com/agora-sched/agora/market/wire"
 	"github.com/agora-sched/agora/node/checkpoints"
@@ -83,6 +84,12 @@ type Options struct {
 	// the market, waiting until the market has it; it returns false only
 	// when the node is stopping.
 	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string, outputs *market.DataRef) bool
+	// Accounted keeps an ended attempt's usage record (market/acct),
+	// unsigned and without the node's name and site, which it fills in,
+	// and the attempt's manager; it is called before the exit is
+	// reported and must have stored the record when it returns. Nil:
+	// nothing is accounted.
+	Accounted func(rec acct.Record, manager market.NodeID)
 	// PreemptGrace is the SIGTERM grace of a stopped task.
 	PreemptGrace time.Duration
 	// TasksStarted and TasksEnded count attempts started and ended (by
@@ -427,6 +434,9 @@ func (x *Executor) ended(st market.StartTask, workDir string, ck *ckRun, stream 
 		}
 		if err := x.execs.Put(stream, ex); err != nil {
 			log.Warnw("save execution", "err", err)
+		}
+		if x.opts.Accounted != nil && !x.killing.Load() {
+			x.opts.Accounted(usageRecord(st.Task, st.Alloc, r), st.Manager)
 		}
 		if x.opts.TasksEnded != nil {
 			outcome := "failed"
