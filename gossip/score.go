@@ -73,7 +73,7 @@ func PeerScore(network string, app func(peer.ID) float64) (*pubsub.PeerScorePara
 		DecayToZero:               0.01,
 		RetainScore:               10 * time.Minute,
 	}
-	for _, t := range []string{AdvertTopic(network), "agora/" + network + "/jobs/1", "agora/" + network + "/revocations/1"} {
+	for _, t := range []string{AdvertTopic(network), "agora/" + network + "/jobs/1", "agora/" + network + "/revocations/1", "agora/" + network + "/usage/1"} {
 		p.Topics[t] = topic()
 	}
 	th := &pubsub.PeerScoreThresholds{

@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"github.com/agora-sched/agora/market/fairshare"
 	"math/rand"
 	"reflect"
 	"slices"
@@ -193,6 +194,31 @@ type Config struct {
 	// Seed seeds the market's random source (tie-breaking among equal
 	// candidates).
 	Seed int64
+	// FairShare configures the decentralized fair share (fairshare.go).
+	FairShare FairShareConfig
+}
+
+// FairShareConfig is the fair share's half-life, how often a node
+// publishes its usage summary, and the weights of the multifactor
+// priority (docs/scheduling.md, "Fair share").
+type FairShareConfig struct {
+	// HalfLife of decayed usage; fairshare.DefaultHalfLife (7 days).
+	HalfLife time.Duration
+	// PublishEvery is the least time between two of this node's usage
+	// summaries; 30 s (Slurm recomputes its factors every 5 minutes).
+	// A node's own charges order its queue at once. RefreshEvery
+	// re-publishes an unchanged one; an hour (a peer that joins the
+	// view gets it within PublishEvery).
+	PublishEvery time.Duration
+	RefreshEvery time.Duration
+	// Weights of the multifactor priority among tasks of one priority
+	// and users of different factors: the fair-share factor, the age
+	// (time queued here over MaxAge, at most 1) and the size (1 − the
+	// task's share of this node's CPUs). 1, 0.5, 0.1; MaxAge 24 h.
+	FairShare, Age, Size float64
+	MaxAge               time.Duration
+	// GPUBilling is how many core-seconds a GPU-second is charged as; 8.
+	GPUBilling float64
 }
 
 // DefaultJobRetention is how long a finished job is kept by default: a
@@ -241,6 +267,16 @@ func (c Config) WithDefaults() Config {
 	def(&c.LeaseTimeout, 5*time.Second)
 	def(&c.AdoptGrace, 3*time.Second)
 	def(&c.GangReserveAfter, 5*time.Second)
+	def(&c.FairShare.HalfLife, fairshare.DefaultHalfLife)
+	def(&c.FairShare.PublishEvery, 30*time.Second)
+	def(&c.FairShare.RefreshEvery, time.Hour)
+	def(&c.FairShare.MaxAge, 24*time.Hour)
+	if c.FairShare.FairShare == 0 && c.FairShare.Age == 0 && c.FairShare.Size == 0 {
+		c.FairShare.FairShare, c.FairShare.Age, c.FairShare.Size = 1, 0.5, 0.1
+	}
+	if c.FairShare.GPUBilling <= 0 {
+		c.FairShare.GPUBilling = 8
+	}
 	if c.JobReplicas == 0 {
 		c.JobReplicas = 2
 	}
@@ -292,6 +328,9 @@ func (c Config) validate() error {
 	}
 	if _, ok := c.Scorers[c.Scorer]; !ok {
 		return fmt.Errorf("market: unknown scorer %q (have %v)", c.Scorer, c.Scorers.Names())
+	}
+	if f := c.FairShare; f.FairShare < 0 || f.Age < 0 || f.Size < 0 {
+		return fmt.Errorf("market: fair-share weights must be >= 0, got %g, %g, %g", f.FairShare, f.Age, f.Size)
 	}
 	w := c.Weights
 	if w.Urgency < 0 || w.Match < 0 || w.Efficiency < 0 || w.Urgency+w.Match+w.Efficiency == 0 {

@@ -29,25 +29,6 @@ type contract struct {
 	ticket     []byte // the job's ticket, checked again at start (trust.go)
 }
 
-// ahead reports whether a sorts before b in the queue: higher priority,
-// then earlier deadline (none is latest), then earlier acceptance.
-func ahead(a, b *contract) bool {
-	if a.spec.Priority != b.spec.Priority {
-		return a.spec.Priority > b.spec.Priority
-	}
-	ad, bd := a.spec.Deadline, b.spec.Deadline
-	if !ad.Equal(bd) {
-		if ad.IsZero() {
-			return false
-		}
-		if bd.IsZero() {
-			return true
-		}
-		return ad.Before(bd)
-	}
-	return a.seq < b.seq
-}
-
 // contractor is the bidding and executing half of a node's market.
 type contractor struct {
 	*shared
@@ -71,14 +52,16 @@ type contractor struct {
 	capacity resource.Vector
 	free     resource.Vector
 	queue    []*contract
-	running  map[TaskKey]*contract
-	seq      uint64
-	runtime  *predict.Runtime
-	load     *predict.Load
-	runs     map[string][2]int // per job type: successes, runs
-	holds    map[TaskKey]*hold
-	reserves map[string]*reservation
-	results  []*pendingResult
+	// fsOrdered is the fair-share version the queue was last ordered by.
+	fsOrdered uint64
+	running   map[TaskKey]*contract
+	seq       uint64
+	runtime   *predict.Runtime
+	load      *predict.Load
+	runs      map[string][2]int // per job type: successes, runs
+	holds     map[TaskKey]*hold
+	reserves  map[string]*reservation
+	results   []*pendingResult
 	// resultsDue is no later than the earliest next of results: before
 	// it repeatResults has nothing to do (a busy node keeps a minute of
 	// finished tasks there, and Tick runs every 10 ms).
@@ -173,10 +156,10 @@ func endOf(k *contract, now time.Time) time.Time {
 // and returns the first time the offer would start.
 func (c *contractor) predictStart(o TaskOffer, now time.Time) time.Time {
 	free := c.free.Clone()
-	probe := &contract{spec: TaskSpec{TaskOffer: o}, seq: c.seq + 1}
+	probe := &contract{spec: TaskSpec{TaskOffer: o, Owner: c.ownerOf(o.Key.Job)}, seq: c.seq + 1, accepted: now}
 	var pending []*contract
 	for _, k := range c.queue {
-		if ahead(k, probe) {
+		if c.ahead(k, probe) {
 			pending = append(pending, k)
 		}
 	}
@@ -313,9 +296,12 @@ func (c *contractor) successRate(jobType string) float64 {
 
 // enqueue inserts an accepted contract in queue order.
 func (c *contractor) enqueue(k *contract) {
+	if o := k.spec.Owner; o != "" && c.fs != nil {
+		c.fs.NoteShare(o, c.shareOf(k.spec.Key.Job))
+	}
 	c.seq++
 	k.seq = c.seq
-	i := sort.Search(len(c.queue), func(i int) bool { return ahead(k, c.queue[i]) })
+	i := sort.Search(len(c.queue), func(i int) bool { return c.ahead(k, c.queue[i]) })
 	c.queue = append(c.queue, nil)
 	copy(c.queue[i+1:], c.queue[i:])
 	c.queue[i] = k

@@ -99,6 +99,7 @@ func (m *Market) TaskExited(now time.Time, key TaskKey, epoch uint64, exitCode i
 	delete(c.running, key)
 	c.free.Give(k.spec.Request, k.alloc)
 	ran := now.Sub(k.started)
+	c.charge(k, ran)
 	st := TaskStatus{Key: key, Epoch: epoch, Attempt: k.spec.Attempt, Node: m.cfg.Self, ExitCode: exitCode, Reason: reason, Time: now, Runtime: ran}
 	switch {
 	case k.stopReason == "preempted":

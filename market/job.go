@@ -118,6 +118,10 @@ type JobRecord struct {
 	// empty otherwise.
 	Owner  string `json:"owner,omitempty"`
 	Ticket []byte `json:"ticket,omitempty"`
+	// Factors are an unfinished job's priority factors as its manager
+	// sees them now (docs/scheduling.md, "Fair share"): worked out by
+	// Market.Job for the copy it returns, never stored or copied.
+	Factors *PriorityFactors `json:"factors,omitempty" pb:"-"`
 	// specSigned says that Spec was decoded from the very bytes Ticket
 	// signs (AttachTicket put a ticket stored without them back), so the
 	// two cannot differ; CheckReplica then need not compare them.

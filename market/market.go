@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"github.com/agora-sched/agora/market/fairshare"
 	"sort"
 	"time"
 
@@ -97,6 +98,7 @@ func New(cfg Config) (*Market, error) {
 		cfg: cfg, rng: newRand(cfg.Seed), scorer: cfg.Scorers[cfg.Scorer], dirty: map[string]bool{},
 		jobs: map[string]*JobRecord{}, firstRecord: map[string]map[string]int{}, auctions: map[TaskKey]*auction{},
 		gangs: map[string]*gangAuction{}, view: map[NodeID]*Peer{}, learned: predict.NewRuntime(cfg.Runtime),
+		fs: fairshare.NewBook(cfg.FairShare.HalfLife, usageSkew),
 	}
 	m := &Market{
 		shared: sh,
@@ -263,6 +265,8 @@ func (m *Market) step(from NodeID, msg Msg) {
 		m.fo.onManagerQuery(x)
 	case ManagerAnswer:
 		m.fo.onManagerAnswer(x)
+	case UsageSummary:
+		m.onUsage(from, x)
 	case ManagerClaim:
 		m.sp.onManagerClaim(x)
 	default:

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"github.com/agora-sched/agora/market/fairshare"
 	"math/rand"
 	"time"
 
@@ -53,6 +54,13 @@ type shared struct {
 	// learned is the manager's cluster-wide runtime model per job type,
 	// fed by its tasks' successful completions wherever they ran.
 	learned *predict.Runtime
+	// fs is the fair share: usage charged here, peers' summaries, the
+	// factors (fairshare.go).
+	fs *fairshare.Book
+	// fsDirty says usage was charged since the last summary went out;
+	// fsNext is when the next one may go (or is due, refreshing).
+	fsDirty bool
+	fsNext  time.Time
 }
 
 // manager runs the jobs' lifecycle: submission, restore, the tasks'

@@ -40,6 +40,7 @@ var upkeepAfterLeases = []upkeepItem{
 	{"heartbeat", func(m *Market) { m.con.heartbeat() }, func(m *Market) (time.Time, bool) { return m.con.nextBeat() }},
 	{"retention", func(m *Market) { m.mgr.forgetFinished() }, func(m *Market) (time.Time, bool) { return m.mgr.nextForget() }},
 	{"results", func(m *Market) { m.con.repeatResults() }, func(m *Market) (time.Time, bool) { return m.con.resultsDue, len(m.con.results) > 0 }},
+	{"usage", func(m *Market) { m.publishUsage() }, func(m *Market) (time.Time, bool) { return m.nextUsage() }},
 	{"steal", func(m *Market) { m.con.maybeSteal() }, func(m *Market) (time.Time, bool) { return m.con.nextSteal() }},
 }
 

@@ -57,6 +57,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		m.rep.dropsFor(p.ID)
 	}
 	m.sp.peerBack(p.ID)
+	m.usageNewPeer()
 	m.gang.headMoved()
 }
 

@@ -43,6 +43,7 @@ func (au *auctioneer) explain(j *JobRecord) {
 	if j.State.Terminal() {
 		return
 	}
+	j.Factors = au.factorsOf(j)
 	succeeded := map[string]int{}
 	replicas := map[string]int{}
 	for _, t := range j.Tasks {

@@ -283,6 +283,8 @@ func (n *Node) carryOut(effects []market.Effect) {
 			n.tr.Send(x.To, x.Msg)
 		case market.Broadcast:
 			n.tr.Broadcast(x.Msg)
+		case market.PublishUsage:
+			n.tr.PublishUsage(x.Summary)
 		case market.StartTask:
 			n.ex.Start(x)
 		case market.StopTask:

@@ -31,7 +31,7 @@ var refusalReasons = []string{
 	"no_certificate", "bad_certificate", "revoked", "unadmitted_stream", "unadmitted_advert", "bad_revocation",
 	market.RefuseSender, market.RefuseUnbid, market.RefuseTicket, market.RefuseQuota, market.RefuseReport,
 	market.RefuseRecord, market.RefuseSteal, market.RefuseClaim, market.RefuseClaimProof, market.RefuseSubmission,
-	"record_quota", "manifest_quota", "chunk_quota", "bad_manifest", "bad_credential", "not_allowed", "flood", "bad_accounting",
+	"record_quota", "manifest_quota", "chunk_quota", "bad_manifest", "bad_credential", "not_allowed", "flood", "bad_accounting", market.RefuseUsage,
 }
 
 // newMarketMetrics creates the series and registers them, with gauges

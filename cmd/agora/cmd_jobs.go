@@ -27,7 +27,7 @@ func cmdJobs(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.state, "state", "", "with --all: only jobs in these states (comma-separated: pending,running,succeeded,failed,cancelled)")
 	fs.StringVar(&o.user, "user", "", "with --all: only this user's jobs")
 	fs.StringVar(&o.node, "node", "", "with --all: only jobs running (or that ran) on this node (its peer ID or the end of it)")
-	fs.StringVar(&o.format, "format", defaultQueueFormat, "with --all: the columns, by name (id,name,owner,state,st,tasks,nodes,manager,submitted,started,reason) or squeue-style (%i %j %u %T %t %D %N %M %V %S %r)")
+	fs.StringVar(&o.format, "format", defaultQueueFormat, "with --all: the columns, by name (id,name,owner,state,st,tasks,nodes,manager,submitted,started,priority,fairshare,reason) or squeue-style (%i %j %u %T %t %D %N %M %V %S %Q %F %r)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -149,6 +149,9 @@ func printStatus(w io.Writer, st *jobStatus) {
 	fmt.Fprintf(tw, "state:\t%s\n", st.State)
 	if st.Owner != "" {
 		fmt.Fprintf(tw, "owner:\t%s\n", st.Owner)
+	}
+	if f := st.Factors; f != nil {
+		fmt.Fprintf(tw, "factors:\tpriority %d, fair share %.3f (usage %.0f core-seconds, decayed)\n", f.Priority, f.FairShare, f.Usage)
 	}
 	if st.Reason != "" {
 		fmt.Fprintf(tw, "reason:\t%s\n", flatten(st.Reason))

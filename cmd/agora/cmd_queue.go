@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,6 +42,18 @@ var queueColumns = []struct {
 	{"manager", "M", "MANAGER", func(r jobRow, _ time.Time) string { return shortID(r.Manager) }},
 	{"submitted", "V", "SUBMITTED", func(r jobRow, now time.Time) string { return ago(r.Submitted, now) }},
 	{"started", "S", "STARTED", func(r jobRow, now time.Time) string { return ago(r.Started, now) }},
+	{"priority", "Q", "PRIO", func(r jobRow, _ time.Time) string {
+		if r.Factors == nil {
+			return "-"
+		}
+		return strconv.Itoa(r.Factors.Priority)
+	}},
+	{"fairshare", "F", "FAIRSHARE", func(r jobRow, _ time.Time) string {
+		if r.Factors == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(r.Factors.FairShare, 'f', 3, 64)
+	}},
 	{"reason", "r", "REASON", func(r jobRow, _ time.Time) string {
 		if r.Reason == "" {
 			return dash(flatten(r.Waiting))
@@ -50,7 +63,7 @@ var queueColumns = []struct {
 }
 
 // defaultQueueFormat is the table agora jobs --all prints.
-const defaultQueueFormat = "id,name,owner,state,tasks,nodes,submitted,started,reason"
+const defaultQueueFormat = "id,name,owner,state,tasks,nodes,submitted,started,fairshare,reason"
 
 // parseQueueFormat reads --format: column names separated by commas, or
 // squeue-style %letters ("%i %j %T %N"). It returns the columns' indexes.

@@ -266,7 +266,7 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--valid 720h] [--out FILE]")
+		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--share N] [--valid 720h] [--out FILE]")
 		return exitBadUsage
 	}
 	fs := newFlagSet("user add", stderr)
@@ -278,6 +278,7 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 	maxRunCPU := fs.String("max-running-cpu", "", "the most CPUs the user's task replicas may hold at once across the network (e.g. 16; default: no limit)")
 	maxRunGPU := fs.Int("max-running-gpu", auth.Unlimited, "the most GPUs the user's task replicas may hold at once across the network (default: no limit)")
 	maxRunJobs := fs.Int("max-running-jobs", auth.Unlimited, "the most of the user's jobs that may run at once across the network (default: no limit)")
+	share := fs.Int("share", 1, "the user's fair share, relative to other users' (1 to 1048576; docs/scheduling.md, \"Fair share\")")
 	var sites multiFlag
 	fs.Var(&sites, "site", "a site the user's tasks may run at (repeatable; default: any)")
 	out := fs.String("out", "", "write the credential here, mode 0600 (default: stdout)")
@@ -295,7 +296,11 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	q := auth.Quota{MaxCPU: auth.Unlimited, MaxGPU: *maxGPU, MaxPriority: *maxPrio, Sites: sites,
-		MaxRunningCPU: auth.Unlimited, MaxRunningGPU: *maxRunGPU, MaxRunningJobs: *maxRunJobs}
+		MaxRunningCPU: auth.Unlimited, MaxRunningGPU: *maxRunGPU, MaxRunningJobs: *maxRunJobs, Share: *share}
+	if *share < 1 || *share > auth.MaxShare {
+		fmt.Fprintf(stderr, "agora user add: --share %d: out of range 1..%d\n", *share, auth.MaxShare)
+		return exitBadUsage
+	}
 	for _, f := range []struct {
 		name, val string
 		dst       *int64

@@ -68,11 +68,18 @@ type Quota struct {
 	MaxRunningCPU  int64
 	MaxRunningGPU  int
 	MaxRunningJobs int
+	// Share is the user's fair share (docs/scheduling.md, "Fair share"):
+	// relative to the other users', 1 to MaxShare. Certificates before
+	// version 3 carry none: 1.
+	Share int
 }
+
+// MaxShare bounds a user's fair share.
+const MaxShare = 1 << 20
 
 // NoQuota is a quota without limits.
 var NoQuota = Quota{MaxCPU: Unlimited, MaxGPU: Unlimited, MaxPriority: Unlimited,
-	MaxRunningCPU: Unlimited, MaxRunningGPU: Unlimited, MaxRunningJobs: Unlimited}
+	MaxRunningCPU: Unlimited, MaxRunningGPU: Unlimited, MaxRunningJobs: Unlimited, Share: 1}
 
 // Running says whether q bounds the user's running work at all.
 func (q Quota) Running() bool {
@@ -109,7 +116,7 @@ type Cert struct {
 
 const (
 	certMagic   = 0xAC
-	certVersion = 2 // 2 added the running limits; 1 still reads
+	certVersion = 3 // 2 added the running limits, 3 the share; 1 and 2 still read
 	certDomain  = "agora-cert-v1\x00"
 )
 
@@ -136,6 +143,9 @@ func (c *Cert) body() []byte {
 		w.int(c.Quota.MaxRunningCPU)
 		w.int(int64(c.Quota.MaxRunningGPU))
 		w.int(int64(c.Quota.MaxRunningJobs))
+	}
+	if v >= 3 {
+		w.int(int64(c.Quota.Share))
 	}
 	w.time(c.NotBefore)
 	w.time(c.NotAfter)
@@ -189,6 +199,10 @@ func DecodeCert(data []byte) (Cert, error) {
 		c.Quota.MaxRunningGPU = int(r.int("quota.max_running_gpu"))
 		c.Quota.MaxRunningJobs = int(r.int("quota.max_running_jobs"))
 	}
+	c.Quota.Share = 1
+	if v >= 3 {
+		c.Quota.Share = int(r.int("quota.share"))
+	}
 	c.NotBefore = r.time("not_before")
 	c.NotAfter = r.time("not_after")
 	c.Serial = r.bytes("serial", 32)
@@ -222,6 +236,8 @@ func (c *Cert) check() error {
 		return errors.New("issuer: not an Ed25519 public key")
 	case len(c.Sig) != ed25519.SignatureSize:
 		return errors.New("signature: missing")
+	case c.Kind == User && (c.Quota.Share < 1 || c.Quota.Share > MaxShare):
+		return fmt.Errorf("quota.share: %d, want 1 to %d", c.Quota.Share, MaxShare)
 	}
 	return nil
 }
@@ -230,6 +246,9 @@ func (c *Cert) check() error {
 // serial comes from rand.
 func (c *Cert) Sign(issuer ed25519.PrivateKey, rand io.Reader) error {
 	c.Issuer = issuer.Public().(ed25519.PublicKey)
+	if c.Kind == User && c.Quota.Share == 0 {
+		c.Quota.Share = 1 // no share named: the default
+	}
 	c.Serial = make([]byte, 16)
 	if _, err := io.ReadFull(rand, c.Serial); err != nil {
 		return fmt.Errorf("auth: serial: %w", err)

@@ -141,6 +141,13 @@ func (c *Cluster) carryOut(i int, effs []market.Effect) {
 					c.send(i, j, x.Msg)
 				}
 			}
+		case market.PublishUsage:
+			// The usage topic reaches the view, as the jobs topic does.
+			for _, j := range c.views[i] {
+				if c.reachable(j) {
+					c.send(i, j, x.Summary)
+				}
+			}
 		case market.StartTask:
 			c.start(i, x)
 		case market.StopTask:

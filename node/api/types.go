@@ -79,6 +79,9 @@ type JobStatus struct {
 	Submitted string       `json:"submitted"`
 	Finished  string       `json:"finished"`
 	Tasks     []TaskStatus `json:"tasks"`
+	// Factors are an unfinished job's priority factors (its manager's
+	// view), absent in an open network.
+	Factors *market.PriorityFactors `json:"factors,omitempty"`
 }
 
 // TaskStatus is one task replica in a JobStatus.
@@ -140,7 +143,7 @@ func ts(t time.Time) string {
 // StatusOf renders a job record for the API.
 func StatusOf(j market.JobRecord) JobStatus {
 	s := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Reason: j.Reason, Manager: string(j.Manager), Owner: j.Owner,
-		Submitted: ts(j.Submitted), Finished: ts(j.Finished), Tasks: []TaskStatus{}}
+		Submitted: ts(j.Submitted), Finished: ts(j.Finished), Tasks: []TaskStatus{}, Factors: j.Factors}
 	for _, t := range j.Tasks {
 		node := string(t.Node)
 		if node == "" && len(t.History) > 0 {
@@ -175,6 +178,8 @@ type JobRow struct {
 	Finished  string   `json:"finished,omitempty"`
 	// Waiting is why its first replica not yet started waits (TaskStatus.Waiting).
 	Waiting string `json:"waiting,omitempty"`
+	// Factors are an unfinished job's priority factors (JobStatus.Factors).
+	Factors *market.PriorityFactors `json:"factors,omitempty"`
 }
 
 // MaxRowNodes bounds the nodes a JobRow names.
@@ -184,7 +189,7 @@ const MaxRowNodes = 16
 // who may not see the job's detail) gives a row without tasks or nodes.
 func RowOf(j market.JobRecord) JobRow {
 	r := JobRow{ID: j.ID, Name: j.Spec.Name, Owner: j.Owner, Manager: string(j.Manager), State: string(j.State), Reason: j.Reason,
-		Tasks: len(j.Tasks), Submitted: ts(j.Submitted), Finished: ts(j.Finished), Nodes: []string{}}
+		Tasks: len(j.Tasks), Submitted: ts(j.Submitted), Finished: ts(j.Finished), Nodes: []string{}, Factors: j.Factors}
 	var started time.Time
 	nodes := map[string]bool{}
 	for _, t := range j.Tasks {

@@ -61,6 +61,7 @@ type Transport struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	topic *pubsub.Topic
+	usage *pubsub.Topic
 	mu    sync.Mutex
 	peers map[peer.ID]*outbox
 	// inflight counts the frames queued or being written, for Flush;
@@ -74,14 +75,19 @@ type outbox struct {
 }
 
 // New starts serving the market protocol on h and joins the network's
-// jobs topic on ps.
+// jobs and usage topics on ps.
 func New(h host.Host, ps *pubsub.PubSub, opts Options) (*Transport, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	t := &Transport{h: h, opts: opts, ctx: ctx, stop: stop, peers: map[peer.ID]*outbox{}}
 	h.SetStreamHandler(MarketProtocol, t.handle)
-	if err := t.joinJobs(ps); err != nil {
+	err := t.joinJobs(ps)
+	if err == nil {
+		err = t.joinUsage(ps)
+	}
+	if err != nil {
 		stop()
 		h.RemoveStreamHandler(MarketProtocol)
+		t.wg.Wait()
 		return nil, err
 	}
 	return t, nil

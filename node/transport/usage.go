@@ -1,0 +1,91 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/fairshare"
+)
+
+// UsageTopic is the pubsub topic of the nodes' fair-share usage
+// summaries in a network (docs/protocol.md).
+func UsageTopic(network string) string { return "agora/" + network + "/usage/1" }
+
+// maxUsageBytes bounds a usage summary on the wire: MaxUsers users of
+// long names.
+const maxUsageBytes = 512 << 10
+
+// validateUsage accepts a message that is the JSON of a usage summary
+// of its publisher's (GossipSub's author signature covers it), from an
+// admitted peer; whether the market keeps it is the market's to say.
+func (t *Transport) validateUsage(m *pubsub.Message) pubsub.ValidationResult {
+	if len(m.Data) > maxUsageBytes {
+		return pubsub.ValidationReject
+	}
+	var s fairshare.Summary
+	if err := json.Unmarshal(m.Data, &s); err != nil || s.Node != m.GetFrom().String() {
+		return pubsub.ValidationReject
+	}
+	if t.opts.Admitted != nil && !t.opts.Admitted(m.GetFrom()) {
+		return pubsub.ValidationIgnore
+	}
+	m.ValidatorData = market.UsageSummary{Summary: s}
+	return pubsub.ValidationAccept
+}
+
+// joinUsage subscribes to the peers' usage summaries.
+func (t *Transport) joinUsage(ps *pubsub.PubSub) error {
+	name := UsageTopic(t.opts.Network)
+	err := ps.RegisterTopicValidator(name, func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		return t.validateUsage(m)
+	})
+	if err != nil {
+		return err
+	}
+	if t.usage, err = ps.Join(name); err != nil {
+		return err
+	}
+	sub, err := t.usage.Subscribe()
+	if err != nil {
+		return err
+	}
+	t.wg.Go(func() {
+		defer sub.Cancel()
+		for {
+			m, err := sub.Next(t.ctx)
+			if err != nil {
+				return
+			}
+			s, ok := m.ValidatorData.(market.UsageSummary)
+			if !ok || m.GetFrom() == t.h.ID() {
+				continue
+			}
+			t.opts.Deliver(market.NodeID(m.GetFrom().String()), s)
+		}
+	})
+	return nil
+}
+
+// PublishUsage publishes this node's usage summary, off the caller's
+// goroutine.
+func (t *Transport) PublishUsage(s market.UsageSummary) {
+	b, err := json.Marshal(s.Summary)
+	if err != nil {
+		log.Errorw("encode usage summary", "err", err)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return
+	}
+	t.wg.Go(func() {
+		if err := t.usage.Publish(t.ctx, b); err != nil && t.ctx.Err() == nil {
+			log.Debugw("publish usage summary", "err", err)
+		}
+	})
+}
