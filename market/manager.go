@@ -12,6 +12,14 @@ import (
 // Submit accepts a validated job under the given ID and starts placing its
 // ready tasks. The job spec must have passed spec validation.
 func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
+	return m.SubmitAs(now, id, js, "")
+}
+
+// SubmitAs is Submit of a job that names its owner, in a network
+// without an authority, where nothing proves who submitted it: the
+// simulator's jobs, which carry their trace's users so that the fair
+// share charges them (fairshare.go).
+func (m *Market) SubmitAs(now time.Time, id string, js spec.Job, owner string) error {
 	m.enter(now)
 	defer m.leave()
 	if m.tix.trusted() {
@@ -26,7 +34,7 @@ func (m *Market) Submit(now time.Time, id string, js spec.Job) error {
 	if err := js.Pinned(); err != nil {
 		return err
 	}
-	m.mgr.submit(id, js, "", nil)
+	m.mgr.submit(id, js, owner, nil)
 	return nil
 }
 

@@ -26,6 +26,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	scheduler := fs.String("scheduler", "auction", "scheduler: "+strings.Join(sim.Schedulers, ", "))
 	seed := fs.Int64("seed", 1, "seed of every random choice of the run")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	users := fs.Bool("users", false, "submit every job as its trace's user (a network with an authority), so that the fair share charges and orders them (docs/scheduling.md)")
 	weights := fs.String("weights", "", "auction: bid score weights urgency,match,efficiency (default 0.4,0.3,0.3)")
 	d := fs.Int("d", 0, "auction: candidates invited per call for bids (default 3)")
 	scorer := fs.String("scorer", "", "auction: bid scorer, one of "+strings.Join(market.DefaultScorers().Names(), ", ")+" (default weighted)")
@@ -56,7 +57,7 @@ func cmdSim(args []string, stdout, stderr io.Writer) int {
 	if !validScheduler(*scheduler) {
 		return fail("--scheduler: unknown scheduler %q (have %s)", *scheduler, strings.Join(sim.Schedulers, ", "))
 	}
-	cfg := sim.Config{Scheduler: *scheduler, Seed: *seed, D: *d, ViewSize: *view, Horizon: *horizon, Scorer: *scorer, EASYOverrun: *easyOverrun, EASYPass: *easyPass}
+	cfg := sim.Config{Scheduler: *scheduler, Seed: *seed, D: *d, ViewSize: *view, Horizon: *horizon, Scorer: *scorer, EASYOverrun: *easyOverrun, EASYPass: *easyPass, Users: *users}
 	switch *easyOverrun {
 	case sim.OverrunNow, sim.OverrunNever:
 	default:

@@ -268,7 +268,12 @@ func (c *Cluster) reachable(j int) bool {
 
 // Submit submits a job to node i, as its API would.
 func (c *Cluster) Submit(i int, id string, js spec.Job) error {
-	if err := c.nodes[i].Market.Submit(c.Time(), id, js); err != nil {
+	return c.SubmitAs(i, id, js, "")
+}
+
+// SubmitAs submits a job of owner to node i (market.SubmitAs).
+func (c *Cluster) SubmitAs(i int, id string, js spec.Job, owner string) error {
+	if err := c.nodes[i].Market.SubmitAs(c.Time(), id, js, owner); err != nil {
 		return err
 	}
 	c.drain(i)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -23,6 +24,12 @@ type auctionSched struct {
 	pending map[predKey]metricsPred
 	ended   map[string]bool
 	kinds   map[string]int // messages by type, when debugging
+	// lastUsage is the size of the last usage summary sent (usageSize).
+	lastUsage struct {
+		node string
+		at   time.Time
+		size int
+	}
 	// runs in flight per replica (faults only)
 	inflight map[market.TaskKey]int
 }
@@ -163,6 +170,12 @@ func (a *auctionSched) Schedule(at time.Duration, ev cluster.Event) {
 // and arrives after the latency.
 func (a *auctionSched) Send(from, to int, msg market.Msg) (time.Duration, bool) {
 	e := a.e
+	if u, ok := msg.(market.UsageSummary); ok {
+		// The usage topic, counted apart from the market's messages: its
+		// JSON, once per receiver.
+		e.usageBytes += int64(a.usageSize(u))
+		return a.latency(from, to), true
+	}
 	e.msgs++
 	if a.kinds != nil {
 		a.kinds[fmt.Sprintf("%T", msg)]++
@@ -186,6 +199,17 @@ func (a *auctionSched) Send(from, to int, msg market.Msg) (time.Duration, bool) 
 // Link implements cluster.Network: job-record copies go over a stream,
 // after the latency, never lost.
 func (a *auctionSched) Link(from, to int) (time.Duration, bool) { return a.latency(from, to), true }
+
+// usageSize is the JSON size of a usage summary, worked out once per
+// summary (it goes to every node of the view).
+func (a *auctionSched) usageSize(u market.UsageSummary) int {
+	if a.lastUsage.node == u.Node && a.lastUsage.at.Equal(u.At) {
+		return a.lastUsage.size
+	}
+	b, _ := json.Marshal(u.Summary)
+	a.lastUsage.node, a.lastUsage.at, a.lastUsage.size = u.Node, u.At, len(b)
+	return len(b)
+}
 
 func (a *auctionSched) latency(from, to int) time.Duration {
 	f, t := a.e.nodes[from], a.e.nodes[to]
@@ -283,7 +307,11 @@ func (a *auctionSched) handle(ev *event) {
 				return
 			}
 		}
-		if err := a.cl.Submit(i, j.ID, j.Spec); err != nil && !a.ended[j.ID] {
+		owner := ""
+		if e.cfg.Users {
+			owner = j.User
+		}
+		if err := a.cl.SubmitAs(i, j.ID, j.Spec, owner); err != nil && !a.ended[j.ID] {
 			a.ended[j.ID] = true
 			e.done++
 		}

@@ -52,7 +52,7 @@ const NoEstimate = 24 * time.Hour
 
 func isBackfill(policy string) bool {
 	switch policy {
-	case "easy", "easy-predicted", "sjf-backfill":
+	case "easy", "easy-predicted", "sjf-backfill", "easy-fairshare":
 		return true
 	}
 	return false
@@ -269,6 +269,9 @@ type counts struct {
 func (c *central) backfillPass() {
 	e := c.e
 	order := c.queue
+	if c.policy == "easy-fairshare" {
+		order = c.fairOrder()
+	}
 	if c.policy == "sjf-backfill" {
 		order = slices.Clone(c.queue)
 		slices.SortStableFunc(order, func(a, b *unit) int {

@@ -50,11 +50,15 @@ type central struct {
 	dead    []bool
 	jobLeft []int
 	gen     uint64
-	whole   bool // conservative plans on a count of free nodes
+	whole   bool          // conservative plans on a count of free nodes
+	share   *centralShare // easy-fairshare's exact usage
 }
 
 func newCentral(e *engine, policy string) *central {
 	c := &central{e: e, policy: policy, run: map[market.TaskKey]*placed{}}
+	if policy == "easy-fairshare" {
+		c.share = newCentralShare()
+	}
 	for _, n := range e.nodes {
 		c.free = append(c.free, n.cap.Clone())
 	}
@@ -97,6 +101,10 @@ func (c *central) handle(ev *event) {
 		}
 		delete(c.run, ev.key)
 		c.free[p.node].Give(p.req, p.alloc)
+		if c.share != nil {
+			ran := (e.now - p.start).Seconds()
+			c.share.charge(e.now, e.w.Jobs[ev.job].User, ran*(float64(p.req.CPU)/1000+float64(len(p.alloc.GPUs))*c.share.cfg.GPUBilling))
+		}
 		e.running--
 		e.lastProgress = e.now
 		if t := e.task(ev.key); t != nil {

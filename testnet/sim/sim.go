@@ -20,7 +20,7 @@ import (
 // central baselines (central.go, backfill.go). sjf-oracle is list
 // scheduling, shortest true runtime first with best fit: a strong
 // baseline that knows runtimes, not a bound on any scheduler.
-var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill"}
+var Schedulers = []string{"auction", "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill", "easy-fairshare"}
 
 // Config configures one simulation run.
 type Config struct {
@@ -82,6 +82,12 @@ type Config struct {
 	// they schedule once per instant (PassInstant, the default) or after
 	// every event (PassEvent). Other schedulers ignore them.
 	EASYOverrun, EASYPass string
+	// Users submits every job as its trace's user (a network with an
+	// authority, where jobs have owners): the fair share then charges
+	// and orders them, and easy-fairshare orders its queue by the same
+	// factors over exact usage. Without it jobs have no owner, as in an
+	// open network, and the fair share does nothing.
+	Users bool
 	// Progress, when set, is called about every ProgressEvery of wall
 	// time (10s when zero) while the run goes on, for a long replay's
 	// operator. It only reads the run: results do not depend on it.
@@ -213,6 +219,8 @@ type engine struct {
 	preds   []metrics.Prediction
 	msgs    int64
 	bytes   int64
+	// usageBytes are the fair share's usage summaries received, bytes.
+	usageBytes int64
 
 	done         int // jobs that reached an end
 	lastProgress time.Duration
@@ -317,7 +325,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 			return metrics.Input{}, err
 		}
 		s = a
-	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill":
+	case "random", "round-robin", "least-loaded", "sjf-oracle", "easy", "easy-predicted", "conservative", "sjf-backfill", "easy-fairshare":
 		switch cfg.EASYOverrun {
 		case "", OverrunNow, OverrunNever:
 		default:
@@ -368,6 +376,7 @@ func Simulate(cfg Config) (metrics.Input, error) {
 		Predictions: e.preds,
 		Messages:    e.msgs,
 		Bytes:       e.bytes,
+		UsageBytes:  e.usageBytes,
 		End:         e.now,
 		Skipped:     e.w.Skipped,
 		SkipReasons: e.w.SkipReasons,

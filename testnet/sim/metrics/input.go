@@ -11,6 +11,9 @@ import (
 type Input struct {
 	// Scheduler names the scheduler that ran, for the report.
 	Scheduler string
+	// UsageBytes are the bytes of fair-share usage summaries the nodes
+	// received (each summary's JSON once per receiver).
+	UsageBytes int64
 	// Nodes is the capacity of every node of the cluster.
 	Nodes []resource.Vector
 	// Jobs are the jobs submitted, each with the records of its tasks.

@@ -73,7 +73,10 @@ func TestCompute(t *testing.T) {
 		// the one GPU request (half the GPUs) arrives at 10 s, starts at 20 s
 		GPUAllocationRatio: 0,
 		// users' mean slowdowns a: (1+5.5)/2 = 3.25, b: 1.25
-		JainFairness:     4.5 * 4.5 / (2 * (3.25*3.25 + 1.25*1.25)),
+		JainFairness: 4.5 * 4.5 / (2 * (3.25*3.25 + 1.25*1.25)),
+		// work a: 2·100 + 1·5 + 1·5 = 210 CPU-s, b: 4·40 = 160: b is the
+		// light user (at most the median), its finished job waited 10 s
+		LightUsersWait: 10, LightUsers: 1,
 		Messages:         12,
 		Bytes:            3400,
 		PredictionMAPE:   (0.1 + 0.25) / 2,
@@ -111,7 +114,7 @@ func TestReportJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"bottleneck_busy", "bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "makespan_s", "max_wait_s", "mean_bounded_slowdown",
+	want := []string{"bottleneck_busy", "bytes", "gpu_allocation_ratio", "jain_fairness", "jobs", "light_users", "light_users_wait", "makespan_s", "max_wait_s", "mean_bounded_slowdown",
 		"mean_response_s", "mean_wait_s", "measured", "messages", "nodes", "p99_wait_s", "prediction_mape", "scheduler", "skipped", "tasks", "unfinished",
 		"user_estimate_mape", "utilization", "wall_s"}
 	if !slices.Equal(keys, want) {

@@ -58,6 +58,15 @@ type Report struct {
 	// JainFairness is Jain's index of the users' mean bounded slowdowns
 	// (see Fairness).
 	JainFairness float64 `json:"jain_fairness"`
+	// LightUsersWait is the mean wait of the finished jobs of the light
+	// users: those whose work (CPU-seconds held) is at most the median
+	// user's (see LightUsersWait). LightUsers counts them.
+	LightUsersWait float64 `json:"light_users_wait"`
+	LightUsers     int     `json:"light_users"`
+	// UsageBytesPerNodeMinute is what the fair share's usage summaries
+	// cost: the bytes each node received per minute of the makespan, on
+	// average (absent when none was sent).
+	UsageBytesPerNodeMinute float64 `json:"usage_bytes_per_node_minute,omitempty"`
 	// Messages and Bytes are what the scheduler sent.
 	Messages int64 `json:"messages"`
 	Bytes    int64 `json:"bytes"`
@@ -135,6 +144,10 @@ func Compute(in Input) Report {
 	r.ByWidth, r.ByClass, r.Recorded = breakdowns(in, times)
 	r.GPUAllocationRatio = GPUAllocationRatio(in)
 	r.JainFairness = Fairness(in)
+	r.LightUsersWait, r.LightUsers = LightUsersWait(in)
+	if in.UsageBytes > 0 && r.Makespan > 0 && len(in.Nodes) > 0 {
+		r.UsageBytesPerNodeMinute = float64(in.UsageBytes) / float64(len(in.Nodes)) / (r.Makespan / 60)
+	}
 	var pred, est, act, actE []time.Duration
 	for _, p := range in.Predictions {
 		pred, act = append(pred, p.Predicted), append(act, p.Actual)
@@ -172,6 +185,38 @@ func Fairness(in Input) float64 {
 		means = append(means, sum[u]/float64(count[u]))
 	}
 	return Jain(means)
+}
+
+// LightUsersWait is the mean wait (s) of the finished jobs of the users
+// whose work — the CPU-seconds their tasks held, each replica's CPU
+// request times its run — is at most the median user's, and how many
+// such users there are: the users a fair share is for.
+func LightUsersWait(in Input) (float64, int) {
+	work := map[string]float64{}
+	for _, j := range in.Jobs {
+		for _, t := range j.Tasks {
+			if t.Started && t.Finished {
+				work[j.User] += float64(t.Request.CPU) / 1000 * (t.Finish - t.Start).Seconds()
+			}
+		}
+	}
+	if len(work) == 0 {
+		return 0, 0
+	}
+	ws := make([]float64, 0, len(work))
+	for _, w := range work {
+		ws = append(ws, w)
+	}
+	median := Percentile(ws, 50)
+	var waits []float64
+	light := map[string]bool{}
+	for _, jt := range Jobs(in) {
+		if jt.Finished && in.measured(jt.Submit) && work[jt.User] <= median {
+			waits = append(waits, jt.Wait.Seconds())
+			light[jt.User] = true
+		}
+	}
+	return Mean(waits), len(light)
 }
 
 // Utilization is the share of the cluster's CPU, and of its GPUs, that
