@@ -258,21 +258,11 @@ func (n *Node) Report(ctx context.Context, f acct.Filter) (api.ReportAnswer, err
 // accountingLoop deletes records past the accounting retention.
 func (n *Node) accountingLoop() {
 	retention := n.acctRetention()
-	if retention < 0 {
-		return
-	}
-	t := time.NewTicker(sweepEvery(retention))
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case now := <-t.C:
-			if gone, err := n.acct.Sweep(now.Add(-retention)); err != nil {
-				log.Warnw("expire accounting records", "err", err)
-			} else if gone > 0 {
-				log.Debugw("accounting records expired", "count", gone)
-			}
+	n.sweepLoop(retention, func(now time.Time) {
+		if gone, err := n.acct.Sweep(now.Add(-retention)); err != nil {
+			log.Warnw("expire accounting records", "err", err)
+		} else if gone > 0 {
+			log.Debugw("accounting records expired", "count", gone)
 		}
-	}
+	})
 }

@@ -45,6 +45,21 @@ func (n *Node) forgetJob(id string, keepEvents bool) {
 // stops. A negative retention keeps everything.
 func (n *Node) retentionLoop(retention time.Duration) {
 	defer n.wg.Done()
+	n.sweepLoop(retention, func(now time.Time) {
+		execs, err := n.ex.ExpireExecutions(now, retention)
+		if err != nil {
+			log.Warnw("expire executions", "err", err)
+		}
+		n.met.expired.WithLabelValues("execution").Add(float64(execs))
+		if execs > 0 {
+			log.Infow("finished work expired", "executions", execs, "retention", retention)
+		}
+	})
+}
+
+// sweepLoop calls sweep every sweepEvery(retention) until the node
+// stops; never for a negative retention (everything is kept).
+func (n *Node) sweepLoop(retention time.Duration, sweep func(now time.Time)) {
 	if retention < 0 {
 		return
 	}
@@ -55,14 +70,7 @@ func (n *Node) retentionLoop(retention time.Duration) {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
-			execs, err := n.ex.ExpireExecutions(now, retention)
-			if err != nil {
-				log.Warnw("expire executions", "err", err)
-			}
-			n.met.expired.WithLabelValues("execution").Add(float64(execs))
-			if execs > 0 {
-				log.Infow("finished work expired", "executions", execs, "retention", retention)
-			}
+			sweep(now)
 		}
 	}
 }

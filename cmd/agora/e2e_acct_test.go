@@ -50,6 +50,28 @@ func acctRows(t *testing.T, p *proc, cred string, args ...string) []acct.Attempt
 	return rows
 }
 
+// usersNetwork starts three nodes of 2 cores with an authority, as a
+// user runs them, with extra flags, and returns them and the
+// credentials of users alice and bob and of carol, an admin.
+func usersNetwork(t *testing.T, flags ...string) (map[string]string, []*proc) {
+	t.Helper()
+	ca := newCA(t)
+	cred := addUsers(t, ca, "alice", "bob")
+	cred["carol"] = filepath.Join(t.TempDir(), "carol.cred")
+	if _, errs, code := agora(t, "user", "add", "--authority", ca, "carol", "--admin", "--out", cred["carol"]); code != 0 {
+		t.Fatalf("user add carol: %s", errs)
+	}
+	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
+	flags = append([]string{"--resources", res}, flags...)
+	a := trustedNode(t, ca, flags...)
+	b := trustedNode(t, ca, append(flags, "--bootstrap", tcpAddr(t, a.id()))...)
+	c := trustedNode(t, ca, append(flags, "--bootstrap", tcpAddr(t, a.id()))...)
+	seeEachOther(t, a, b)
+	seeEachOther(t, a, c)
+	seeEachOther(t, b, c)
+	return cred, []*proc{a, b, c}
+}
+
 // TestE2EAccounting: three nodes with an authority, as a user runs them.
 // alice's and bob's jobs run anywhere; from any node an admin's `agora
 // acct` lists every attempt, joined from its executor's and its
@@ -58,21 +80,8 @@ func acctRows(t *testing.T, p *proc, cred string, args ...string) []acct.Attempt
 // to the attempts'; the records outlive the jobs' retention and a kill
 // -9 of an executor.
 func TestE2EAccounting(t *testing.T) {
-	ca := newCA(t)
-	cred := addUsers(t, ca, "alice", "bob")
-	cred["carol"] = filepath.Join(t.TempDir(), "carol.cred")
-	if _, errs, code := agora(t, "user", "add", "--authority", ca, "carol", "--admin", "--out", cred["carol"]); code != 0 {
-		t.Fatalf("user add carol: %s", errs)
-	}
-	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
-	flags := []string{"--resources", res, "--job-retention", "6s", "--site", "lab"}
-	a := trustedNode(t, ca, flags...)
-	b := trustedNode(t, ca, append(flags, "--bootstrap", tcpAddr(t, a.id()))...)
-	c := trustedNode(t, ca, append(flags, "--bootstrap", tcpAddr(t, a.id()))...)
-	nodes := []*proc{a, b, c}
-	seeEachOther(t, a, b)
-	seeEachOther(t, a, c)
-	seeEachOther(t, b, c)
+	cred, nodes := usersNetwork(t, "--job-retention", "6s", "--site", "lab")
+	a, b, c := nodes[0], nodes[1], nodes[2]
 
 	type run struct {
 		user, job string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -50,20 +49,8 @@ func submitMany(t *testing.T, nodes []*proc, cred string, n int, cmd ...string) 
 // alice's still queued ones (first come would start them after all 40
 // or so); `agora jobs --all` shows both users' factors meanwhile.
 func TestE2EFairShare(t *testing.T) {
-	ca := newCA(t)
-	cred := addUsers(t, ca, "alice", "bob")
-	cred["carol"] = filepath.Join(t.TempDir(), "carol.cred")
-	if _, errs, code := agora(t, "user", "add", "--authority", ca, "carol", "--admin", "--out", cred["carol"]); code != 0 {
-		t.Fatalf("user add carol: %s", errs)
-	}
-	res := writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
-	a := trustedNode(t, ca, "--resources", res)
-	b := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
-	c := trustedNode(t, ca, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
-	nodes := []*proc{a, b, c}
-	seeEachOther(t, a, b)
-	seeEachOther(t, a, c)
-	seeEachOther(t, b, c)
+	cred, nodes := usersNetwork(t)
+	a, b, c := nodes[0], nodes[1], nodes[2]
 
 	aliceJobs := submitMany(t, nodes, cred["alice"], 60, "sleep", "5")
 	// alice's first tasks end: her usage is charged.

@@ -269,38 +269,44 @@ func (t *Transport) validateCFP(m *pubsub.Message) pubsub.ValidationResult {
 
 // joinJobs subscribes to broadcast CFPs: a message that is not a CFP of
 // its publisher's is rejected by the topic's validator.
-func (t *Transport) joinJobs(ps *pubsub.PubSub) error {
-	name := JobsTopic(t.opts.Network)
+func (t *Transport) joinJobs(ps *pubsub.PubSub) (err error) {
+	t.topic, err = t.join(ps, JobsTopic(t.opts.Network), t.validateCFP)
+	return err
+}
+
+// join joins topic name with validator validate, whose accepted
+// messages carry a market.Msg as their ValidatorData, and delivers
+// those of other nodes to the market, from their publisher.
+func (t *Transport) join(ps *pubsub.PubSub, name string, validate func(*pubsub.Message) pubsub.ValidationResult) (*pubsub.Topic, error) {
 	err := ps.RegisterTopicValidator(name, func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		return t.validateCFP(m)
+		return validate(m)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if t.topic, err = ps.Join(name); err != nil {
-		return err
-	}
-	sub, err := t.topic.Subscribe()
+	topic, err := ps.Join(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
+	sub, err := topic.Subscribe()
+	if err != nil {
+		return nil, err
+	}
+	t.wg.Go(func() {
 		defer sub.Cancel()
 		for {
 			m, err := sub.Next(t.ctx)
 			if err != nil {
 				return
 			}
-			cfp, ok := m.ValidatorData.(market.CFP)
+			msg, ok := m.ValidatorData.(market.Msg)
 			if !ok || m.GetFrom() == t.h.ID() {
 				continue
 			}
-			t.opts.Deliver(cfp.Manager, cfp)
+			t.opts.Deliver(market.NodeID(m.GetFrom().String()), msg)
 		}
-	}()
-	return nil
+	})
+	return topic, nil
 }
 
 // Broadcast publishes msg (a CFP) on the jobs topic, off the caller's

@@ -1,11 +1,9 @@
 package transport
 
 import (
-	"context"
 	"encoding/json"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/fairshare"
@@ -38,36 +36,9 @@ func (t *Transport) validateUsage(m *pubsub.Message) pubsub.ValidationResult {
 }
 
 // joinUsage subscribes to the peers' usage summaries.
-func (t *Transport) joinUsage(ps *pubsub.PubSub) error {
-	name := UsageTopic(t.opts.Network)
-	err := ps.RegisterTopicValidator(name, func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		return t.validateUsage(m)
-	})
-	if err != nil {
-		return err
-	}
-	if t.usage, err = ps.Join(name); err != nil {
-		return err
-	}
-	sub, err := t.usage.Subscribe()
-	if err != nil {
-		return err
-	}
-	t.wg.Go(func() {
-		defer sub.Cancel()
-		for {
-			m, err := sub.Next(t.ctx)
-			if err != nil {
-				return
-			}
-			s, ok := m.ValidatorData.(market.UsageSummary)
-			if !ok || m.GetFrom() == t.h.ID() {
-				continue
-			}
-			t.opts.Deliver(market.NodeID(m.GetFrom().String()), s)
-		}
-	})
-	return nil
+func (t *Transport) joinUsage(ps *pubsub.PubSub) (err error) {
+	t.usage, err = t.join(ps, UsageTopic(t.opts.Network), t.validateUsage)
+	return err
 }
 
 // PublishUsage publishes this node's usage summary, off the caller's
