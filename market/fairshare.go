@@ -47,6 +47,7 @@ func (m *Market) onUsage(from NodeID, s UsageSummary) {
 		return
 	}
 	m.con.reorder()
+	m.con.schedule()
 }
 
 // charge bills the owner of contract k, which ran for ran and ended now,
@@ -148,14 +149,14 @@ func (c *contractor) multifactor(k *contract, f float64) float64 {
 	return w.FairShare*f + w.Age*max(age, 0) + w.Size*size
 }
 
-// reorder sorts the queue again after the factors changed.
+// reorder sorts the queue again after the factors changed; the caller
+// schedules (TaskExited does at its end, after the charge).
 func (c *contractor) reorder() {
 	if len(c.queue) < 2 || c.fsOrdered == c.fs.Version() {
 		return
 	}
 	c.fsOrdered = c.fs.Version()
 	sort.SliceStable(c.queue, func(i, j int) bool { return c.ahead(c.queue[i], c.queue[j]) })
-	c.schedule()
 }
 
 // shareOf is the share of job's owner, as the ticket this contractor
