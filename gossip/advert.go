@@ -72,6 +72,9 @@ type Advert struct {
 	Addrs         []ma.Multiaddr
 	Interval      time.Duration
 	Leaving       bool
+	// Drained says an operator drained the node (agora drain): it
+	// takes no work until undrained.
+	Drained bool
 	// ReservedGang is the gang ("job/task") whose reservation the node
 	// honours first, empty when none; Unreserved is then its free room
 	// beside every reservation it honours. A manager places replicas of
@@ -127,6 +130,7 @@ func (a Advert) Encode() ([]byte, error) {
 		Load:                a.Load,
 		IntervalMs:          uint64(a.Interval.Milliseconds()),
 		Leaving:             a.Leaving,
+		Drained:             a.Drained,
 		ReservedGang:        a.ReservedGang,
 		Cert:                a.Cert,
 		UnenforceableLimits: uint32(a.Limits.Missing),
@@ -192,7 +196,7 @@ func DecodeAdvert(b []byte) (Advert, error) {
 		Labels: m.Labels, Capacity: capv, Free: free, Queue: int(m.Queue),
 		PredictedWait: time.Duration(m.PredictedWaitMs) * time.Millisecond, Load: m.Load,
 		Interval: time.Duration(m.IntervalMs) * time.Millisecond, Leaving: m.Leaving,
-		ReservedGang: m.ReservedGang, Cert: m.Cert,
+		Drained: m.Drained, ReservedGang: m.ReservedGang, Cert: m.Cert,
 		// Bits a later version adds mean nothing to this one.
 		Limits: resource.Enforcement{Missing: resource.Limits(m.UnenforceableLimits) & resource.AllLimits, Unenforced: m.RunsUnenforced},
 	}

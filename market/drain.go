@@ -7,8 +7,8 @@ import "time"
 // preempted, so they are placed again without counting a failure), gives
 // back gang holds, and stops its running replicas with the preemption
 // grace — their exits are reported as preempted too, and a checkpointing
-// task takes its final snapshot on SIGTERM. Drain cannot be undone; a
-// drained node is expected to stop.
+// task takes its final snapshot on SIGTERM. A drained node either stops
+// or, with Undrain, takes work again.
 func (m *Market) Drain(now time.Time) {
 	m.enter(now)
 	defer m.leave()
@@ -36,7 +36,19 @@ func (m *Market) Drain(now time.Time) {
 	m.event("", "draining: stopped bidding, handed back queued tasks, stopping running ones")
 }
 
-// Draining reports whether Drain was called.
+// Undrain ends a drain: the node bids, steals and takes awards again.
+// What Drain handed back stays where the managers placed it since.
+func (m *Market) Undrain(now time.Time) {
+	m.enter(now)
+	defer m.leave()
+	if !m.con.draining {
+		return
+	}
+	m.con.draining = false
+	m.event("", "undrained: bidding again")
+}
+
+// Draining reports whether Drain was called and not undone.
 func (m *Market) Draining() bool { return m.con.draining }
 
 // Idle reports whether this node holds no task: nothing queued, running

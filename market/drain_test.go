@@ -35,4 +35,27 @@ func TestDrain(t *testing.T) {
 			t.Fatalf("drained node started %s after draining", s.key)
 		}
 	}
+	if !c.nodes[1].Draining() || !c.nodes[1].SoftState().Draining {
+		t.Fatal("drained node does not say it is draining")
+	}
+
+	// Undrained, it takes work again: a second job of more tasks than n2
+	// holds at once runs partly on n1.
+	c.nodes[1].Undrain(c.now)
+	c.drain()
+	if c.nodes[1].Draining() || c.nodes[1].SoftState().Draining {
+		t.Fatal("undrained node still says it is draining")
+	}
+	undrained := c.now
+	c.submit(0, "k", job("e", tasks...))
+	c.until(60*time.Second, "second job to succeed", func() bool { return c.job(0, "k").State == JobSucceeded })
+	ran := 0
+	for _, s := range c.starts {
+		if s.node == "n1" && !s.at.Before(undrained) {
+			ran++
+		}
+	}
+	if ran == 0 {
+		t.Fatal("undrained node ran none of the second job's tasks")
+	}
 }

@@ -23,21 +23,24 @@ type SoftState struct {
 	Users []UserUsage
 	// Steal is what the queue could give a thief (steal.go).
 	Steal StealOffer
+	// Draining says the node was drained (drain.go).
+	Draining bool
 }
 
 // SoftState is the market's soft state now.
 func (m *Market) SoftState() SoftState {
-	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom(), Users: m.UserUsage(), Steal: m.StealOffer()}
+	return SoftState{Free: m.Free(), Queue: m.QueueLen(), Reserved: m.gang.reserved(), Waiting: m.gang.waiting(), HeadRoom: m.HeadRoom(), Users: m.UserUsage(), Steal: m.StealOffer(), Draining: m.con.draining}
 }
 
 // Moved reports whether s says something an advert should carry at once
 // that o does not: free CPU, memory or GPU share, the queue, the
-// reservation, the head, users' usage or what the queue could give a
-// thief.
+// reservation, the head, users' usage, what the queue could give a
+// thief, or whether it is drained.
 func (s SoftState) Moved(o SoftState) bool {
 	return s.Free.CPU != o.Free.CPU || s.Free.Memory != o.Free.Memory || s.Free.GPUShare() != o.Free.GPUShare() ||
 		s.Queue != o.Queue || s.Reserved.Gang != o.Reserved.Gang || s.Reserved.Unreserved.CPU != o.Reserved.Unreserved.CPU ||
-		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom) || !slices.Equal(s.Users, o.Users) || s.Steal != o.Steal
+		s.Waiting.Gang != o.Waiting.Gang || !s.HeadRoom.Equal(o.HeadRoom) || !slices.Equal(s.Users, o.Users) || s.Steal != o.Steal ||
+		s.Draining != o.Draining
 }
 
 // StealOffer is what this node's queue could give a thief now.

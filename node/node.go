@@ -669,6 +669,9 @@ func (n *Node) startMarket(noBootstrap bool) error {
 	if err := n.loadCopies(); err != nil {
 		return fmt.Errorf("node: read job-record copies: %w", err)
 	}
+	if err := n.keepDrained(); err != nil {
+		return err
+	}
 	n.apply(m.Ready())
 	n.soft.Store(&softState{SoftState: m.SoftState()})
 	n.query = query.New(n.ph, n.answer)
@@ -697,6 +700,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		HeadRoom:      gossip.HeadRoom{Gang: s.HeadRoom.Gang, At: s.HeadRoom.At, Never: s.HeadRoom.Never},
 		Users:         usersToAdvert(s.Users),
 		Steal:         gossip.StealOffer(s.Steal),
+		Drained:       s.Draining,
 	}
 }
 

@@ -186,7 +186,7 @@ func getAcct(cmd, apiAddr, path string, out any, stderr io.Writer) int {
 }
 
 func cmdAcct(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("acct", stderr)
+	fs := newFlagSet("acct", stdout, stderr)
 	apiAddr := apiFlag(fs)
 	cred := credentialFlag(fs)
 	filters := addAcctFilterFlags(fs)
@@ -275,7 +275,7 @@ func cmdAcct(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", stderr)
+	fs := newFlagSet("report", stdout, stderr)
 	apiAddr := apiFlag(fs)
 	cred := credentialFlag(fs)
 	filters := addAcctFilterFlags(fs)

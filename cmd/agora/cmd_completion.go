@@ -48,7 +48,7 @@ func completionFlags() map[string][]string {
 }
 
 func cmdCompletion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("completion", stderr)
+	fs := newFlagSet("completion", stdout, stderr)
 	args, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -19,9 +19,10 @@ func init() {
 // network with an authority with the user's credential, signed for this
 // node; the browser gets neither.
 func cmdDashboard(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("dashboard", stderr)
+	fs := newFlagSet("dashboard", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
+	asJSON := fs.Bool("json", false, `print {"url": ...}`)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -48,6 +49,11 @@ func cmdDashboard(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora dashboard: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "%s/ui/login#code=%s\n", c.base, code.Code)
+	link := fmt.Sprintf("%s/ui/login#code=%s", c.base, code.Code)
+	if *asJSON {
+		printJSON(stdout, map[string]string{"url": link})
+		return exitOK
+	}
+	fmt.Fprintln(stdout, link)
 	return exitOK
 }

@@ -26,12 +26,13 @@ func init() {
 const getTimeout = 30 * time.Minute
 
 func cmdGet(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("get", stderr)
+	fs := newFlagSet("get", stdout, stderr)
 	apiAddr := apiFlag(fs)
 	cred := credentialFlag(fs)
 	task := fs.String("task", "", "only this task's outputs")
 	replica := fs.Int("replica", -1, "only this replica's outputs (default: every replica)")
 	out := fs.String("out", ".", "the directory to put them in; with several task replicas, each goes in DIR/TASK/REPLICA")
+	asJSON := fs.Bool("json", false, "print what was fetched as JSON: per task replica its manifest, bytes and directory")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -69,6 +70,7 @@ func cmdGet(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(stderr) {
 		progress = stderr
 	}
+	var got []fetched
 	for _, r := range refs {
 		dest := *out
 		if len(refs) > 1 {
@@ -78,9 +80,25 @@ func cmdGet(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agora get: %s replica %d: %v\n", r.Task, r.Replica, err)
 			return exitFailed
 		}
+		if *asJSON {
+			got = append(got, fetched{Task: r.Task, Replica: r.Replica, Manifest: r.Manifest, Bytes: r.Bytes, Dir: dest})
+			continue
+		}
 		fmt.Fprintf(stdout, "%s/%d: %s in %s\n", r.Task, r.Replica, resource.FormatSize(r.Bytes), dest)
 	}
+	if *asJSON {
+		printJSON(stdout, got)
+	}
 	return exitOK
+}
+
+// fetched is one task replica's outputs in get --json.
+type fetched struct {
+	Task     string `json:"task"`
+	Replica  int    `json:"replica"`
+	Manifest string `json:"manifest"`
+	Bytes    int64  `json:"bytes"`
+	Dir      string `json:"dir"`
 }
 
 // getOutputs reads one manifest and its chunks from the node, checking

@@ -22,7 +22,7 @@ func init() {
 // readCmd is the shape shared by simple read commands: flags --api and
 // --json, no positional arguments, one GET.
 func readCmd(name string, args []string, stdout, stderr io.Writer, path string, out any, human func(io.Writer)) int {
-	fs := newFlagSet(name, stderr)
+	fs := newFlagSet(name, stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -66,6 +66,9 @@ func cmdID(args []string, stdout, stderr io.Writer) int {
 		for _, a := range r.Addrs {
 			fmt.Fprintln(w, "  "+a)
 		}
+		if r.Drained {
+			fmt.Fprintln(w, "drained: takes no work until agora undrain")
+		}
 	})
 }
 
@@ -89,14 +92,18 @@ func cmdPeers(args []string, stdout, stderr io.Writer) int {
 	var peers []api.PeerResponse
 	return readCmd("peers", args, stdout, stderr, "/v1/peers", &peers, func(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PEER\tSITE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tDEVICES\tCONTAINERS\tQUEUE\tLIMITS\tLAST SEEN")
+		fmt.Fprintln(tw, "PEER\tSITE\tSTATE\tCPU FREE/CAP\tMEMORY FREE/CAP\tGPUS\tDEVICES\tCONTAINERS\tQUEUE\tLIMITS\tLAST SEEN")
 		now := time.Now()
 		for _, p := range peers {
 			limits := strings.ReplaceAll(p.Enforces, " ", "")
 			if p.RunsUnenforced {
 				limits += "(+unenforced)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site),
+			state := "open"
+			if p.Drained {
+				state = "drained"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%g/%g\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.PeerID, dash(p.Site), state,
 				resource.CoresFromMilli(p.Free.CPU), resource.CoresFromMilli(p.Capacity.CPU),
 				resource.FormatSize(p.Free.Memory), resource.FormatSize(p.Capacity.Memory),
 				gpuSummary(p.Capacity), deviceSummary(p.Capacity, p.Free), containerSummary(p.Labels),

@@ -18,7 +18,7 @@ func init() {
 }
 
 func cmdJobs(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("jobs", stderr)
+	fs := newFlagSet("jobs", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print the node's JSON (with --all: the rows, docs/operations.md)")
@@ -96,7 +96,7 @@ func parseTime(s string) time.Time {
 }
 
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", stderr)
+	fs := newFlagSet("status", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	asJSON := fs.Bool("json", false, "print the node's JSON")
@@ -180,7 +180,17 @@ func printStatus(w io.Writer, st *jobStatus) {
 		if t.Waiting != "" {
 			reason = t.Waiting
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", replicaLabel(t.Name, t.Replica), t.State, dash(t.Node), t.Attempts, exit, flatten(reason))
+		attempts := fmt.Sprint(t.Attempts)
+		if t.Preempted > 0 {
+			attempts += fmt.Sprintf(" (%d preempted)", t.Preempted)
+			if reason == "" && len(t.History) > 0 {
+				// Why it moved, while nothing else says why it waits.
+				if h := t.History[len(t.History)-1]; h.State == "preempted" {
+					reason = "preempted on " + h.Node + ": " + h.Reason
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", replicaLabel(t.Name, t.Replica), t.State, dash(t.Node), attempts, exit, flatten(reason))
 	}
 	_ = tw.Flush()
 	for _, l := range strings.SplitAfter(table.String(), "\n") {
@@ -191,9 +201,10 @@ func printStatus(w io.Writer, st *jobStatus) {
 }
 
 func cmdCancel(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("cancel", stderr)
+	fs := newFlagSet("cancel", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
+	asJSON := fs.Bool("json", false, "print the node's JSON answer")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -205,13 +216,21 @@ func cmdCancel(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadUsage
 	}
-	if err := newClient(*api).do("DELETE", jobPath(id, ""), nil, nil); err != nil {
+	var raw json.RawMessage
+	if err := newClient(*api).do("DELETE", jobPath(id, ""), nil, &raw); err != nil {
 		if isStatus(err, http.StatusNotFound) {
 			fmt.Fprintf(stderr, "agora cancel: no job %s\n", id)
 		} else {
 			fmt.Fprintf(stderr, "agora cancel: %s\n", flatten(err.Error()))
 		}
 		return exitFailed
+	}
+	if *asJSON {
+		if err := printIndented(stdout, raw); err != nil {
+			fmt.Fprintf(stderr, "agora cancel: bad answer from node: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "cancelled %s\n", id)
 	return exitOK

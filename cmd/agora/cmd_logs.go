@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -46,12 +47,13 @@ func logsQuery(id, task string, replica int, withReplica bool, from uint64) stri
 }
 
 func cmdLogs(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("logs", stderr)
+	fs := newFlagSet("logs", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	task := fs.String("task", "", "show only this task")
 	replica := fs.Int("replica", 0, "show only this replica")
 	follow := fs.Bool("follow", false, "keep printing new output until the job ends")
+	asJSON := fs.Bool("json", false, "print one JSON object per piece of output (task, replica, attempt, node, stream, data), one per line")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -66,7 +68,7 @@ func cmdLogs(args []string, stdout, stderr io.Writer) int {
 	f := &logFollower{
 		id:          id,
 		c:           newPollClient(*api),
-		out:         &logPrinter{w: stdout},
+		out:         &logPrinter{w: stdout, jsonLines: *asJSON},
 		task:        *task,
 		replica:     *replica,
 		withReplica: flagWasSet(fs, "replica"),
@@ -260,15 +262,21 @@ type logPrinter struct {
 	w io.Writer
 	// errW, when set, takes what the task wrote to its standard error
 	// (and the headers), w the rest; otherwise w takes everything.
-	errW    io.Writer
-	headers bool   // several task replicas are shown
-	last    string // key of the replica printed last
-	started bool   // something was printed
-	midLine bool   // the last output did not end in a newline
+	errW io.Writer
+	// jsonLines prints each piece of output as a JSON object on a line
+	// of its own (logLine), for scripts, instead of the output itself.
+	jsonLines bool
+	headers   bool   // several task replicas are shown
+	last      string // key of the replica printed last
+	started   bool   // something was printed
+	midLine   bool   // the last output did not end in a newline
 }
 
 // header prints ==> task[replica] (attempt N on NODE) <==.
 func (p *logPrinter) header(e logEntry) {
+	if p.jsonLines {
+		return // each line names its replica
+	}
 	hw := p.w
 	if p.errW != nil {
 		hw = p.errW // the output stays the task's own
@@ -297,12 +305,48 @@ func (p *logPrinter) data(e logEntry) {
 	if e.Data == "" {
 		return
 	}
+	if p.jsonLines {
+		p.writeJSON(e)
+		return
+	}
 	if p.headers && p.last != entryKey(e) {
 		p.header(e)
 	}
 	p.write(e)
 	p.last, p.started = entryKey(e), true
 	p.midLine = !strings.HasSuffix(e.Data, "\n")
+}
+
+// logLine is one piece of a replica's output in logs --json: what the
+// task wrote to one stream, as the node kept it.
+type logLine struct {
+	Task    string `json:"task"`
+	Replica int    `json:"replica"`
+	Attempt int    `json:"attempt"`
+	Node    string `json:"node"`
+	Stream  string `json:"stream"` // stdout or stderr
+	Data    string `json:"data"`
+}
+
+// writeJSON prints a replica's new output as logLines, split along its
+// stderr spans.
+func (p *logPrinter) writeJSON(e logEntry) {
+	enc := json.NewEncoder(p.w)
+	line := func(stream, data string) {
+		if data != "" {
+			_ = enc.Encode(logLine{Task: e.Task, Replica: e.Replica, Attempt: e.Attempt, Node: e.Node, Stream: stream, Data: data})
+		}
+	}
+	at := 0
+	for _, sp := range e.Stderr {
+		if sp.Off < at || sp.Len < 0 || sp.Off+sp.Len > len(e.Data) {
+			break
+		}
+		line("stdout", e.Data[at:sp.Off])
+		line("stderr", e.Data[sp.Off:sp.Off+sp.Len])
+		at = sp.Off + sp.Len
+	}
+	line("stdout", e.Data[at:])
 }
 
 // write prints a replica's output: to w, or split between w and errW

@@ -80,7 +80,7 @@ type runOpts struct {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", stderr)
+	fs := newFlagSet("run", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	var o runOpts

@@ -20,7 +20,7 @@ func init() {
 }
 
 func cmdSim(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sim", stderr)
+	fs := newFlagSet("sim", stdout, stderr)
 	clusterArg := fs.String("cluster", "", "cluster: a YAML file (nodes: [{count, site, latency, failure_rate, repair, bandwidth, join, leave, resources}]), an Alibaba node-list CSV, hetero:N, or hetero-devices:N (GPU servers of three models, FPGAs and NPUs); default: an SWF log's machine (MaxProcs one-CPU nodes), else 12 GPU + 8 CPU nodes")
 	workloadArg := fs.String("workload", "", "workload: synthetic:SEED[,jobs=N,load=L], an SWF log (.swf, .swf.gz), an Alibaba pod-list CSV, or a job-spec list (.yaml/.json); a file may be followed by ,jobs=N (its first N jobs), ,from=D and ,to=D (the jobs submitted in [D, D'), e.g. from=30d)")
 	scheduler := fs.String("scheduler", "auction", "scheduler: "+strings.Join(sim.Schedulers, ", "))

@@ -18,7 +18,7 @@ func init() {
 }
 
 func cmdSubmit(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("submit", stderr)
+	fs := newFlagSet("submit", stdout, stderr)
 	api := apiFlag(fs)
 	cred := credentialFlag(fs)
 	wait := fs.Bool("wait", false, "wait for the job to finish; exit 0 only if it succeeded")

@@ -43,7 +43,7 @@ const defaultValidity = 720 * time.Hour
 
 func cmdAuthority(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && isHelp(args[0]) {
-		printHelp(stderr, "authority", nil)
+		printHelp(stdout, "authority", nil)
 		return exitOK
 	}
 	if len(args) > 0 && badSubcommandFlag("authority", args[0], stderr) {
@@ -56,7 +56,8 @@ func cmdAuthority(args []string, stdout, stderr io.Writer) int {
 	if args[0] == "delegate" {
 		return cmdDelegate(args[1:], stdout, stderr)
 	}
-	fs := newFlagSet("authority init", stderr)
+	fs := newFlagSet("authority init", stdout, stderr)
+	asJSON := fs.Bool("json", false, `print {"authority": ..., "dir": ...}`)
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return flagExit(err)
@@ -72,6 +73,10 @@ func cmdAuthority(args []string, stdout, stderr io.Writer) int {
 	}
 	if code := writeAuthorityDir(dir, auth.AuthorityKey, authorityKeyFile, key, nil, key.Public().(ed25519.PublicKey), stderr, "authority init"); code != exitOK {
 		return code
+	}
+	if *asJSON {
+		printJSON(stdout, map[string]string{"authority": auth.AuthorityText(key.Public().(ed25519.PublicKey)), "dir": dir})
+		return exitOK
 	}
 	fmt.Fprintln(stdout, auth.AuthorityText(key.Public().(ed25519.PublicKey)))
 	return exitOK
@@ -181,11 +186,12 @@ func validFlag(fs *flag.FlagSet) *time.Duration {
 }
 
 func cmdDelegate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("authority delegate", stderr)
+	fs := newFlagSet("authority delegate", stdout, stderr)
 	dir := fs.String("authority", "", "the authority directory (from agora authority init)")
 	site := fs.String("site", "", "the site the delegate may admit nodes to (required)")
 	out := fs.String("out", "", "the delegate's directory to create (required)")
 	valid := fs.Duration("valid", 8760*time.Hour, "how long the delegate certificate is valid")
+	asJSON := fs.Bool("json", false, `print {"delegate": ..., "site": ..., "dir": ...}`)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -216,12 +222,16 @@ func cmdDelegate(args []string, stdout, stderr io.Writer) int {
 	if code := writeAuthorityDir(*out, auth.DelegateKey, delegateKeyFile, key, ch, root, stderr, "authority delegate"); code != exitOK {
 		return code
 	}
+	if *asJSON {
+		printJSON(stdout, map[string]string{"delegate": name, "site": *site, "dir": *out})
+		return exitOK
+	}
 	fmt.Fprintf(stdout, "delegate %s admits nodes to site %s: %s\n", name, *site, *out)
 	return exitOK
 }
 
 func cmdAdmit(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("admit", stderr)
+	fs := newFlagSet("admit", stdout, stderr)
 	dir := fs.String("authority", "", "the authority directory (from agora authority init, or a delegate's)")
 	site := fs.String("site", "", "the node's site")
 	out := fs.String("out", "", "write the certificate here (default: stdout)")
@@ -259,7 +269,7 @@ func cmdAdmit(args []string, stdout, stderr io.Writer) int {
 
 func cmdUser(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && isHelp(args[0]) {
-		printHelp(stderr, "user", nil)
+		printHelp(stdout, "user", nil)
 		return exitOK
 	}
 	if len(args) > 0 && badSubcommandFlag("user", args[0], stderr) {
@@ -269,7 +279,7 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--share N] [--valid 720h] [--out FILE]")
 		return exitBadUsage
 	}
-	fs := newFlagSet("user add", stderr)
+	fs := newFlagSet("user add", stdout, stderr)
 	dir := fs.String("authority", "", "the authority directory (from agora authority init)")
 	admin := fs.Bool("admin", false, "the user administers the cluster: may cancel and read every job")
 	maxCPU := fs.String("max-cpu", "", "the most CPUs one task replica may ask for (e.g. 4, 500m; default: no limit)")
@@ -342,10 +352,11 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 func validName(s string) bool { return names.TaskName(s) }
 
 func cmdRevoke(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("revoke", stderr)
+	fs := newFlagSet("revoke", stdout, stderr)
 	dir := fs.String("authority", "", "sign with this authority directory (or a delegate's)")
 	api := apiFlag(fs)
 	out := fs.String("out", "", "write the revocation here (default: stdout)")
+	asJSON := fs.Bool("json", false, `print {"target": ..., "new": ...} when publishing, {"target": ..., "revocation": PEM} when signing`)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -362,7 +373,7 @@ func cmdRevoke(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agora revoke: give --authority DIR to sign a revocation, or --api HOST:PORT FILE to publish one")
 		return exitBadUsage
 	case *dir == "":
-		return publishRevocation(*api, arg, stdout, stderr)
+		return publishRevocation(*api, arg, *asJSON, stdout, stderr)
 	}
 	target, _ := strings.CutPrefix(arg, "node:")
 	if name, isUser := strings.CutPrefix(target, auth.UserPrefix); isUser && !validName(name) {
@@ -379,16 +390,23 @@ func cmdRevoke(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
 		return exitBadUsage
 	}
+	if *asJSON && *out == "" {
+		printJSON(stdout, map[string]string{"target": target, "revocation": string(r.PEM())})
+		return exitOK
+	}
 	if err := outFile(*out, r.PEM(), false, stdout); err != nil {
 		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
 		return exitFailed
+	}
+	if *asJSON {
+		printJSON(stdout, map[string]string{"target": target, "file": *out})
 	}
 	return exitOK
 }
 
 // publishRevocation hands a revocation file to a node, which checks it,
 // keeps it and spreads it to the network.
-func publishRevocation(api, path string, stdout, stderr io.Writer) int {
+func publishRevocation(api, path string, asJSON bool, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
@@ -403,6 +421,11 @@ func publishRevocation(api, path string, stdout, stderr io.Writer) int {
 		Target string `json:"target"`
 		New    bool   `json:"new"`
 	}
+	defer func() {
+		if asJSON && ans.Target != "" {
+			printJSON(stdout, ans)
+		}
+	}()
 	if err := newClient(api).send("POST", "/v1/revocations", "application/octet-stream", r.Encode(), &ans); err != nil {
 		fmt.Fprintf(stderr, "agora revoke: %v\n", err)
 		if isStatus(err, 400) {
@@ -410,9 +433,11 @@ func publishRevocation(api, path string, stdout, stderr io.Writer) int {
 		}
 		return exitFailed
 	}
-	if ans.New {
+	switch {
+	case asJSON:
+	case ans.New:
 		fmt.Fprintf(stdout, "revoked %s: the node keeps it and tells the network\n", ans.Target)
-	} else {
+	default:
 		fmt.Fprintf(stdout, "the node already knew the revocation of %s\n", ans.Target)
 	}
 	return exitOK

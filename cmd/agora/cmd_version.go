@@ -12,7 +12,7 @@ func init() {
 }
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", stderr)
+	fs := newFlagSet("version", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print the build's identity as JSON")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,9 +131,17 @@ tasks:
 	get := func(what string) {
 		t.Helper()
 		into := filepath.Join(t.TempDir(), "got")
-		out, errs, code := agora(t, "get", "--api", cc.api, "--task", "prep", "--out", into, id)
+		out, errs, code := agora(t, "get", "--api", cc.api, "--task", "prep", "--out", into, "--json", id)
 		if code != 0 {
 			t.Fatalf("agora get (%s): exit %d: %s %s", what, code, out, errs)
+		}
+		var got []struct {
+			Task  string
+			Bytes int64
+			Dir   string
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 || got[0].Task != "prep" || got[0].Dir != into || got[0].Bytes <= 0 {
+			t.Fatalf("agora get --json (%s): %v %s", what, err, out)
 		}
 		if got := sha256File(t, filepath.Join(into, "out.bin")); got != prep["out.bin"] {
 			t.Fatalf("agora get (%s): out.bin %s, want %s", what, got, prep["out.bin"])

@@ -47,8 +47,12 @@ var helps = map[string]helpText{
 		examples: []string{"agora dashboard", "xdg-open \"$(agora dashboard)\"", "agora dashboard --credential alice.cred"}},
 	"devices": {usage: "devices [flags]",
 		examples: []string{"agora devices", "agora devices --json"}},
-	"drain": {usage: "drain [flags]",
-		examples: []string{"agora drain"}},
+	"drain": {usage: "drain [--json] [flags]",
+		about:    "queued tasks go back to their managers at once, running ones after SIGTERM and their grace (a checkpointing task snapshots first), each placed elsewhere without counting a failure. The node keeps serving, and stays drained across restarts; `agora id` and peers' `agora peers` show it.",
+		examples: []string{"agora drain", "agora drain --api 127.0.0.1:7700 --json"}},
+	"undrain": {usage: "undrain [--json] [flags]",
+		about:    "the node bids for tasks and steals again; what the drain handed back stays where it was placed.",
+		examples: []string{"agora undrain", "agora undrain --json"}},
 	"get": {usage: "get [flags] JOB",
 		examples: []string{"agora get --out ./results j-1a2b3c", "agora get --task train --out ./model j-1a2b3c"}},
 	"id": {usage: "id [flags]",
@@ -126,15 +130,19 @@ func printHelp(w io.Writer, name string, fs *flag.FlagSet) {
 
 // flagOut is where each live flag set's messages go: the flag package's
 // own output is discarded, so that every error reads alike (parseFlags).
-var flagOut sync.Map // *flag.FlagSet -> io.Writer
+var flagOut sync.Map // *flag.FlagSet -> flagWriters
+
+// flagWriters are a command's two outputs: help asked for is its output
+// (stdout, so `agora X --help | less` works); a bad flag is an error.
+type flagWriters struct{ help, errs io.Writer }
 
 // newFlagSet makes a command's flag set: errors are returned, not fatal,
-// and --help prints the command's help (printHelp).
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// and --help prints the command's help (printHelp) to stdout.
+func newFlagSet(name string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("agora "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	flagOut.Store(fs, stderr)
+	flagOut.Store(fs, flagWriters{help: stdout, errs: stderr})
 	if flagSink != nil {
 		flagSink(name, fs)
 	}
@@ -150,9 +158,12 @@ var flagSink func(name string, fs *flag.FlagSet)
 // flag.ErrHelp; for a bad flag, an error naming it and the help command.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	out, _ := flagOut.LoadAndDelete(fs)
-	w, _ := out.(io.Writer)
-	if w == nil {
-		w = io.Discard
+	ws, _ := out.(flagWriters)
+	if ws.help == nil {
+		ws.help = io.Discard
+	}
+	if ws.errs == nil {
+		ws.errs = io.Discard
 	}
 	var tail []string
 	for i, a := range args {
@@ -167,10 +178,10 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				printHelp(w, name, fs)
+				printHelp(ws.help, name, fs)
 				return nil, err
 			}
-			fmt.Fprintf(w, "agora %s: %s (run 'agora %s --help')\n", name, flagProblem(err), name)
+			fmt.Fprintf(ws.errs, "agora %s: %s (run 'agora %s --help')\n", name, flagProblem(err), name)
 			return nil, err
 		}
 		args = fs.Args()

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,8 @@ func helpArgs() [][]string {
 
 // TestHelpFormat (issue 26, done-when 5): every command's --help exits 0
 // and prints one format — a usage line, the summary, the flags, at least
-// one example.
+// one example — to stdout, since it was asked for (issue 47), and nothing
+// to stderr.
 func TestHelpFormat(t *testing.T) {
 	for _, args := range helpArgs() {
 		name := strings.Join(args[:len(args)-1], " ")
@@ -36,7 +38,10 @@ func TestHelpFormat(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			help := out + errs
+			if errs != "" {
+				t.Errorf("asked-for help wrote to stderr: %q", errs)
+			}
+			help := out
 			if !strings.HasPrefix(help, "usage: agora "+name) {
 				t.Errorf("help does not start with %q:\n%s", "usage: agora "+name, help)
 			}
@@ -167,5 +172,30 @@ func TestUnknownCommand(t *testing.T) {
 	}
 	if out, errs, code := cli(t); code != exitBadUsage || out != "" || !strings.Contains(errs, "usage: agora COMMAND") {
 		t.Errorf("agora: exit %d, stdout %q, stderr %q; want exit 2 and the usage on stderr", code, out, errs)
+	}
+}
+
+// TestJSONEverywhere (issue 47, done-when 6): every command that prints
+// something a script may read has --json; the exceptions print a file
+// format of their own or nothing to parse.
+func TestJSONEverywhere(t *testing.T) {
+	exempt := map[string]string{
+		"completion": "prints a shell script",
+		"node":       "runs a node; its output is its log",
+		"admit":      "prints the node certificate itself (PEM)",
+		"user add":   "prints the user credential itself (PEM)",
+	}
+	for name, flags := range completionFlags() {
+		if _, ok := exempt[name]; ok {
+			continue
+		}
+		if !slices.Contains(flags, "--json") {
+			t.Errorf("agora %s has no --json", name)
+		}
+	}
+	for name := range exempt {
+		if _, ok := completionFlags()[name]; !ok {
+			t.Errorf("exempt %q is no command", name)
+		}
 	}
 }

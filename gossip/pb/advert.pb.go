@@ -285,6 +285,7 @@ type Advert struct {
 	HeadRoom            *HeadRoom              `protobuf:"bytes,23,opt,name=head_room,json=headRoom,proto3" json:"head_room,omitempty"`                                   // when the node will have room for the head it sees; absent when it sees none
 	Users               []*UserUsage           `protobuf:"bytes,24,rep,name=users,proto3" json:"users,omitempty"`                                                         // per user with network-wide running limits, what that user's jobs managed by the node hold and wait for; <= 64, by user name
 	Steal               *StealOffer            `protobuf:"bytes,25,opt,name=steal,proto3" json:"steal,omitempty"`                                                         // what the node's queue could give a thief; absent from a sender that does not say (then any queue is worth asking)
+	Drained             bool                   `protobuf:"varint,26,opt,name=drained,proto3" json:"drained,omitempty"`                                                    // an operator drained the node (agora drain): it takes no work until undrained; older nodes ignore it and learn the same from its refusals
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -492,6 +493,13 @@ func (x *Advert) GetSteal() *StealOffer {
 		return x.Steal
 	}
 	return nil
+}
+
+func (x *Advert) GetDrained() bool {
+	if x != nil {
+		return x.Drained
+	}
+	return false
 }
 
 // StealOffer summarises the replicas queued at a node that it would hand
@@ -966,7 +974,7 @@ const file_advert_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbb\a\n" +
 	"\x06Advert\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\apeer_id\x18\x02 \x01(\fR\x06peerId\x12\x10\n" +
@@ -997,7 +1005,8 @@ const file_advert_proto_rawDesc = "" +
 	"\awaiting\x18\x16 \x01(\v2\x15.agora.v1.WaitingGangR\awaiting\x12/\n" +
 	"\thead_room\x18\x17 \x01(\v2\x12.agora.v1.HeadRoomR\bheadRoom\x12)\n" +
 	"\x05users\x18\x18 \x03(\v2\x13.agora.v1.UserUsageR\x05users\x12*\n" +
-	"\x05steal\x18\x19 \x01(\v2\x14.agora.v1.StealOfferR\x05steal\x1a9\n" +
+	"\x05steal\x18\x19 \x01(\v2\x14.agora.v1.StealOfferR\x05steal\x12\x18\n" +
+	"\adrained\x18\x1a \x01(\bR\adrained\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x01\n" +

@@ -418,6 +418,8 @@ func TestAllowAndQuotas(t *testing.T) {
 		{ActJobs, Identity{Name: "bob"}, ""},
 		{ActDrain, alice, RuleAdmin},
 		{ActDrain, carol, ""},
+		{ActUndrain, alice, RuleAdmin},
+		{ActUndrain, carol, ""},
 	} {
 		err := Allow(c.act, c.id, "alice")
 		var r *Refusal

@@ -41,8 +41,8 @@ func Allow(act Action, id Identity, owner string) error {
 		return nil
 	case act == ActJobs, act == ActPeers:
 		return nil
-	case act == ActDrain:
-		return &Refusal{Rule: RuleAdmin, Msg: fmt.Sprintf("user %s may not drain a node: only admins may", id.Name)}
+	case act == ActDrain, act == ActUndrain:
+		return &Refusal{Rule: RuleAdmin, Msg: fmt.Sprintf("user %s may not %s a node: only admins may", id.Name, act)}
 	case id.Name == owner:
 		return nil
 	}

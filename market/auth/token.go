@@ -22,7 +22,10 @@ const (
 	ActCancel Action = "cancel" // cancel a job
 	ActJobs   Action = "jobs"   // list jobs
 	ActDrain  Action = "drain"  // drain a node
-	ActPeers  Action = "peers"  // read a node's peers and resources
+	// ActUndrain ends a drain: its own action, so that a drain's token
+	// cannot be replayed to undo it.
+	ActUndrain Action = "undrain"
+	ActPeers   Action = "peers" // read a node's peers and resources
 	// ActSession signs a user into the dashboard of the node its Job
 	// names: it stands for the user's reads (Reads) for SessionTTL.
 	ActSession Action = "session"

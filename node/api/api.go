@@ -69,8 +69,11 @@ type Backend interface {
 	// of an attempt of a task replica on the node that ran it; ok is
 	// false when that node has none.
 	TaskLog(ctx context.Context, node market.NodeID, k market.TaskKey, attempt int, from uint64) (LogPage, bool, error)
-	// Drain hands the node's work to its peers (see node.Drain).
+	// Drain hands the node's work to its peers (see node.Drain);
+	// Undrain lets it take work again; Drained says which it is in.
 	Drain(ctx context.Context) error
+	Undrain(ctx context.Context) error
+	Drained() bool
 	// PinImage resolves an image reference to the ID (and size) of the
 	// image this node's container engine holds under it
 	// (docs/containers.md); an error wrapping ErrRefused when it cannot.
@@ -189,6 +192,7 @@ func New(b Backend, metrics http.Handler, g Guard) *Server {
 	mux.HandleFunc("GET /v1/acct", s.handleAcct)
 	mux.HandleFunc("GET /v1/report", s.handleReport)
 	mux.HandleFunc("POST /v1/drain", s.handleDrain)
+	mux.HandleFunc("POST /v1/undrain", s.handleUndrain)
 	mux.HandleFunc("POST /v1/revocations", s.handleRevoke)
 	mux.Handle("GET /metrics", metrics)
 	s.srv = &http.Server{Handler: guarded(g, withCredential(mux)), ReadHeaderTimeout: readHeaderTimeout,
@@ -243,7 +247,7 @@ func (s *Server) handleID(w http.ResponseWriter, _ *http.Request) {
 	if addrs == nil {
 		addrs = []string{}
 	}
-	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs, Build: buildinfo.Get()})
+	writeJSON(w, http.StatusOK, IDResponse{PeerID: id, Addrs: addrs, Build: buildinfo.Get(), Drained: s.b.Drained()})
 }
 
 // authorized answers a request its credential does not allow to do act,
@@ -502,7 +506,18 @@ func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusGatewayTimeout, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"state": "drained"})
+	writeJSON(w, http.StatusOK, DrainResponse{State: "drained"})
+}
+
+func (s *Server) handleUndrain(w http.ResponseWriter, r *http.Request) {
+	if err := s.b.Undrain(r.Context()); errors.Is(err, ErrForbidden) {
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	} else if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, DrainResponse{State: "open"})
 }
 
 // maxRevocationBody bounds a revocation's request body.

@@ -92,7 +92,9 @@ func (f *fake) TaskLog(_ context.Context, node market.NodeID, k market.TaskKey, 
 	return LogPage{Data: fmt.Sprintf("%s from %d\n", k, from), Next: 42}, true, nil
 }
 
-func (f *fake) Drain(context.Context) error { f.drained = true; return nil }
+func (f *fake) Drain(context.Context) error   { f.drained = true; return nil }
+func (f *fake) Undrain(context.Context) error { f.drained = false; return nil }
+func (f *fake) Drained() bool                 { return f.drained }
 
 func (f *fake) Revoke(context.Context, []byte) (string, bool, error) {
 	return "", false, fmt.Errorf("%w: no authority", ErrRefused)
@@ -135,7 +137,10 @@ func TestRoutes(t *testing.T) {
 		{"DELETE", "/v1/jobs/j-1", "", 200, `"state": "cancelled"`},
 		{"DELETE", "/v1/jobs/j-done", "", 409, "already succeeded"},
 		{"DELETE", "/v1/jobs/j-9", "", 404, "no job j-9"},
+		{"POST", "/v1/undrain", "", 200, `"state": "open"`},
+		{"GET", "/v1/id", "", 200, `"drained": false`},
 		{"POST", "/v1/drain", "", 200, `"state": "drained"`},
+		{"GET", "/v1/id", "", 200, `"drained": true`},
 	} {
 		req, err := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
 		if err != nil {

@@ -120,6 +120,8 @@ func ActionOf(method, path string) (auth.Action, string, bool) {
 		return auth.ActJobs, "", true
 	case method == "POST" && p == "/v1/drain":
 		return auth.ActDrain, "", true
+	case method == "POST" && p == "/v1/undrain":
+		return auth.ActUndrain, "", true
 	case method == "GET" && (p == "/v1/peers" || p == "/v1/devices" || p == "/v1/images"):
 		return auth.ActPeers, "", true
 	}

@@ -16,6 +16,7 @@ func TestActionOf(t *testing.T) {
 	}{
 		{"GET", "/v1/jobs", auth.ActJobs, ""},
 		{"POST", "/v1/drain", auth.ActDrain, ""},
+		{"POST", "/v1/undrain", auth.ActUndrain, ""},
 		{"GET", "/v1/jobs/j-1", auth.ActStatus, "j-1"},
 		{"DELETE", "/v1/jobs/j-1", auth.ActCancel, "j-1"},
 		{"GET", "/v1/jobs/j-1/logs?task=a", auth.ActLogs, "j-1"},

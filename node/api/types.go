@@ -20,6 +20,15 @@ type IDResponse struct {
 	PeerID string         `json:"peer_id"`
 	Addrs  []string       `json:"addrs"`
 	Build  buildinfo.Info `json:"build"`
+	// Drained says an operator drained the node (agora drain) and has
+	// not undrained it: it takes no work.
+	Drained bool `json:"drained"`
+}
+
+// DrainResponse is the body of POST /v1/drain and /v1/undrain: the
+// node's state after it, "drained" or "open".
+type DrainResponse struct {
+	State string `json:"state"`
 }
 
 // PeerResponse is one element of GET /v1/peers.
@@ -43,6 +52,9 @@ type PeerResponse struct {
 	// "relayed" (through a relay only; see --nat-traversal) or "none"
 	// (its adverts reach this node through others).
 	Connection string `json:"connection"`
+	// Drained says the peer's operator drained it (its advert's
+	// drained): it takes no work until undrained.
+	Drained bool `json:"drained"`
 }
 
 // ErrorResponse is the body of every API error.
@@ -57,7 +69,7 @@ func PeerView(m gossip.Member) PeerResponse {
 		PeerID: a.Peer.String(), Site: a.Site, Labels: a.Labels, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWaitMs: a.PredictedWait.Milliseconds(), Load: a.Load,
 		Addrs: []string{}, LastSeen: m.LastSeen.UTC().Format(time.RFC3339),
-		Enforces: a.Limits.Enforces().String(), RunsUnenforced: a.Limits.Unenforced,
+		Enforces: a.Limits.Enforces().String(), RunsUnenforced: a.Limits.Unenforced, Drained: a.Drained,
 	}
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
@@ -100,6 +112,23 @@ type TaskStatus struct {
 	// predicted it would (RFC 3339; empty otherwise).
 	Waiting        string `json:"waiting,omitempty"`
 	PredictedStart string `json:"predicted_start,omitempty"`
+	// Preempted counts its attempts that ended preempted — evicted by
+	// higher-priority work, handed back by a drained node, superseded —
+	// and placed again without counting a failure.
+	Preempted int `json:"preempted"`
+	// History is its attempts, oldest first.
+	History []AttemptStatus `json:"history,omitempty"`
+}
+
+// AttemptStatus is one placement of a task replica.
+type AttemptStatus struct {
+	Attempt  int    `json:"attempt"`
+	Node     string `json:"node"`
+	State    string `json:"state"`
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
 }
 
 // LogsResponse is the body of GET /v1/jobs/{id}/logs.
@@ -149,9 +178,17 @@ func StatusOf(j market.JobRecord) JobStatus {
 		if node == "" && len(t.History) > 0 {
 			node = string(t.History[len(t.History)-1].Node)
 		}
-		s.Tasks = append(s.Tasks, TaskStatus{Name: t.Key.Task, Replica: t.Key.Replica, State: string(t.State), Node: node,
+		row := TaskStatus{Name: t.Key.Task, Replica: t.Key.Replica, State: string(t.State), Node: node,
 			Attempts: t.Attempts, ExitCode: t.ExitCode, Reason: t.Reason, Started: ts(t.Started), Finished: ts(t.Finished),
-			Waiting: t.Waiting, PredictedStart: ts(t.PredictedStart)})
+			Waiting: t.Waiting, PredictedStart: ts(t.PredictedStart)}
+		for _, h := range t.History {
+			if h.State == market.TaskPreempted {
+				row.Preempted++
+			}
+			row.History = append(row.History, AttemptStatus{Attempt: h.Attempt, Node: string(h.Node), State: string(h.State), ExitCode: h.ExitCode,
+				Reason: h.Reason, Started: ts(h.Started), Finished: ts(h.Finished)})
+		}
+		s.Tasks = append(s.Tasks, row)
 	}
 	return s
 }
