@@ -352,12 +352,26 @@ func (au *auctioneer) closeAuction(a *auction) {
 		return
 	}
 	if len(a.bids) == 0 {
-		if au.now.Sub(t.Ready) >= au.cfg.SchedulingTimeout {
-			au.mgr.failUnplaceable(j, t, a)
+		waited := au.now.Sub(t.Ready)
+		timeout := au.pendingTimeout(j)
+		if timeout > 0 && waited >= timeout {
+			au.mgr.failUnplaceable(j, t, a, timeout)
 			return
 		}
-		back := au.cfg.RoundBackoff << min(a.id.Round, 5)
-		a.nextAt = au.now.Add(min(back, 2*time.Second))
+		back := min(au.cfg.RoundBackoff<<min(a.id.Round, 5), 2*time.Second)
+		if waited >= ParkAfter {
+			// Nothing can hold it now: a round now and then, and one as
+			// soon as a node that might joins (wakeParked).
+			back = ParkEvery
+			if au.parked == nil {
+				au.parked = map[TaskKey]struct{}{}
+			}
+			au.parked[a.id.Key] = struct{}{}
+		}
+		a.nextAt = au.now.Add(back)
+		if timeout > 0 && a.nextAt.After(t.Ready.Add(timeout)) {
+			a.nextAt = t.Ready.Add(timeout)
+		}
 		return
 	}
 	a.ranked = au.rank(a, t)
@@ -367,6 +381,44 @@ func (au *auctioneer) closeAuction(a *auction) {
 		au.emit(RoundClosed{Auction: a.id, Opened: a.start, Closed: au.now, Bids: len(a.bids), Invited: len(a.invited)})
 	}
 	au.awardNext(a)
+}
+
+// ParkAfter is how long a replica may find no bidder before its rounds
+// slow to one every ParkEvery: it waits for a node that could hold it
+// (docs/jobspec.md, pending_timeout), and asking the whole network every
+// 2 s meanwhile would cost every node a CFP per waiting replica.
+const (
+	ParkAfter = 10 * time.Second
+	ParkEvery = 30 * time.Second
+)
+
+// pendingTimeout is how long j's replicas may find no bidder before it
+// fails: its spec's pending_timeout, else the node's SchedulingTimeout;
+// zero waits for ever.
+func (sh *shared) pendingTimeout(j *JobRecord) time.Duration {
+	if j.Spec.PendingTimeout > 0 {
+		return j.Spec.PendingTimeout
+	}
+	return sh.cfg.SchedulingTimeout
+}
+
+// wakeParked opens a round at once for every parked auction: a peer
+// joined or restarted, and may hold what nothing could.
+func (sh *shared) wakeParked() {
+	for k := range sh.parked {
+		if a := sh.auctions[k]; a != nil && a.closed && a.awardee == nil && !a.nextAt.IsZero() {
+			a.nextAt = sh.now
+			sh.dl.retimeAuction(k)
+		}
+	}
+	clear(sh.parked)
+	for id := range sh.parkedGangs {
+		if g := sh.gangs[id]; g != nil && !g.holding && !g.nextAt.IsZero() {
+			g.nextAt = sh.now
+			sh.dl.retimeGang(id)
+		}
+	}
+	clear(sh.parkedGangs)
 }
 
 // startText says when a bid's start lies from now: "now" for a start

@@ -128,6 +128,9 @@ var seqNo int
 
 // drain carries out every node's effects.
 func (c *cluster) drain() {
+	if c.sent == nil {
+		c.sent = map[string]int{}
+	}
 	for i, m := range c.nodes {
 		for _, e := range m.Ready() {
 			switch x := e.(type) {
@@ -136,6 +139,7 @@ func (c *cluster) drain() {
 				seqNo++
 				c.queue = append(c.queue, delivery{at: c.now.Add(c.latency), from: c.ids[i], to: x.To, msg: x.Msg, seq: seqNo})
 			case Broadcast:
+				c.sent["broadcast/"+Kind(x.Msg)]++
 				for j := range c.nodes {
 					if j != i {
 						seqNo++

@@ -58,8 +58,9 @@ type Config struct {
 	MaxBidWindow time.Duration
 	// AwardTimeout is how long a manager waits for an award's answer; 2s.
 	AwardTimeout time.Duration
-	// SchedulingTimeout is how long a task may find no bidder before it
-	// fails with a reason; 10s.
+	// SchedulingTimeout is how long a task may find no node that could
+	// hold it before its job fails with a reason, for jobs whose spec
+	// sets no pending_timeout; 0 (the default) waits for such a node.
 	SchedulingTimeout time.Duration
 	// RetryBase and RetryMax bound the exponential back-off between
 	// attempts of a failed task; 1s and 30s.
@@ -249,7 +250,6 @@ func (c Config) WithDefaults() Config {
 	def(&c.BidWindow, 50*time.Millisecond)
 	def(&c.MaxBidWindow, 500*time.Millisecond)
 	def(&c.AwardTimeout, 2*time.Second)
-	def(&c.SchedulingTimeout, 10*time.Second)
 	def(&c.RetryBase, time.Second)
 	def(&c.RetryMax, 30*time.Second)
 	def(&c.RoundBackoff, 100*time.Millisecond)

@@ -339,21 +339,38 @@ func (gs *gangManager) closeGang(g *gangAuction) {
 		return
 	}
 	ready := gs.readyTime(j, g.task)
-	if capable < g.size && gs.now.Sub(ready) >= gs.cfg.SchedulingTimeout {
-		// One round's bids can fall short because a bidder is down or a
-		// bid was lost; the gang fails only when the view, too, knows too
-		// few nodes that could ever hold a replica.
+	waited, timeout := gs.now.Sub(ready), gs.pendingTimeout(j)
+	// One round's bids can fall short because a bidder is down or a bid
+	// was lost; the gang is unplaceable only when the view, too, knows
+	// too few nodes that could ever hold a replica.
+	unplaceable := false
+	if capable < g.size && (timeout > 0 && waited >= timeout || waited >= ParkAfter) {
 		need := g.size
 		if g.pack {
 			need = 1
 		}
-		if _, known := gs.viewRoom(g); known < need {
-			gs.failGang(j, g, capable)
-			return
-		}
+		_, known := gs.viewRoom(g)
+		unplaceable = known < need
+	}
+	if unplaceable && timeout > 0 && waited >= timeout {
+		gs.failGang(j, g, capable)
+		return
 	}
 	back := gs.cfg.RoundBackoff << min(g.roundNo, 4)
 	back = min(back, 2*time.Second)
+	if unplaceable {
+		// As for a single replica (closeAuction): wait for a node.
+		back = ParkEvery
+		if gs.parkedGangs == nil {
+			gs.parkedGangs = map[string]struct{}{}
+		}
+		gs.parkedGangs[gangID(g.job, g.task)] = struct{}{}
+		if timeout > 0 && ready.Add(timeout).Before(gs.now.Add(back)) {
+			back = ready.Add(timeout).Sub(gs.now)
+		}
+		g.nextAt = gs.now.Add(back)
+		return
+	}
 	if capable >= g.size && gs.now.Sub(g.since) >= gs.cfg.GangReserveAfter {
 		gs.reserveFor(g)
 		// Reserved nodes take no new work: look again about when the
@@ -477,7 +494,7 @@ func (gs *gangManager) failGang(j *JobRecord, g *gangAuction, capable int) {
 	if capable == 0 {
 		why = gs.mgr.unplaceableReason(&auction{offer: g.offer, round: round{nobids: g.nobids}})
 	}
-	full := fmt.Sprintf("task %s cannot be scheduled: %s", g.task, why)
+	full := fmt.Sprintf("task %s cannot be scheduled within %s: %s", g.task, timeoutText(j, gs.pendingTimeout(j)), why)
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		if t.Key.Task == g.task {

@@ -187,14 +187,16 @@ func TestNarrowGangNotStarvedByStream(t *testing.T) {
 
 func TestGangTooLargeRefused(t *testing.T) {
 	c := newCluster(t, cpuNode(4), cpuNode(4), cpuNode(4))
-	c.submit(0, "g", job("g", gangTask("w", 4, 2000)))
+	js := job("g", gangTask("w", 4, 2000))
+	js.PendingTimeout = 10 * time.Second
+	c.submit(0, "g", js)
 	start := c.now
 	c.until(30*time.Second, "gang to be refused", func() bool { return c.job(0, "g").State == JobFailed })
 	j := c.job(0, "g")
-	if took := c.now.Sub(start); took > c.nodes[0].cfg.SchedulingTimeout+3*time.Second {
+	if took := c.now.Sub(start); took > js.PendingTimeout+3*time.Second {
 		t.Fatalf("refused after %v", took)
 	}
-	if !strings.Contains(j.Reason, "gang of 4") || !strings.Contains(j.Reason, "only 3") {
+	if !strings.Contains(j.Reason, "gang of 4") || !strings.Contains(j.Reason, "only 3") || !strings.Contains(j.Reason, "pending_timeout (10s)") {
 		t.Fatalf("reason %q", j.Reason)
 	}
 	if len(c.starts) != 0 {

@@ -44,14 +44,62 @@ func TestManyTasksMakespan(t *testing.T) {
 	}
 }
 
+// TestUnplaceableWaitsForNode (issue 47, done-when 4): a task no node
+// could ever hold waits, saying why, with rounds slowed to one every
+// ParkEvery; a node that could hold it joins and runs it at once.
+func TestUnplaceableWaitsForNode(t *testing.T) {
+	c := newCluster(t, cpuNode(4), cpuNode(8), gpuNode(16, 2, 40<<30, "A100"))
+	c.cut["n2"] = true // the GPU server has not joined yet
+	c.nodes[0].PeerGone(c.now, "n2")
+	c.nodes[1].PeerGone(c.now, "n2")
+	c.drain()
+	tk := task("train", 1000)
+	tk.Request.GPU = resource.GPURequest{Count: 1}
+	c.submit(0, "j", job("train", tk))
+	end := c.now.Add(5 * time.Minute)
+	for c.now.Before(end) {
+		c.step()
+	}
+	j := c.job(0, "j")
+	if j.State != JobRunning && j.State != JobPending || j.Tasks[0].State != TaskPending {
+		t.Fatalf("after 5 minutes: job %s, task %s (%s)", j.State, j.Tasks[0].State, j.Reason)
+	}
+	if w := j.Tasks[0].Waiting; !strings.HasPrefix(w, "no node fits: gpu: none") {
+		t.Fatalf("waiting %q, want the missing GPU named", w)
+	}
+	// Parked: after ParkAfter, one round per ParkEvery (each round
+	// broadcasts: no node in the view could hold it). Unparked, rounds
+	// 2 s apart would make 150.
+	if rounds, most := c.sent["broadcast/cfp"], 12+int(5*time.Minute/ParkEvery); rounds > most {
+		t.Fatalf("%d rounds in 5 minutes of waiting, want at most %d", rounds, most)
+	} else {
+		t.Logf("%d rounds in 5 minutes of waiting", rounds)
+	}
+
+	delete(c.cut, "n2") // it joins: the next adverts carry it
+	joined := c.now
+	c.until(10*time.Second, "the task to start on the GPU server", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+	if took := c.now.Sub(joined); took > 4*time.Second {
+		t.Fatalf("started %v after the node joined, want at once (not at the next parked round)", took)
+	}
+	if n := c.job(0, "j").Tasks[0].Node; n != "n2" {
+		t.Fatalf("runs on %s", n)
+	}
+}
+
 func TestUnplaceableFailsWithReason(t *testing.T) {
 	c := newCluster(t, cpuNode(4), gpuNode(16, 2, 40<<30, "A100"), cpuNode(8))
 	tk := task("big", 1000)
 	tk.Request.GPU = resource.GPURequest{Count: 1, Memory: 200 << 30}
-	c.submit(0, "j", job("big", tk))
+	js := job("big", tk)
+	js.PendingTimeout = 10 * time.Second
+	c.submit(0, "j", js)
 	start := c.now
 	c.until(20*time.Second, "job to fail", func() bool { return c.job(0, "j").State == JobFailed })
 	j := c.job(0, "j")
+	if !strings.Contains(j.Reason, "within its pending_timeout (10s)") {
+		t.Fatalf("reason %q should name the pending timeout", j.Reason)
+	}
 	if !strings.Contains(j.Reason, "gpu memory") || !strings.Contains(j.Reason, "n1") {
 		t.Fatalf("reason %q should name the gpu memory requirement and closest peer n1", j.Reason)
 	}

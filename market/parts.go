@@ -42,7 +42,12 @@ type shared struct {
 	firstRecord map[string]map[string]int
 	// the rounds open for the jobs' tasks (auction.go, gang.go)
 	auctions map[TaskKey]*auction
-	gangs    map[string]*gangAuction
+	// parked are the auctions that found no node that could hold their
+	// replica for ParkAfter: they open a round every ParkEvery, and at
+	// once when a peer joins or restarts (auction.go, wakeParked).
+	parked      map[TaskKey]struct{}
+	parkedGangs map[string]struct{}
+	gangs       map[string]*gangAuction
 	// dl is the deadline queue (timers.go): every time Tick has work.
 	dl deadlines
 

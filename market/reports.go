@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agora-sched/agora/devices/resource"
 )
@@ -280,6 +281,15 @@ func (mg *manager) endJobWith(j *JobRecord, st JobState, reason string, live fun
 	mg.event(j.ID, fmt.Sprintf("job %s%s", st, suffix(reason)))
 }
 
+// timeoutText names the pending timeout that ran out and where it came
+// from.
+func timeoutText(j *JobRecord, timeout time.Duration) string {
+	if j.Spec.PendingTimeout > 0 {
+		return fmt.Sprintf("its pending_timeout (%v)", timeout)
+	}
+	return fmt.Sprintf("the node's scheduling timeout (%v)", timeout)
+}
+
 func suffix(r string) string {
 	if r == "" {
 		return ""
@@ -287,13 +297,13 @@ func suffix(r string) string {
 	return ": " + r
 }
 
-// failUnplaceable fails a replica nobody bid for within the scheduling
-// timeout, naming the unmet requirement and the closest peer.
-func (mg *manager) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction) {
+// failUnplaceable fails a replica nobody bid for within its pending
+// timeout, naming the timeout, the unmet requirement and the closest peer.
+func (mg *manager) failUnplaceable(j *JobRecord, t *TaskRecord, a *auction, timeout time.Duration) {
 	mg.dropAuction(t.Key)
 	reason := mg.unplaceableReason(a)
 	mg.move(j, t, change{ev: evFail, exit: -1, reason: reason})
-	full := fmt.Sprintf("task %s cannot be scheduled: %s", t.Key.Task, reason)
+	full := fmt.Sprintf("task %s cannot be scheduled within %s: %s", t.Key.Task, timeoutText(j, timeout), reason)
 	mg.event(j.ID, full)
 	mg.endJob(j, JobFailed, full)
 }
@@ -355,7 +365,9 @@ func (mg *manager) unplaceableReason(a *auction) string {
 // a node that fails only on GPU memory is closer than one with too little
 // CPU.
 func stageOf(reason string) int {
-	for i, p := range []string{"site", "label", "no container runtime", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid"} {
+	// A draining node passed every check: it would hold the task but for
+	// its operator (agora drain).
+	for i, p := range []string{"site", "label", "no container runtime", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid", "node draining"} {
 		if strings.HasPrefix(reason, p) {
 			return i
 		}

@@ -96,7 +96,9 @@ func runningJob(t *testing.T, d time.Duration, caps ...int) (*cluster, JobRecord
 	}
 	c := newCluster(t, vs...)
 	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, d }
-	c.submit(0, "j", job("split", task("t", 1000)))
+	js := job("split", task("t", 1000))
+	js.PendingTimeout = 10 * time.Second // the side without room fails it
+	c.submit(0, "j", js)
 	c.until(5*time.Second, "the task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
 	return c, c.job(0, "j")
 }

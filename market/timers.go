@@ -221,6 +221,7 @@ func (sh *shared) putAuction(a *auction) {
 }
 
 func (sh *shared) dropAuction(k TaskKey) {
+	delete(sh.parked, k)
 	if _, ok := sh.auctions[k]; ok {
 		delete(sh.auctions, k)
 		sh.dl.retimeAuction(k)
@@ -238,6 +239,7 @@ func (sh *shared) putGang(g *gangAuction) {
 
 func (sh *shared) dropGang(job, task string) {
 	id := gangID(job, task)
+	delete(sh.parkedGangs, id)
 	if _, ok := sh.gangs[id]; ok {
 		delete(sh.gangs, id)
 		sh.dl.retimeGang(id)

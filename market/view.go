@@ -44,6 +44,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		if restarted {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
 			m.fo.managerRestarted(p.ID)
+			m.wakeParked()
 		}
 		m.gang.headMoved()
 		return
@@ -58,6 +59,7 @@ func (m *Market) Advert(now time.Time, p Peer) {
 	}
 	m.sp.peerBack(p.ID)
 	m.usageNewPeer()
+	m.wakeParked()
 	m.gang.headMoved()
 }
 

@@ -158,12 +158,12 @@ func TestGangMemberFailure(t *testing.T) {
 }
 
 // TestGangTooLargeOnRealNodes: a gang needing more nodes than the cluster
-// has is refused with a reason within the scheduling timeout.
+// has is refused with a reason at its job's pending timeout.
 func TestGangTooLargeOnRealNodes(t *testing.T) {
 	net := New(t, 3, Options{Resources: fourCPU})
 	net.WaitConverged(10 * time.Second)
 	start := time.Now()
-	id, err := net.Node(0).Submit(`{"name": "huge-gang", "tasks": [{"name": "w", "replicas": 4, "gang": true, "command": ["true"], "resources": {"cpu": 3}}]}`)
+	id, err := net.Node(0).Submit(`{"name": "huge-gang", "pending_timeout": "10s", "tasks": [{"name": "w", "replicas": 4, "gang": true, "command": ["true"], "resources": {"cpu": 3}}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}

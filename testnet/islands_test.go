@@ -222,7 +222,7 @@ func TestRestartWhileCutOffCopied(t *testing.T) {
 	net := New(t, 4, Options{Resources: two, Topology: Star})
 	net.WaitConverged(20 * time.Second)
 	const edge = 3
-	id, err := net.Node(edge).Submit(fmt.Sprintf(`{"name": "edge-work", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 4; echo edge-done"], "resources": {"cpu": 1, "site": "site-%d"}}]}`, edge))
+	id, err := net.Node(edge).Submit(fmt.Sprintf(`{"name": "edge-work", "pending_timeout": "10s", "tasks": [{"name": "t", "command": ["sh", "-c", "sleep 4; echo edge-done"], "resources": {"cpu": 1, "site": "site-%d"}}]}`, edge))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,19 +104,20 @@ func TestBurstMakespan(t *testing.T) {
 	}
 }
 
-// TestUnplaceable: a 200 GiB GPU fails within 15 s naming the GPU memory
-// requirement, and nothing runs.
+// TestUnplaceable: a 200 GiB GPU fails at its job's pending timeout
+// (10 s), within 15 s, naming the timeout and the GPU memory requirement,
+// and nothing runs.
 func TestUnplaceable(t *testing.T) {
 	net := New(t, 3, Options{Resources: resourcesABC})
 	net.WaitConverged(10 * time.Second)
 	start := time.Now()
-	id, err := net.Node(0).Submit(`{"name": "huge", "tasks": [{"name": "main", "command": ["true"], "resources": {"gpu": {"count": 1, "memory": "200GiB"}}}]}`)
+	id, err := net.Node(0).Submit(`{"name": "huge", "pending_timeout": "10s", "tasks": [{"name": "main", "command": ["true"], "resources": {"gpu": {"count": 1, "memory": "200GiB"}}}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := waitJob(t, net.Node(0), id, 15*time.Second)
 	t.Logf("failed after %v: %s", time.Since(start).Round(time.Millisecond), s.Reason)
-	if s.State != "failed" || !strings.Contains(s.Reason, "gpu memory") {
+	if s.State != "failed" || !strings.Contains(s.Reason, "gpu memory") || !strings.Contains(s.Reason, "pending_timeout (10s)") {
 		t.Fatalf("state %s reason %q", s.State, s.Reason)
 	}
 	for _, nd := range net.Up() {

@@ -72,7 +72,7 @@ func setLogLevel(level string, explicit bool) error {
 // ok is false when the command is done (bad usage, or --init), with its
 // exit code.
 func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code int, ok bool) {
-	fs := newFlagSet("node", stderr)
+	fs := newFlagSet("node", stdout, stderr)
 	cfg = node.Config{PublishAPIToken: true}
 	var listen, boot, labels, taskEnv multiFlag
 	fs.StringVar(&cfg.DataDir, "data", node.DefaultDataDir(), "data directory (identity, database, task work dirs)")
@@ -108,7 +108,7 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 	weights := fs.String("weights", fmt.Sprintf("%g,%g,%g", def.Weights.Urgency, def.Weights.Match, def.Weights.Efficiency), "weights of the weighted scorer: urgency,match,efficiency")
 	fs.IntVar(&cfg.Market.D, "d", def.D, "CFP fan-out: candidates invited per auction round (power of d choices)")
 	fs.DurationVar(&cfg.Market.BidWindow, "bid-window", def.BidWindow, "how long a manager waits for bids")
-	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", def.SchedulingTimeout, "how long a task may find no bidder before it fails")
+	fs.DurationVar(&cfg.Market.SchedulingTimeout, "scheduling-timeout", def.SchedulingTimeout, "how long a task may find no node that could hold it before its job fails, for specs without pending_timeout; 0 waits for one")
 	fs.DurationVar(&cfg.Market.JobRetention, "job-retention", def.JobRetention, "how long finished jobs, their replicas, events and task logs are kept (0s: forever)")
 	fs.DurationVar(&cfg.AccountingRetention, "accounting-retention", node.DefaultAccountingRetention, "how long accounting records of task attempts are kept, whatever --job-retention (0s: forever)")
 	fs.StringVar(&cfg.Trust, "trust", "", "the cluster authority's public key (authority.pub, or its text): admit only peers it certified")

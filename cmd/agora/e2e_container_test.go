@@ -133,11 +133,13 @@ tasks:
 		t.Fatalf("an image task that exits 3: %+v", tk)
 	}
 
-	// Only B may run it (role=b), and B has no engine: the job fails,
-	// naming the runtime. B cannot pin it either; the ID is given.
+	// Only B may run it (role=b), and B has no engine: the job waits,
+	// then fails at its pending_timeout, naming the runtime. B cannot pin
+	// it either; the ID is given.
 	bad := filepath.Join(dir, "onlyb.yaml")
 	if err := os.WriteFile(bad, []byte(fmt.Sprintf(`
 name: onlyb
+pending_timeout: 10s
 tasks:
   - name: t
     image: %s
@@ -152,7 +154,7 @@ tasks:
 		t.Fatalf("submit onlyb: exit %d: %s %s", code, out, errs)
 	}
 	onlyB := jobID(out)
-	// While it waits, its task says why (then it fails at the scheduling
+	// While it waits, its task says why (then it fails at its pending
 	// timeout, saying the same).
 	var waiting string
 	waitfor.Every(t, 60*time.Second, apiPoll, "the unplaceable task's waiting reason", func() bool {

@@ -18,6 +18,11 @@ type Job struct {
 	Priority int `json:"priority"`
 	// Deadline is when the job should be finished; the zero time means none.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// PendingTimeout is how long a task replica may wait for a node that
+	// could hold it before the job fails; zero means the node's default
+	// (--scheduling-timeout), which by default waits for such a node —
+	// an edge site that joins later, say.
+	PendingTimeout time.Duration `json:"pending_timeout_ns,omitempty"`
 	// Tasks are the job's tasks in spec order.
 	Tasks []Task `json:"tasks"`
 }

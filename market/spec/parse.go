@@ -11,7 +11,7 @@ import (
 	"github.com/agora-sched/agora/devices/yamlnode"
 )
 
-var jobFields = []string{"name", "type", "priority", "deadline", "tasks"}
+var jobFields = []string{"name", "type", "priority", "deadline", "pending_timeout", "tasks"}
 
 // Parse reads a job spec, in YAML or JSON, and returns the normalized Job
 // with defaults applied. now is the submit time: a duration deadline counts
@@ -79,6 +79,8 @@ func (d *decoder) job(n *yaml.Node, now time.Time) *Job {
 			}
 		case "deadline":
 			j.Deadline = d.deadline(v, p, now)
+		case "pending_timeout":
+			j.PendingTimeout, _ = d.duration(v, p)
 		case "tasks":
 			j.Tasks = d.tasks(v, p)
 		}

@@ -35,6 +35,8 @@ func quickRead(b []byte) (*Job, bool) {
 			if ok && j.Deadline.UnmarshalJSON(raw) != nil {
 				q.fail()
 			}
+		case "pending_timeout_ns":
+			j.PendingTimeout = time.Duration(q.integer())
 		case "tasks":
 			j.Tasks = []Task{}
 			q.array(func() {

@@ -39,6 +39,7 @@ func (j *Job) check(l *errorList) {
 	if j.Priority < MinPriority || j.Priority > MaxPriority {
 		l.add("priority", "%d out of range %d..%d", j.Priority, MinPriority, MaxPriority)
 	}
+	checkDuration(l, "pending_timeout", j.PendingTimeout)
 	switch {
 	case len(j.Tasks) == 0:
 		l.add("tasks", "required: at least one task")
