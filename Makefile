@@ -12,12 +12,34 @@ LDFLAGS   := -X github.com/agora-sched/agora/node/buildinfo.Version=$(VERSION) \
              -X github.com/agora-sched/agora/node/buildinfo.Commit=$(COMMIT) \
              -X github.com/agora-sched/agora/node/buildinfo.BuildTime=$(BUILDTIME)
 
-.PHONY: all build run test testdeps vet fmt soak bench bench-data bench-swf-full bench-all proto clean
+.PHONY: all build release run test testdeps vet fmt soak bench bench-data bench-swf-full bench-all proto clean
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agora
+
+# Release binaries in $(DIST): linux/amd64 and linux/arm64, each with the
+# version stamped in, with NVML (cgo) where a C compiler for the target
+# exists, else without (CGO_ENABLED=0: no GPU discovery, declared devices
+# still work); SHA256SUMS; the man pages (agora man) and the systemd unit
+# (docs/operations.md, "Installing").
+DIST ?= dist
+release:
+	@mkdir -p $(DIST)/man
+	@set -e; host=$$($(GO) env GOHOSTARCH); \
+	for arch in amd64 arm64; do \
+		case $$arch in amd64) cc=x86_64-linux-gnu-gcc;; arm64) cc=aarch64-linux-gnu-gcc;; esac; \
+		if [ "$$arch" = "$$host" ] && command -v $${CC:-cc} >/dev/null 2>&1; then cgo=1; cc=$${CC:-cc}; \
+		elif command -v $$cc >/dev/null 2>&1; then cgo=1; \
+		else cgo=0; fi; \
+		echo "make release: linux/$$arch (cgo $$cgo: $$([ $$cgo = 1 ] && echo with || echo without) NVML)"; \
+		CC=$$cc CGO_ENABLED=$$cgo GOOS=linux GOARCH=$$arch $(GO) build -ldflags '$(LDFLAGS)' -o $(DIST)/agora-linux-$$arch ./cmd/agora; \
+	done
+	@cp cmd/agora/agora.service $(DIST)/
+	@$(abspath $(DIST))/agora-linux-$$($(GO) env GOHOSTARCH) man --out $(DIST)/man
+	@cd $(DIST) && sha256sum agora-linux-amd64 agora-linux-arm64 agora.service man/* > SHA256SUMS
+	@echo "make release: $(DIST): $$(cd $(DIST) && ls | tr '\n' ' ')"
 
 # Start one node with embedded defaults: data in .agora-data, libp2p on
 # 127.0.0.1:4001 (TCP and QUIC), API on 127.0.0.1:7700.

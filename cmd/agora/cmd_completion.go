@@ -23,6 +23,22 @@ var subcommands = map[string][]string{
 // name ("jobs", "authority init"), from the flag sets the commands make
 // when asked for their help: the completion cannot drift from them.
 func completionFlags() map[string][]string {
+	out := map[string][]string{"completion": nil}
+	for name, fs := range commandFlagSets() {
+		if name == "completion" {
+			continue
+		}
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		out[name] = names
+	}
+	return out
+}
+
+// commandFlagSets returns every command's and subcommand's flag set, by
+// name, as the commands make them when asked for their help (completion,
+// man pages).
+func commandFlagSets() map[string]*flag.FlagSet {
 	sets := map[string]*flag.FlagSet{}
 	flagSink = func(name string, fs *flag.FlagSet) { sets[name] = fs }
 	defer func() { flagSink = nil }()
@@ -38,13 +54,7 @@ func completionFlags() map[string][]string {
 		}
 		c.run([]string{"--help"}, io.Discard, io.Discard)
 	}
-	out := map[string][]string{"completion": nil}
-	for name, fs := range sets {
-		var names []string
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
-		out[name] = names
-	}
-	return out
+	return sets
 }
 
 func cmdCompletion(args []string, stdout, stderr io.Writer) int {

@@ -116,9 +116,16 @@ func nodeConfig(args []string, stdout, stderr io.Writer) (cfg node.Config, code 
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow what reaches beyond loopback: without --trust, libp2p listen addresses (any peer that reaches the node may run commands on it); an --api address (anyone who reaches it drives the node)")
 	initOnly := fs.Bool("init", false, "create the node's identity in --data, print its peer ID (for agora admit) and exit")
 	logLevel := fs.String("log-level", "info", "log level of Agora's own loggers (debug, info, warn, error); GOLOG_LOG_LEVEL also works")
+	configFile := fs.String("config", "", "YAML file with a key for any of these flags, named without the dashes (e.g. /etc/agora/agora.yaml; docs/operations.md); a flag given here overrides its key")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return cfg, flagExit(err), false
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			fmt.Fprintf(stderr, "agora node: %v\n", err)
+			return cfg, exitBadUsage, false
+		}
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agora node: unexpected argument %q\n", pos[0])

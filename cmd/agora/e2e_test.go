@@ -115,7 +115,14 @@ func launchNodeFlags(t testing.TB, data string, args ...string) (*proc, error) {
 	if !hasFlag(args, "--listen") {
 		full = append(full, "--listen", "/ip4/127.0.0.1/tcp/0")
 	}
-	cmd := exec.Command(agoraBin, full...)
+	return launchArgs(t, data, full...)
+}
+
+// launchArgs runs agora with exactly args — a node whose data directory
+// is data, however args name it — and waits until its API answers.
+func launchArgs(t testing.TB, data string, args ...string) (*proc, error) {
+	t.Helper()
+	cmd := exec.Command(agoraBin, args...)
 	var buf syncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	_ = os.Remove(filepath.Join(data, "api.addr"))

@@ -181,6 +181,7 @@ func TestUnknownCommand(t *testing.T) {
 func TestJSONEverywhere(t *testing.T) {
 	exempt := map[string]string{
 		"completion": "prints a shell script",
+		"man":        "prints or writes roff pages",
 		"node":       "runs a node; its output is its log",
 		"admit":      "prints the node certificate itself (PEM)",
 		"user add":   "prints the user credential itself (PEM)",
@@ -197,5 +198,45 @@ func TestJSONEverywhere(t *testing.T) {
 		if _, ok := completionFlags()[name]; !ok {
 			t.Errorf("exempt %q is no command", name)
 		}
+	}
+}
+
+// TestManPages (issue 47): agora man --out writes agora(1) and a page per
+// command and subcommand, each naming every flag its --help names.
+func TestManPages(t *testing.T) {
+	dir := t.TempDir()
+	if _, errs, code := cli(t, "man", "--out", dir); code != exitOK {
+		t.Fatalf("agora man --out: exit %d: %s", code, errs)
+	}
+	main, err := os.ReadFile(filepath.Join(dir, "agora.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, flags := range completionFlags() {
+		if subcommands[name] != nil {
+			continue
+		}
+		page, err := os.ReadFile(filepath.Join(dir, manName(name)+".1"))
+		if err != nil {
+			t.Errorf("no page for %s: %v", name, err)
+			continue
+		}
+		if !strings.HasPrefix(string(page), ".TH "+strings.ToUpper(manName(name))+" 1") || !strings.Contains(string(page), ".SH EXAMPLES") {
+			t.Errorf("%s: not a man page:\n%s", name, page)
+		}
+		for _, f := range flags {
+			if !strings.Contains(string(page), `\fB\-\-`+strings.ReplaceAll(strings.TrimPrefix(f, "--"), "-", `\-`)+`\fR`) {
+				t.Errorf("%s's page lacks %s", name, f)
+			}
+		}
+		if !strings.Contains(string(main), ".BR "+manName(name)+" (1)") {
+			t.Errorf("agora(1) does not name %s", manName(name))
+		}
+	}
+	if out, _, code := cli(t, "man", "status"); code != exitOK || !strings.Contains(out, ".SH NAME\nagora\\-status") {
+		t.Errorf("agora man status: exit %d:\n%s", code, out)
+	}
+	if _, errs, code := cli(t, "man", "stauts"); code != exitBadUsage || !strings.Contains(errs, "no page") {
+		t.Errorf("agora man stauts: exit %d: %s", code, errs)
 	}
 }
