@@ -367,7 +367,7 @@ func (mg *manager) unplaceableReason(a *auction) string {
 func stageOf(reason string) int {
 	// A draining node passed every check: it would hold the task but for
 	// its operator (agora drain).
-	for i, p := range []string{"site", "label", "no container runtime", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "did not bid", "node draining"} {
+	for i, p := range []string{"site", "label", "no container runtime", "limits", "cpu", "memory", "disk", "device", "gpu: none", "gpu model", "gpu memory", "gpu count", "gpu share", "no local account", "did not bid", "node draining"} {
 		if strings.HasPrefix(reason, p) {
 			return i
 		}

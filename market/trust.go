@@ -404,6 +404,12 @@ func (tk *tickets) vouch(cfp CFP) bool {
 		nb.Reason = "job ticket: " + err.Error()
 		tk.refuse(RefuseTicket, cfp.Manager, job, fmt.Sprintf("%s: call for bids refused: %s", cfp.Auction.Key, nb.Reason))
 	default:
+		if tk.cfg.LocalUser != nil {
+			if why := tk.cfg.LocalUser(info.user.Name); why != "" {
+				nb.Reason = why
+				break
+			}
+		}
 		err = tk.checkOffer(info, cfp.Task)
 		if err == nil {
 			return true
@@ -442,7 +448,17 @@ func (tk *tickets) mayTake(a Award) (TaskSpec, string) {
 		tk.refuse(RefuseUnbid, a.Manager, a.Task.Key.Job, fmt.Sprintf("%s: award refused: this node made no bid in round %d of epoch %d", a.Task.Key, a.Auction.Round, a.Auction.Epoch))
 		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return tk.checkAward(a.Manager, a.Task, a.Ticket, false)
+	return tk.localUser(tk.checkAward(a.Manager, a.Task, a.Ticket, false))
+}
+
+// localUser refuses an award or hold of a task whose owner has no local
+// account here (Config.LocalUser): a stolen replica is taken without a
+// call for bids.
+func (tk *tickets) localUser(ts TaskSpec, why string) (TaskSpec, string) {
+	if why == "" && tk.cfg.LocalUser != nil {
+		why = tk.cfg.LocalUser(ts.Owner)
+	}
+	return ts, why
 }
 
 // mayHold is mayTake for a gang's hold.
@@ -454,7 +470,7 @@ func (tk *tickets) mayHold(h Hold) (TaskSpec, string) {
 		tk.refuse(RefuseUnbid, h.Manager, h.Task.Key.Job, fmt.Sprintf("%s: hold refused: this node made no bid in round %d of epoch %d", h.Task.Key, h.Auction.Round, h.Auction.Epoch))
 		return TaskSpec{}, "this node made no bid in that auction"
 	}
-	return tk.checkAward(h.Manager, h.Task, h.Ticket, true)
+	return tk.localUser(tk.checkAward(h.Manager, h.Task, h.Ticket, true))
 }
 
 // checkAward is, in a network with an authority, the task an award or

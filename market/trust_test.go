@@ -753,3 +753,43 @@ func userRunningLimit(t *testing.T, limit int64, njobs int) {
 		t.Error("no waiting replica named the rule")
 	}
 }
+
+// TestLocalUserRefusal: a contractor that has no local account for a
+// job's owner (Config.LocalUser, --task-user map) does not bid for it,
+// saying why; the job runs where the owner has one, and waits, naming
+// the reason, when no node has one.
+func TestLocalUserRefusal(t *testing.T) {
+	a := newAuthority(t)
+	alice, bob := a.user(t, "alice", auth.NoQuota), a.user(t, "bob", auth.NoQuota)
+	c := newClusterWith(t, func(i int, cfg *Config) {
+		cfg.Trust = a.book
+		cfg.LocalUser = func(owner string) string {
+			if owner == "alice" && i == 2 {
+				return ""
+			}
+			return "no local account for user " + owner + " (--task-user map)"
+		}
+	}, cpuNode(0), cpuNode(4), cpuNode(4))
+	id, err := c.nodes[0].SubmitTicket(c.now, a.ticket(t, alice, oneTask, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drain()
+	c.until(30*time.Second, "alice's job to succeed", func() bool { return c.job(0, id).State == JobSucceeded })
+	for _, s := range c.starts {
+		if s.node != "n2" {
+			t.Fatalf("alice's task ran on %s, which has no account for her", s.node)
+		}
+	}
+	id, err = c.nodes[0].SubmitTicket(c.now, a.ticket(t, bob, oneTask, c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.drain()
+	c.until(30*time.Second, "bob's task to say why it waits", func() bool {
+		return strings.Contains(c.job(0, id).Tasks[0].Waiting, "no local account for user bob")
+	})
+	if j := c.job(0, id); j.State.Terminal() || j.Tasks[0].State != TaskPending {
+		t.Fatalf("bob's job %s, task %s", j.State, j.Tasks[0].State)
+	}
+}

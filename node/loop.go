@@ -497,6 +497,9 @@ func (n *Node) marketConfig() market.Config {
 		mc.TicketChecks = n.checks
 	}
 	mc.Holds = func(id string) bool { return n.images.holds(id) || n.data.Store().Holds(id) }
+	if n.users != nil {
+		mc.LocalUser = n.users.Refusal
+	}
 	return mc
 }
 

@@ -66,6 +66,7 @@ type Node struct {
 	ledgerFresh bool                   // the ledger file was made at this start
 	units       []executor.DeviceUnits // the declared devices' units and their paths
 	images      *imageSet              // the images the engine holds (images.go)
+	users       *executor.UserMap      // --task-user map: owners to local accounts; nil otherwise
 	imgs        *imageshare.Service    // sends and fetches images; nil without an engine
 	imgCache    *imageshare.Cache      // the images it fetched, for --image-cache-limit
 	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
@@ -150,7 +151,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue), images: newImageSet()}
+	n := &Node{cfg: cfg, gater: &admission.Gater{}, reg: prometheus.NewRegistry(), closed: make(chan struct{}), netIn: make(chan func(), loopQueue), calls: make(chan func(), callQueue), images: newImageSet(), users: in.users}
 	n.met = newMarketMetrics(n.reg, n)
 	// The node lives until Close, not until ctx ends: a caller that cancels
 	// ctx on SIGTERM must still get a graceful leave from Close.
@@ -187,6 +188,7 @@ func New(ctx context.Context, cfg Config) (_ *Node, err error) {
 // configRead is what New reads from its Config before it builds
 // anything.
 type configRead struct {
+	users     *executor.UserMap // --task-user map; nil otherwise
 	listen    []ma.Multiaddr
 	boot      []peer.AddrInfo
 	overrides *devices.Overrides
@@ -233,6 +235,16 @@ func readConfig(cfg *Config) (*configRead, error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, configErr("data dir %s: %v", cfg.DataDir, err)
+	}
+	switch {
+	case cfg.Sandbox.TaskUser == "map" && cfg.Trust == "":
+		return nil, configErr("--task-user map needs --trust: a task's owner is the user its certificate names")
+	case cfg.Sandbox.TaskUser == "map":
+		if in.users, err = executor.NewUserMap(cfg.Sandbox.UserMapFile); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	case cfg.Sandbox.UserMapFile != "":
+		return nil, configErr("--task-user-map is for --task-user map")
 	}
 	given := cfg.Runner
 	if cfg.Runner, err = executor.RunnerFor(cfg.Runner, cfg.Sandbox, cfg.DataDir); err != nil {
@@ -633,7 +645,7 @@ func (n *Node) startMarket(noBootstrap bool) error {
 		fetchImage = n.fetchImage
 	}
 	n.startAccounting()
-	n.ex = executor.New(executor.Options{FetchImage: fetchImage, DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
+	n.ex = executor.New(executor.Options{FetchImage: fetchImage, Users: n.users, DataDir: n.cfg.DataDir, Store: n.store, Runner: n.cfg.Runner, Data: n.data, Devices: n.units, DataRetention: m.Config().JobRetention, DataReplicas: m.Config().DataReplicas,
 		Checkpoints: checkpoints.New(n.ph, n.store, n.countRefused), Peers: n.closestPeers, HostOf: n.hostOf,
 		Exited: func(k market.TaskKey, epoch uint64, code int, reason string, outputs *market.DataRef) bool {
 			return n.deliver(func() { n.mkt.TaskExited(time.Now(), k, epoch, code, reason, outputs) })

@@ -35,7 +35,12 @@ type Isolation struct {
 type IDRange struct{ First, Count uint32 }
 
 // Identity is a user and group ID.
-type Identity struct{ UID, GID uint32 }
+type Identity struct {
+	UID, GID uint32
+	// Groups are its supplementary groups (a mapped local account's,
+	// for shared file systems); none when empty.
+	Groups []uint32
+}
 
 // idPool hands out the IDs of IDRange, one per running task.
 type idPool struct {

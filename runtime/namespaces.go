@@ -62,6 +62,13 @@ func (a initArgs) encode() []string {
 	out := []string{TaskInitName, "-"}
 	if a.cred != nil {
 		out[1] = fmt.Sprintf("%d:%d", a.cred.Uid, a.cred.Gid)
+		if len(a.cred.Groups) > 0 {
+			gs := make([]string, len(a.cred.Groups))
+			for i, g := range a.cred.Groups {
+				gs[i] = strconv.FormatUint(uint64(g), 10)
+			}
+			out[1] += ":" + strings.Join(gs, ",")
+		}
 	}
 	for _, k := range a.keep {
 		out = append(out, "-k", k)
@@ -77,12 +84,23 @@ func decodeInitArgs(args []string) (initArgs, error) {
 	}
 	if args[0] != "-" {
 		u, g, ok := strings.Cut(args[0], ":")
+		g, groups, _ := strings.Cut(g, ":")
 		uid, err1 := strconv.ParseUint(u, 10, 32)
 		gid, err2 := strconv.ParseUint(g, 10, 32)
 		if !ok || err1 != nil || err2 != nil {
 			return a, fmt.Errorf("bad identity %q", args[0])
 		}
 		a.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+		for _, s := range strings.Split(groups, ",") {
+			if s == "" {
+				continue
+			}
+			n, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return a, fmt.Errorf("bad identity %q", args[0])
+			}
+			a.cred.Groups = append(a.cred.Groups, uint32(n))
+		}
 	}
 	args = args[1:]
 	for len(args) >= 2 && args[0] == "-k" {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,7 @@ func TestInitArgsRoundTrip(t *testing.T) {
 	cases := []initArgs{
 		{path: "/bin/sh", argv: []string{"sh", "-c", "echo -k -- x"}},
 		{cred: &syscall.Credential{Uid: 2_000_000_001, Gid: 2_000_000_002}, keep: []string{"/tmp/a b", "/var/x"}, path: "./run", argv: []string{"run", "--", "-k"}},
+		{cred: &syscall.Credential{Uid: 1001, Gid: 1001, Groups: []uint32{27, 100}}, path: "/bin/true", argv: []string{"true"}},
 	}
 	for _, c := range cases {
 		args := c.encode()
@@ -33,12 +35,12 @@ func TestInitArgsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (got.cred == nil) != (c.cred == nil) || (c.cred != nil && (got.cred.Uid != c.cred.Uid || got.cred.Gid != c.cred.Gid)) ||
+		if (got.cred == nil) != (c.cred == nil) || (c.cred != nil && (got.cred.Uid != c.cred.Uid || got.cred.Gid != c.cred.Gid || fmt.Sprint(got.cred.Groups) != fmt.Sprint(c.cred.Groups))) ||
 			strings.Join(got.keep, "|") != strings.Join(c.keep, "|") || got.path != c.path || strings.Join(got.argv, "|") != strings.Join(c.argv, "|") {
 			t.Errorf("round trip of %+v: %+v", c, got)
 		}
 	}
-	for _, bad := range [][]string{{}, {"x:y", "--", "/bin/true"}, {"-", "/bin/true"}, {"-", "-k"}} {
+	for _, bad := range [][]string{{}, {"x:y", "--", "/bin/true"}, {"1:2:x", "--", "/bin/true"}, {"-", "/bin/true"}, {"-", "-k"}} {
 		if _, err := decodeInitArgs(bad); err == nil {
 			t.Errorf("%q decoded", bad)
 		}

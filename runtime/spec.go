@@ -38,6 +38,10 @@ type Spec struct {
 	// ExtraEnv holds variables the node adds for this attempt, such as
 	// AGORA_RANK for gang replicas. They override Env.
 	ExtraEnv map[string]string
+	// User, when set, is the account the task runs as, whatever the
+	// runner's Isolation says: its owner's local account on a node that
+	// maps users (agora node --task-user map). The node must be root.
+	User *Identity
 	// WorkDir is the process's working directory, normally under the node's
 	// data directory. It is created if missing and must not be empty.
 	WorkDir string

@@ -347,6 +347,8 @@ func (t *task) identity(r *Runner, dir string) (*syscall.Credential, error) {
 	iso := r.opts.Isolation
 	var id Identity
 	switch {
+	case t.spec.User != nil:
+		id = *t.spec.User
 	case r.ids != nil:
 		uid, err := r.ids.take()
 		if err != nil {
@@ -372,7 +374,11 @@ func (t *task) identity(r *Runner, dir string) (*syscall.Credential, error) {
 			return nil, fmt.Errorf("give %s to the task's user: %w", d, err)
 		}
 	}
-	return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: []uint32{}}, nil
+	groups := id.Groups
+	if groups == nil {
+		groups = []uint32{}
+	}
+	return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: groups}, nil
 }
 
 // releaseID gives the task's own user ID back, once nothing runs with it.

@@ -84,6 +84,9 @@ type Options struct {
 	// the market, waiting until the market has it; it returns false only
 	// when the node is stopping.
 	Exited func(key market.TaskKey, epoch uint64, exitCode int, reason string, outputs *market.DataRef) bool
+	// Users, when set, runs each task as its owner's local account
+	// (--task-user map); a task whose owner has none fails to start.
+	Users *UserMap
 	// Accounted keeps an ended attempt's usage record (market/acct),
 	// unsigned and without the node's name and site, which it fills in,
 	// and the attempt's manager; it is called before the exit is
@@ -346,12 +349,15 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		for i, p := range st.Task.Peers {
 			hosts[i] = x.opts.HostOf(p)
 		}
-		spec.ExtraEnv = map[string]string{
+		if spec.ExtraEnv == nil {
+			spec.ExtraEnv = map[string]string{}
+		}
+		maps.Copy(spec.ExtraEnv, map[string]string{ // beside a device's variables
 			"AGORA_RANK":        strconv.Itoa(st.Task.Rank),
 			"AGORA_WORLD_SIZE":  strconv.Itoa(len(hosts)),
 			"AGORA_PEERS":       strings.Join(hosts, ","),
 			"AGORA_MASTER_ADDR": hosts[0],
-		}
+		})
 	}
 	if err := x.makeTaskDir(dir); err != nil {
 		log.Warnw("task directory", "task", k, "err", err) // the start then fails, saying why
@@ -390,6 +396,16 @@ func (x *Executor) startTask(st market.StartTask, grace time.Duration) {
 		x.units.give(id)
 		x.mu.Unlock()
 		ended(r)
+	}
+	if uerr == nil && x.opts.Users != nil {
+		var acc Account
+		if acc, uerr = x.opts.Users.Account(st.Task.Owner); uerr == nil {
+			spec.User = &acc.ID
+			if spec.ExtraEnv == nil {
+				spec.ExtraEnv = map[string]string{}
+			}
+			spec.ExtraEnv["USER"], spec.ExtraEnv["LOGNAME"], spec.ExtraEnv["HOME"] = acc.Name, acc.Name, acc.Home
+		}
 	}
 	if uerr != nil {
 		go done(runtime.Result{ExitCode: -1, Reason: "start: " + uerr.Error(), Finished: time.Now()})

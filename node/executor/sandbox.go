@@ -19,8 +19,10 @@ type Sandbox struct {
 	// its own per task, from the block of runtime.HostTaskIDs it claims
 	// in IDClaimDir; another node: its own user), a user name or numeric
 	// ID (every task as that user), or "node" (the node's own user, root
-	// included).
-	TaskUser string
+	// included), or "map" (each task as its owner's local account:
+	// UserMap, with the mapping file UserMapFile when set).
+	TaskUser    string
+	UserMapFile string
 	// IDClaimDir is the host-wide directory where the root nodes of a
 	// host claim their blocks of task IDs; "": runtime.DefaultIDClaimDir.
 	IDClaimDir string
@@ -160,6 +162,18 @@ func (s Sandbox) RunnerOptions(dataDir string) (runtime.Options, string, error) 
 	switch u := s.TaskUser; {
 	case u == "node":
 		return opts, "tasks run as the node's user", nil
+	case u == "map":
+		if !root {
+			return opts, "", fmt.Errorf("--task-user map: the node must run as root to run tasks as their owners")
+		}
+		if err := reachable(dataDir); err != nil {
+			return opts, "", fmt.Errorf("--task-user map: %v", err)
+		}
+		how := "by name"
+		if s.UserMapFile != "" {
+			how = "through " + s.UserMapFile
+		}
+		return opts, "each task runs as its owner's local account, mapped " + how + " (--task-user map)", nil
 	case u == "" || u == "auto":
 		if !root {
 			return opts, "tasks run as the node's user (not root: it cannot switch users)", nil
