@@ -28,6 +28,8 @@ type auction struct {
 func (au *auctioneer) placeReady() {
 	var lacking []inputLack
 	var usage map[string]*UserUsage // the limited users' (userlimits.go), made on first need
+	var throttles map[string]int    // array throttles (arrayThrottle), for this pass
+	var inFlight map[string]int     // an array task's replicas placed or being placed, counted once a pass
 	for j, t := range tasksOf(au.dueJobs()) {
 		if t.State != TaskPending || au.auctions[t.Key] != nil || au.now.Before(t.NotBefore) {
 			continue
@@ -52,6 +54,21 @@ func (au *auctioneer) placeReady() {
 				continue
 			}
 		}
+		if limit := au.arrayThrottle(j, t.Key.Task, &throttles); limit > 0 {
+			k := j.ID + "/" + t.Key.Task
+			if inFlight == nil {
+				inFlight = map[string]int{}
+			}
+			n, ok := inFlight[k]
+			if !ok {
+				n = au.arrayInFlight(j, t.Key.Task)
+			}
+			if n >= limit {
+				inFlight[k] = n
+				continue // placed when one of them ends (the job is due then)
+			}
+			inFlight[k] = n + 1
+		}
 		switch {
 		case !j.isGang(t.Key.Task):
 			au.openAuction(j, t)
@@ -67,6 +84,51 @@ func (au *auctioneer) placeReady() {
 	for _, l := range lacking {
 		au.failLacking(l)
 	}
+}
+
+// arrayThrottle is the most replicas of j's task that may be placed or
+// being placed at once, 0 for no bound (spec.Array's %K); cache, when not
+// nil, keeps the answers of one pass (an expression parses to up to 1,000
+// indices).
+func (au *auctioneer) arrayThrottle(j *JobRecord, task string, cache *map[string]int) int {
+	k := j.ID + "/" + task
+	if cache != nil {
+		if n, ok := (*cache)[k]; ok {
+			return n
+		}
+	}
+	n := 0
+	if ts, ok := j.Spec.Task(task); ok {
+		if a, ok := ts.ArrayOf(); ok {
+			n = a.Throttle
+		}
+	}
+	if cache != nil {
+		if *cache == nil {
+			*cache = map[string]int{}
+		}
+		(*cache)[k] = n
+	}
+	return n
+}
+
+// arrayInFlight counts j's replicas of task awarded, running, or pending
+// with an auction open: what an array's throttle bounds.
+func (au *auctioneer) arrayInFlight(j *JobRecord, task string) int {
+	n := 0
+	for i := range j.Tasks {
+		t := &j.Tasks[i]
+		if t.Key.Task != task {
+			continue
+		}
+		switch {
+		case t.State == TaskAwarded, t.State == TaskRunning:
+			n++
+		case t.State == TaskPending && au.auctions[t.Key] != nil:
+			n++
+		}
+	}
+	return n
 }
 
 // offer describes a replica for a CFP. Estimate is the user's estimate
@@ -448,7 +510,7 @@ func (au *auctioneer) awardNext(a *auction) {
 	a.awardee, a.awardBy, a.unanswered = &b, au.now.Add(au.cfg.AwardTimeout), false
 	ts, _ := j.Spec.Task(t.Key.Task)
 	spec := signedTask(&j.Spec, ts, j.Owner, false).withDecisions(TaskSpec{TaskOffer: a.offer,
-		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: au.inputRefs(j, ts)})
+		Epoch: t.Epoch, Attempt: t.Attempts + 1, Previous: previous(t), Inputs: au.inputRefs(j, ts)}).withArrayIndex(ts)
 	au.send(b.Bidder, Award{Auction: a.id, Manager: au.cfg.Self, Task: spec, Bid: b, Last: len(a.bids) == 1 && len(a.ranked) == 0 && !a.broadcastPending(),
 		Ticket: au.tix.forPeer(j, b.Bidder), Direct: a.direct})
 }

@@ -37,12 +37,12 @@ type Config struct {
 	// rate a bid assumes for the rest, bytes a second; 100 MB/s.
 	// DataReplicas is how many peers besides the maker keep a copy of
 	// outputs and uploads; 2 (negative: none).
-	Holds        func(manifest string) bool
+	Holds func(manifest string) bool
 	// LocalUser, when set, says why this node runs no task of a job
 	// owner ("" when it runs them): a node that runs tasks as their
 	// owners' local accounts (--task-user map) has none for some users.
 	// Its contractor then does not bid for them, saying why.
-	LocalUser func(owner string) string
+	LocalUser    func(owner string) string
 	DataRate     int64
 	DataReplicas int
 	// JobDataLimit bounds the bytes of one job's outputs, all its tasks'

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,6 +181,29 @@ func (s TaskSpec) withDecisions(d TaskSpec) TaskSpec {
 	return s
 }
 
+// withArrayIndex is s with, for a replica of an array task (spec.Array),
+// its index and the array's size among its variables: the manager and,
+// with an authority, the contractor derive them alike from the spec.
+func (s TaskSpec) withArrayIndex(ts *spec.Task) TaskSpec {
+	a, ok := ts.ArrayOf()
+	if !ok || s.Key.Replica >= len(a.Indices) {
+		return s
+	}
+	env := make(map[string]string, len(s.Env)+2)
+	maps.Copy(env, s.Env)
+	env[ArrayIndexVar] = strconv.Itoa(a.Indices[s.Key.Replica])
+	env[ArrayCountVar] = strconv.Itoa(len(a.Indices))
+	s.Env = env
+	return s
+}
+
+// The variables an array task's replica is told its index and the
+// array's size in.
+const (
+	ArrayIndexVar = "AGORA_ARRAY_INDEX"
+	ArrayCountVar = "AGORA_ARRAY_COUNT"
+)
+
 // derive is the task an award or hold (gang) makes this node run, built
 // from the job's signed spec and its signer, with only the manager's
 // decisions taken from the message; it fails when the message names a
@@ -195,7 +220,7 @@ func (tk *tickets) derive(info *ticketInfo, s TaskSpec, gang bool) (TaskSpec, er
 	if err := signedInputs(ts, s.Inputs); err != nil {
 		return TaskSpec{}, err
 	}
-	d := signedTask(info.spec, ts, info.user.Name, gang).withDecisions(s)
+	d := signedTask(info.spec, ts, info.user.Name, gang).withDecisions(s).withArrayIndex(ts)
 	if f := differs(reflect.ValueOf(d), reflect.ValueOf(s)); f != "" {
 		// What runs is d whatever the message says; a manager that says
 		// otherwise is refused, to be reported.

@@ -109,6 +109,11 @@ func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord) string {
 	}
 	a := au.auctions[t.Key]
 	if a == nil {
+		if limit := au.arrayThrottle(j, t.Key.Task, nil); limit > 0 {
+			if n := au.arrayInFlight(j, t.Key.Task); n >= limit {
+				return fmt.Sprintf("array throttle: %d of its task's replicas awarded or running, the most at once (%%%d)", n, limit)
+			}
+		}
 		return "waiting for an auction round"
 	}
 	switch {

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agora-sched/agora/market"
 )
 
 func init() {
@@ -141,6 +145,22 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// stateCounts is "1000: 50 running, 900 pending, 50 succeeded", states in
+// their lifecycle order.
+func stateCounts(c map[string]int) string {
+	total := 0
+	var parts []string
+	for _, s := range []market.TaskState{market.TaskRunning, market.TaskAwarded, market.TaskPending, market.TaskWaiting, market.TaskSucceeded, market.TaskFailed, market.TaskCancelled} {
+		if n := c[string(s)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	for _, n := range c {
+		total += n
+	}
+	return fmt.Sprintf("%d: %s", total, strings.Join(parts, ", "))
+}
+
 // printStatus writes a job's header lines and its table of task replicas.
 func printStatus(w io.Writer, st *jobStatus) {
 	tw := tabwriter.NewWriter(w, 2, 4, 1, ' ', 0)
@@ -164,6 +184,9 @@ func printStatus(w io.Writer, st *jobStatus) {
 	}
 	if st.Finished != "" {
 		fmt.Fprintf(tw, "finished:\t%s\n", st.Finished)
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Counts)) {
+		fmt.Fprintf(tw, "replicas:\t%s: %s\n", name, stateCounts(st.Counts[name]))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)

@@ -51,6 +51,9 @@ type Task struct {
 	Retries int `json:"retries"`
 	// Replicas is how many copies of the task run.
 	Replicas int `json:"replicas"`
+	// Array, when set, makes the task an array (array.go): one replica
+	// per index of the expression, Replicas of them, each told its index.
+	Array string `json:"array,omitempty"`
 	// Gang says the replicas must start together.
 	Gang bool `json:"gang,omitempty"`
 	// Pack says the replicas of a gang may share a node.

@@ -238,6 +238,8 @@ func (q *quick) task(t *Task) {
 			t.Retries = int(q.integer())
 		case "replicas":
 			t.Replicas = int(q.integer())
+		case "array":
+			t.Array = q.text()
 		case "gang":
 			t.Gang = q.boolean()
 		case "pack":

@@ -10,7 +10,7 @@ import (
 
 var taskFields = []string{
 	"name", "command", "env", "resources", "after", "estimate",
-	"checkpoint", "retries", "timeout", "replicas", "gang", "pack",
+	"checkpoint", "retries", "timeout", "replicas", "array", "gang", "pack",
 	"outputs", "inputs", "image", "image_id", "image_size",
 }
 
@@ -23,6 +23,7 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 		Replicas: DefaultReplicas,
 		Request:  resource.Request{CPU: DefaultCPUMilli},
 	}
+	replicasSet, arraySet := false, false
 	d.mapping(n, path, taskFields, func(key string, v *yaml.Node, p string) {
 		switch key {
 		case "name":
@@ -48,6 +49,19 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 		case "replicas":
 			if r, ok := d.integer(v, p); ok {
 				t.Replicas = r
+			}
+			replicasSet = true
+			if arraySet {
+				d.errs.fail(p, v.Line, "give array or replicas, not both (an array runs one replica per index)")
+			}
+		case "array":
+			t.Array, _ = d.str(v, p)
+			if a, err := ParseArray(t.Array); err == nil {
+				if replicasSet {
+					d.errs.fail(p, v.Line, "give array or replicas, not both (an array runs one replica per index)")
+				}
+				t.Replicas = len(a.Indices)
+				arraySet = true
 			}
 		case "gang":
 			t.Gang, _ = d.boolean(v, p)

@@ -116,6 +116,16 @@ func (t *Task) check(l *errorList, path string) {
 	if t.Replicas < 1 || t.Replicas > MaxReplicas {
 		l.add(field(path, "replicas"), "%d out of range 1..%d", t.Replicas, MaxReplicas)
 	}
+	if t.Array != "" {
+		switch a, err := ParseArray(t.Array); {
+		case err != nil:
+			l.add(field(path, "array"), "%s", err)
+		case len(a.Indices) != t.Replicas:
+			l.add(field(path, "array"), "%d indices, but replicas is %d", len(a.Indices), t.Replicas)
+		case t.Gang:
+			l.add(field(path, "array"), "an array's replicas run on their own: not with gang")
+		}
+	}
 	if t.Gang && t.Replicas == 1 {
 		l.add(field(path, "gang"), "needs replicas > 1 (replicas is 1)")
 	}

@@ -94,6 +94,9 @@ type JobStatus struct {
 	// Factors are an unfinished job's priority factors (its manager's
 	// view), absent in an open network.
 	Factors *market.PriorityFactors `json:"factors,omitempty"`
+	// Counts are, for each task of more than one replica (an array's, a
+	// gang's), its replicas by state.
+	Counts map[string]map[string]int `json:"counts,omitempty"`
 }
 
 // TaskStatus is one task replica in a JobStatus.
@@ -189,6 +192,20 @@ func StatusOf(j market.JobRecord) JobStatus {
 				Reason: h.Reason, Started: ts(h.Started), Finished: ts(h.Finished)})
 		}
 		s.Tasks = append(s.Tasks, row)
+	}
+	for _, ts := range j.Spec.Tasks {
+		if ts.Replicas <= 1 {
+			continue
+		}
+		if s.Counts == nil {
+			s.Counts = map[string]map[string]int{}
+		}
+		s.Counts[ts.Name] = map[string]int{}
+	}
+	for _, t := range s.Tasks {
+		if c := s.Counts[t.Name]; c != nil {
+			c[t.State]++
+		}
 	}
 	return s
 }

@@ -1,0 +1,103 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// An array task (tasks[].array, as Slurm's --array) runs one replica per
+// index of its expression, each with its index in AGORA_ARRAY_INDEX:
+//
+//	0-999%50     indices 0 to 999, at most 50 running at once
+//	1,3,10-20:5  1, 3, 10, 15, 20
+//
+// Items are N, N-M or N-M:STEP, comma-separated, in increasing order and
+// without repeats; a %K suffix throttles the task to K replicas awarded
+// or running at a time. Replica r runs index Indices()[r].
+
+// MaxArrayIndex bounds an array index.
+const MaxArrayIndex = 1<<31 - 1
+
+// Array is a parsed array expression.
+type Array struct {
+	Indices  []int
+	Throttle int // 0: none
+}
+
+// ParseArray reads an array expression; its error says what is wrong.
+func ParseArray(s string) (Array, error) {
+	var a Array
+	body, throttle, hasThrottle := strings.Cut(s, "%")
+	if hasThrottle {
+		k, err := strconv.Atoi(throttle)
+		if err != nil || k < 1 || k > MaxReplicas {
+			return a, fmt.Errorf("throttle %q: want %%K with K in 1..%d", throttle, MaxReplicas)
+		}
+		a.Throttle = k
+	}
+	if strings.TrimSpace(body) == "" {
+		return a, fmt.Errorf("no indices (want e.g. 0-99 or 0-999%%50)")
+	}
+	last := -1
+	for _, item := range strings.Split(body, ",") {
+		item = strings.TrimSpace(item)
+		span, stepText, hasStep := strings.Cut(item, ":")
+		lo, hi, isRange := strings.Cut(span, "-")
+		from, err1 := arrayIndex(lo)
+		to, err2 := from, error(nil)
+		if isRange {
+			to, err2 = arrayIndex(hi)
+		}
+		step := 1
+		var err3 error
+		if hasStep {
+			if !isRange {
+				return a, fmt.Errorf("%q: a step needs a range (N-M:STEP)", item)
+			}
+			step, err3 = strconv.Atoi(stepText)
+			if err3 == nil && step < 1 {
+				err3 = fmt.Errorf("below 1")
+			}
+		}
+		switch {
+		case err1 != nil || err2 != nil:
+			return a, fmt.Errorf("%q: want N, N-M or N-M:STEP with indices 0..%d", item, MaxArrayIndex)
+		case err3 != nil:
+			return a, fmt.Errorf("%q: bad step", item)
+		case to < from:
+			return a, fmt.Errorf("%q: the range runs backwards", item)
+		case from <= last:
+			return a, fmt.Errorf("%q: indices must increase and not repeat", item)
+		}
+		for i := from; i <= to; i += step {
+			if len(a.Indices) == MaxReplicas {
+				return a, fmt.Errorf("more than %d indices (split the job)", MaxReplicas)
+			}
+			a.Indices = append(a.Indices, i)
+			last = i
+			if i > MaxArrayIndex-step {
+				break
+			}
+		}
+	}
+	return a, nil
+}
+
+func arrayIndex(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > MaxArrayIndex {
+		return 0, fmt.Errorf("bad index")
+	}
+	return n, nil
+}
+
+// ArrayOf is t's parsed array, with ok false for a task that is not one.
+// A validated task's expression parses; one that does not reads as none.
+func (t *Task) ArrayOf() (Array, bool) {
+	if t.Array == "" {
+		return Array{}, false
+	}
+	a, err := ParseArray(t.Array)
+	return a, err == nil
+}
