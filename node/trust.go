@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agora-sched/agora/market"
 	"github.com/agora-sched/agora/market/auth"
@@ -55,7 +56,35 @@ func (n *Node) loadTrust() error {
 		return fmt.Errorf("node: read revocations: %w", err)
 	}
 	n.trust = t
+	exp := chain.Expiry()
+	n.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agora_certificate_expiry_timestamp_seconds",
+		Help: "When this node's certificate chain expires (Unix time): renew it before (agora admit --renew) and restart the node."},
+		func() float64 { return float64(exp.Unix()) }))
+	warnExpiry(exp, time.Now())
+	go n.expiryLoop(exp)
 	return nil
+}
+
+// warnExpiry logs a warning when the node's certificate expires within
+// auth.RenewWarning: after it, no peer admits the node.
+func warnExpiry(exp, now time.Time) {
+	if left := exp.Sub(now); left < auth.RenewWarning {
+		log.Warnw("this node's certificate expires soon: renew it (agora admit --renew) and restart the node", "expires", exp.UTC().Format(time.RFC3339), "in", left.Round(time.Minute))
+	}
+}
+
+// expiryLoop repeats the warning daily while the node runs.
+func (n *Node) expiryLoop(exp time.Time) {
+	t := time.NewTicker(24 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case now := <-t.C:
+			warnExpiry(exp, now)
+		}
+	}
 }
 
 // startAdmission starts admitting peers on the node's host; every other

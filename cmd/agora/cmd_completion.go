@@ -16,7 +16,7 @@ func init() {
 // with flags of its own.
 var subcommands = map[string][]string{
 	"authority": {"init", "delegate"},
-	"user":      {"add"},
+	"user":      {"add", "renew"},
 }
 
 // completionFlags returns every command's and subcommand's flags, by

@@ -178,7 +178,29 @@ func outFile(path string, data []byte, private bool, stdout io.Writer) error {
 	if private {
 		mode = 0o600
 	}
-	return os.WriteFile(path, data, mode)
+	// Through a temporary file and a rename: a renewal writing over the
+	// file it read leaves the old or the new one, never half of either.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func validFlag(fs *flag.FlagSet) *time.Duration {
@@ -238,9 +260,18 @@ func cmdAdmit(args []string, stdout, stderr io.Writer) int {
 	valid := validFlag(fs)
 	var roles multiFlag
 	fs.Var(&roles, "role", "a role of the node (repeatable)")
+	renew := fs.String("renew", "", "renew this node certificate (the node's --cert file): the same peer ID, site and roles, valid for --valid from now")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if *renew != "" {
+		if len(pos) > 0 || *site != "" || len(roles) > 0 {
+			fmt.Fprintln(stderr, "agora admit: --renew keeps the certificate's peer ID, site and roles: give no PEER_ID, --site or --role")
+			return exitBadUsage
+		}
+		return renewCert("admit", *dir, *renew, *valid, *out, stdout, stderr, func(b []byte) (auth.Chain, error) { return auth.ParseChainPEM(b) },
+			func(ch auth.Chain) []byte { return ch.PEM() }, false)
 	}
 	peerID, ok := onlyArg("admit", "PEER_ID", pos, stderr)
 	if !ok {
@@ -267,6 +298,67 @@ func cmdAdmit(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// renewCert renews the certificate chain in file (read by parse, written
+// back by encode: a node certificate, or a user credential with its
+// key), for valid from now, to out (stdout when ""); private writes the
+// file 0600.
+func renewCert(cmd, dir, file string, valid time.Duration, out string, stdout, stderr io.Writer,
+	parse func([]byte) (auth.Chain, error), encode func(auth.Chain) []byte, private bool) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitBadUsage
+	}
+	old, err := parse(b)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora %s: %s: %v\n", cmd, file, err)
+		return exitBadUsage
+	}
+	is, _, err := loadIssuer(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitBadUsage
+	}
+	ch, err := is.Renew(old, time.Now(), valid, rand.Reader)
+	if err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitBadUsage
+	}
+	if err := outFile(out, encode(ch), private, stdout); err != nil {
+		fmt.Fprintf(stderr, "agora %s: %v\n", cmd, err)
+		return exitFailed
+	}
+	if out != "" {
+		fmt.Fprintf(stderr, "agora %s: %s %s renewed until %s\n", cmd, ch[0].Kind, ch[0].Subject, ch.Expiry().UTC().Format(time.RFC3339))
+	}
+	return exitOK
+}
+
+// cmdUserRenew renews a user's credential: the same key, name, role and
+// quota, valid anew.
+func cmdUserRenew(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("user renew", stdout, stderr)
+	dir := fs.String("authority", "", "the authority directory (from agora authority init)")
+	out := fs.String("out", "", "write the renewed credential here, mode 0600 (default: stdout; may be the same file)")
+	valid := validFlag(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	file, ok := onlyArg("user renew", "CREDENTIAL", pos, stderr)
+	if !ok {
+		return exitBadUsage
+	}
+	var key ed25519.PrivateKey
+	return renewCert("user renew", *dir, file, *valid, *out, stdout, stderr,
+		func(b []byte) (auth.Chain, error) {
+			c, err := auth.ParseCredential(b)
+			key = c.Key
+			return c.Chain, err
+		},
+		func(ch auth.Chain) []byte { return auth.Credential{Key: key, Chain: ch}.PEM() }, true)
+}
+
 func cmdUser(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 1 && isHelp(args[0]) {
 		printHelp(stdout, "user", nil)
@@ -275,8 +367,11 @@ func cmdUser(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && badSubcommandFlag("user", args[0], stderr) {
 		return exitBadUsage
 	}
+	if len(args) > 0 && args[0] == "renew" {
+		return cmdUserRenew(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "add" {
-		fmt.Fprintln(stderr, "agora user: usage: agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--share N] [--valid 720h] [--out FILE]")
+		fmt.Fprintln(stderr, "agora user: usage: agora user renew --authority DIR CREDENTIAL | agora user add --authority DIR NAME [--admin] [--max-cpu N] [--max-gpu N] [--max-priority P] [--max-running-cpu N] [--max-running-gpu N] [--max-running-jobs N] [--share N] [--valid 720h] [--out FILE]")
 		return exitBadUsage
 	}
 	fs := newFlagSet("user add", stdout, stderr)

@@ -46,7 +46,20 @@ func loadCredential(path, cmd string, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	credential = &c
+	if left := time.Until(c.Chain.Expiry()); left <= 0 {
+		fmt.Fprintf(stderr, "agora %s: warning: credential %s expired at %s: ask your administrator for agora user renew\n", cmd, path, c.Chain.Expiry().UTC().Format(time.RFC3339))
+	} else if left < auth.RenewWarning {
+		fmt.Fprintf(stderr, "agora %s: warning: credential %s expires in %s (%s): ask your administrator for agora user renew\n", cmd, path, roundDays(left), c.Chain.Expiry().UTC().Format(time.RFC3339))
+	}
 	return exitOK
+}
+
+// roundDays is d as "3 days" or, under one, "5h0m0s".
+func roundDays(d time.Duration) string {
+	if days := int(d / (24 * time.Hour)); days >= 1 {
+		return fmt.Sprintf("%d days", days)
+	}
+	return d.Round(time.Minute).String()
 }
 
 // sign turns a request into its signed form (api.Sign) with the

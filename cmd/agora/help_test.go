@@ -185,6 +185,7 @@ func TestJSONEverywhere(t *testing.T) {
 		"node":       "runs a node; its output is its log",
 		"admit":      "prints the node certificate itself (PEM)",
 		"user add":   "prints the user credential itself (PEM)",
+		"user renew": "prints the renewed credential itself (PEM)",
 	}
 	for name, flags := range completionFlags() {
 		if _, ok := exempt[name]; ok {

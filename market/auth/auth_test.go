@@ -531,3 +531,47 @@ func TestRunningLimitsInCert(t *testing.T) {
 		t.Fatalf("a version 1 user: %+v (%v)", id.Quota, err)
 	}
 }
+
+// TestRenew: a renewed certificate keeps its subject, key, role, quota
+// and site, is valid anew past the old one's end, and is issued only by
+// the old one's issuer (or the authority above a delegate).
+func TestRenew(t *testing.T) {
+	w := newWorld(t)
+	q := Quota{MaxCPU: 4000, MaxGPU: 1, MaxPriority: 7, MaxRunningCPU: Unlimited, MaxRunningGPU: Unlimited, MaxRunningJobs: Unlimited, Share: 3}
+	alice := w.user(t, "alice", true, q)
+	later := t0.Add(700 * time.Hour)
+	ch, err := w.authority.Renew(alice.Chain, later, 720*time.Hour, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.book.VerifyUser(ch, t0.Add(1000*time.Hour)) // past the old one's end
+	if err != nil {
+		t.Fatalf("the renewed credential: %v", err)
+	}
+	if id.Name != "alice" || !id.Admin || id.Quota.MaxCPU != 4000 || id.Quota.Share != 3 || string(ch[0].Key) != string(alice.Chain[0].Key) {
+		t.Fatalf("renewed as %+v", id)
+	}
+	if _, err := w.book.VerifyUser(alice.Chain, t0.Add(1000*time.Hour)); err == nil {
+		t.Fatal("the old credential still valid")
+	}
+	if !ch.Expiry().Equal(later.Add(720 * time.Hour)) {
+		t.Fatalf("expiry %v", ch.Expiry())
+	}
+
+	node, err := w.delegate.IssueNode("12D3KooWEdge", "edge", nil, t0, time.Hour, w.rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, is := range map[string]Issuer{"its delegate": w.delegate, "the authority above it": w.authority} {
+		if ch, err := is.Renew(node, later, time.Hour, w.rng); err != nil || ch[0].Subject != "12D3KooWEdge" || ch[0].Site != "edge" {
+			t.Errorf("a node renewed by %s: %v", name, err)
+		}
+	}
+	other := Issuer{Key: w.key(t)}
+	if _, err := other.Renew(alice.Chain, later, time.Hour, w.rng); err == nil || !strings.Contains(err.Error(), "not issued by") {
+		t.Errorf("another authority renewed alice: %v", err)
+	}
+	if _, err := w.delegate.Renew(alice.Chain, later, time.Hour, w.rng); err == nil {
+		t.Error("a delegate renewed a user")
+	}
+}

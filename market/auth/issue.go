@@ -80,3 +80,42 @@ func ParseCredential(data []byte) (Credential, error) {
 	}
 	return Credential{Key: key, Chain: ch}, nil
 }
+
+// Renew issues old's first certificate again, valid from now for valid:
+// the same kind, subject, key, site, roles, role and quota, a new serial.
+// The issuer must be the one that signed it, the authority above the
+// delegate that did, or a delegate renewing a node of its site that the
+// authority signed: renewing never admits anyone new.
+func (is Issuer) Renew(old Chain, now time.Time, valid time.Duration, rand io.Reader) (Chain, error) {
+	if len(old) == 0 {
+		return nil, errors.New("auth: renew: an empty chain")
+	}
+	c := old[0]
+	signer := is.Key.Public().(ed25519.PublicKey)
+	ok := string(c.Issuer) == string(signer)
+	switch {
+	case !ok && len(is.Chain) == 0:
+		ok = string(old[len(old)-1].Issuer) == string(signer) // a delegate's node, by the authority above it
+	case !ok:
+		ok = string(c.Issuer) == string(is.Chain[len(is.Chain)-1].Issuer) // the authority's node, by a delegate of its site
+	}
+	if !ok {
+		return nil, fmt.Errorf("auth: renew: %s %s was not issued by this authority or delegate", c.Kind, c.Subject)
+	}
+	if c.Kind == Delegate && len(is.Chain) > 0 {
+		return nil, errors.New("auth: renew: delegates are renewed by the authority")
+	}
+	return is.issue(Cert{Kind: c.Kind, Subject: c.Subject, Key: c.Key, Site: c.Site, Roles: c.Roles, Admin: c.Admin, Quota: c.Quota}, now, valid, rand)
+}
+
+// RenewWarning is how long before a certificate expires its holder is
+// told to renew it: a node in its log, a user by the CLI.
+const RenewWarning = 7 * 24 * time.Hour
+
+// Expiry is when the chain stops being valid: its earliest NotAfter.
+func (ch Chain) Expiry() time.Time {
+	if len(ch) == 0 {
+		return time.Time{}
+	}
+	return chainExpiry(ch)
+}
