@@ -78,6 +78,7 @@ func cmdJobs(args []string, stdout, stderr io.Writer) int {
 	sort.SliceStable(jobs, func(i, j int) bool {
 		return parseTime(jobs[i].Submitted).Before(parseTime(jobs[j].Submitted))
 	})
+	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tTASKS\tSUBMITTED")
 	for _, j := range jobs {
@@ -87,7 +88,7 @@ func cmdJobs(args []string, stdout, stderr io.Writer) int {
 				done++
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d done\t%s\n", j.ID, dash(j.Name), j.State, done, len(j.Tasks), dash(j.Submitted))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d done\t%s\n", j.ID, dash(j.Name), j.State, done, len(j.Tasks), ago(j.Submitted, now))
 	}
 	_ = tw.Flush()
 	return exitOK

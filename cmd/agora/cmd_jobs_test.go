@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agora-sched/agora/node/api"
 )
 
 const jobsList = `[
@@ -24,10 +27,12 @@ func TestJobsTable(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("want a header and two rows:\n%s", out)
 	}
+	// Submission times as relative times, as with --all (issue 47).
+	ago := func(ts string) []string { return strings.Fields(api.Ago(parseTime(ts), time.Now())) }
 	want := [][]string{
 		{"ID", "NAME", "STATE", "TASKS", "SUBMITTED"},
-		{"job-1", "hello", "succeeded", "1/1", "done", "2026-03-01T10:00:00Z"}, // oldest first
-		{"job-2", "train", "running", "1/3", "done", "2026-03-01T10:05:00Z"},
+		append([]string{"job-1", "hello", "succeeded", "1/1", "done"}, ago("2026-03-01T10:00:00Z")...), // oldest first
+		append([]string{"job-2", "train", "running", "1/3", "done"}, ago("2026-03-01T10:05:00Z")...),
 	}
 	for i, w := range want {
 		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {

@@ -61,6 +61,11 @@ func setLogLevel(level string, explicit bool) error {
 	}
 	if os.Getenv("GOLOG_LOG_LEVEL") == "" {
 		logging.SetAllLoggers(logging.LevelWarn)
+		// The DHT's routing-table refresh warns "failed to find any peer
+		// in table" on every start of a lone node, and again on each
+		// refresh until a peer joins: the normal state of a first node,
+		// not something for the operator to act on. Its errors still show.
+		_ = logging.SetLogLevel("dht/RtRefreshManager", "error")
 	}
 	for _, s := range agoraSubsystems {
 		_ = logging.SetLogLevel(s, lvl.String())
