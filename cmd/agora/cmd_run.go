@@ -76,7 +76,7 @@ type runOpts struct {
 	cpu, mem, gpu, gpuMem, gpuModel string
 	name, typ, timeout, image       string
 	priority, retries               int
-	retriesSet, cpuSet              bool
+	cpuSet                          bool
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -92,7 +92,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.priority, "priority", spec.DefaultPriority, fmt.Sprintf("job priority, %d to %d; higher runs sooner", spec.MinPriority, spec.MaxPriority))
 	fs.StringVar(&o.name, "name", "", `job name (default "run-" + the command's base name)`)
 	fs.StringVar(&o.typ, "type", "", "job type for runtime prediction (default the name)")
-	fs.IntVar(&o.retries, "retries", spec.DefaultRetries, "retries of a failed run")
+	fs.IntVar(&o.retries, "retries", 0, "retries of a failed run (default none: a failing command fails at once, as srun's does; a spec's tasks default to 3)")
 	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
 	fs.StringVar(&o.image, "image", "", "run the command inside this OCI image (name:tag), through podman or docker on a node that has one; pinned to the image's ID on the node asked (docs/containers.md)")
 	wait := fs.Bool("wait", false, "wait for the job to finish, printing its output (stdout to stdout, stderr to stderr); exit with its exit code")
@@ -108,7 +108,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agora run: missing command (usage: agora run [flags] -- CMD ARGS...)")
 		return exitBadUsage
 	}
-	o.retriesSet, o.cpuSet = flagWasSet(fs, "retries"), flagWasSet(fs, "cpu")
+	o.cpuSet = flagWasSet(fs, "cpu")
 	s, err := buildRunSpec(o, argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "agora run: %v\n", err)
@@ -191,9 +191,7 @@ func runOutput(api, id string, stdout, stderr io.Writer) int {
 // less context.
 func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
 	task := runTask{Name: "main", Command: argv, Timeout: o.timeout, Image: o.image}
-	if o.retriesSet {
-		task.Retries = &o.retries
-	}
+	task.Retries = &o.retries // the spec's default (3) is for pipelines, not a command typed once
 	if _, err := resource.ParseCPU(o.cpu); err != nil {
 		return nil, fmt.Errorf("--cpu: %v", err)
 	}

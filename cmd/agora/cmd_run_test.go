@@ -14,17 +14,17 @@ func TestRunBuildsSpec(t *testing.T) {
 		want string // the spec posted, as JSON
 	}{
 		{"defaults", []string{"--", "echo", "hi"},
-			`{"name": "run-echo", "type": "run-echo", "priority": 5, "tasks": [{"name": "main", "command": ["echo", "hi"], "resources": {}}]}`},
+			`{"name": "run-echo", "type": "run-echo", "priority": 5, "tasks": [{"name": "main", "command": ["echo", "hi"], "resources": {}, "retries": 0}]}`},
 		{"no dashes", []string{"--cpu", "0.5", "sleep", "1"},
-			`{"name": "run-sleep", "type": "run-sleep", "priority": 5, "tasks": [{"name": "main", "command": ["sleep", "1"], "resources": {"cpu": 0.5}}]}`},
+			`{"name": "run-sleep", "type": "run-sleep", "priority": 5, "tasks": [{"name": "main", "command": ["sleep", "1"], "resources": {"cpu": 0.5}, "retries": 0}]}`},
 		{"everything", []string{"--cpu", "2", "--mem", "4GiB", "--gpu", "2", "--gpu-mem", "40GiB", "--gpu-model", "A100",
 			"--priority", "8", "--name", "train", "--retries", "0", "--timeout", "1h", "--", "/usr/bin/python3", "train.py", "--epochs", "3"},
 			`{"name": "train", "type": "train", "priority": 8, "tasks": [{"name": "main", "command": ["/usr/bin/python3", "train.py", "--epochs", "3"],
 			  "resources": {"cpu": 2, "memory": "4GiB", "gpu": {"count": 2, "memory": "40GiB", "model": "A100"}}, "retries": 0, "timeout": "1h"}]}`},
 		{"gpu share", []string{"--gpu", "0.25", "--type", "smi", "--", "nvidia-smi"},
-			`{"name": "run-nvidia-smi", "type": "smi", "priority": 5, "tasks": [{"name": "main", "command": ["nvidia-smi"], "resources": {"gpu": {"share": 0.25}}}]}`},
+			`{"name": "run-nvidia-smi", "type": "smi", "priority": 5, "tasks": [{"name": "main", "command": ["nvidia-smi"], "resources": {"gpu": {"share": 0.25}}, "retries": 0}]}`},
 		{"millicores, flags after the command", []string{"ls", "--cpu", "500m", "--priority", "0"},
-			`{"name": "run-ls", "type": "run-ls", "priority": 0, "tasks": [{"name": "main", "command": ["ls"], "resources": {"cpu": "500m"}}]}`},
+			`{"name": "run-ls", "type": "run-ls", "priority": 0, "tasks": [{"name": "main", "command": ["ls"], "resources": {"cpu": "500m"}, "retries": 0}]}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
