@@ -161,10 +161,12 @@ type Server struct {
 	sessions  *Sessions
 }
 
-// ServeUI mounts the dashboard (package web) under /ui/; GET / leads
-// there.
+// ServeUI mounts the dashboard (package web) under /ui/ — its pages, and
+// its actions under /ui/act/, which the guard lets in only with a session
+// that acts; GET / leads there.
 func (s *Server) ServeUI(ui http.Handler) {
 	s.mux.Handle("GET /ui/", ui)
+	s.mux.Handle("POST /ui/act/", ui)
 	s.mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 }
 

@@ -123,8 +123,14 @@ func open(r *http.Request) bool {
 		r.Method == http.MethodPost && r.URL.Path == "/ui/session"
 }
 
-// uiRead says whether r reads a dashboard page (GET /, GET /ui/...): the
-// only requests a session lets in.
+// uiAct says whether r is a dashboard action (POST /ui/act/...): a
+// form the dashboard's own pages send, with a session that acts.
+func uiAct(r *http.Request) bool {
+	return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/ui/act/")
+}
+
+// uiRead says whether r reads a dashboard page (GET /, GET /ui/...): with
+// uiAct, the only requests a session lets in.
 func uiRead(r *http.Request) bool {
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/"))
 }
@@ -158,9 +164,14 @@ func quote(s string) string {
 // user's reads (none in an open network).
 func guarded(g Guard, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if uiRead(r) && g.Sessions != nil {
+		if (uiRead(r) || uiAct(r)) && g.Sessions != nil {
 			if se, ok := g.Sessions.fromRequest(r); ok {
+				if uiAct(r) && !se.acts {
+					writeError(w, http.StatusForbidden, "this dashboard session reads only: in a network with an authority, submit and cancel with the agora command and your credential")
+					return
+				}
 				ctx := context.WithValue(r.Context(), viewerKey{}, se.user)
+				ctx = context.WithValue(ctx, actsKey{}, se.acts)
 				if se.cred != nil {
 					ctx = WithCredential(ctx, se.cred)
 				}
@@ -208,13 +219,24 @@ func (g *Guard) checkSession(r *http.Request) (int, string) {
 	// Cookies are not kept apart by port: a page on another port of this
 	// host is same-site, and its requests carry the session. Take only
 	// the dashboard's own pages' requests and the user's own navigation.
-	if o := r.Header.Get("Origin"); o != "" {
+	// The pages' Referrer-Policy (no-referrer) makes a browser send
+	// Origin: null with their forms; Sec-Fetch-Site, which no page can
+	// set, then says where the request came from.
+	o, sfs := r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")
+	sameOrigin := false
+	if o != "" && o != "null" {
 		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
 			return http.StatusForbidden, "Origin " + quote(o) + " is another origin (another port or site): the dashboard's session serves its own pages only"
 		}
+		sameOrigin = true
 	}
-	if sfs := r.Header.Get("Sec-Fetch-Site"); sfs != "" && sfs != "same-origin" && sfs != "none" {
+	if sfs != "" && sfs != "same-origin" && sfs != "none" {
 		return http.StatusForbidden, "a request from another origin (Sec-Fetch-Site: " + sfs + "): the dashboard's session serves its own pages only; open the address directly"
+	}
+	if uiAct(r) && !sameOrigin && sfs != "same-origin" {
+		// A browser says where every POST comes from: an action that
+		// does not say it came from this origin is refused.
+		return http.StatusForbidden, "a dashboard action that did not come from the dashboard's own page (no same-origin Origin or Sec-Fetch-Site): send it from the dashboard"
 	}
 	return 0, ""
 }

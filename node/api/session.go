@@ -21,8 +21,13 @@ import (
 // sign-in page trades the code for a session (POST /ui/session). The
 // session is a cookie that script cannot read (HttpOnly), sent to this
 // node's pages only (its name is the node's, SameSite=Strict, Path
-// /ui/), which lets the browser read /ui/ pages and nothing else, for at
-// most SessionTTL, as the user who signed in.
+// /ui/), which lets the browser read /ui/ pages, for at most SessionTTL,
+// as the user who signed in. A session bought with the API token (an open
+// network's: its holder may do anything through the API) also acts:
+// submit, cancel and re-run through POST /ui/act/... (web). One bought
+// with a user's session credential only reads: acting on a network with
+// an authority takes the user's own signature on each request, which a
+// browser does not hold.
 
 // SessionTTL is how long a dashboard session lasts (a user's signed
 // session credential lasts as long: market/auth.SessionTTL).
@@ -43,6 +48,7 @@ const (
 type session struct {
 	user    string
 	cred    []byte
+	acts    bool // may submit, cancel and re-run (POST /ui/act/...)
 	expires time.Time
 	code    time.Time // a code's: until when it opens the session
 }
@@ -100,7 +106,7 @@ func (s *Sessions) code(user string, cred []byte, expires time.Time) (string, er
 	if len(s.codes) >= maxCodes {
 		return "", errors.New("too many sign-in codes waiting for their browsers")
 	}
-	s.codes[c] = session{user: user, cred: cred, expires: expires, code: now.Add(codeTTL)}
+	s.codes[c] = session{user: user, cred: cred, acts: cred == nil, expires: expires, code: now.Add(codeTTL)}
 	return c, nil
 }
 
@@ -178,6 +184,15 @@ func (s *Sessions) fromRequest(r *http.Request) (session, bool) {
 }
 
 type viewerKey struct{}
+
+type actsKey struct{}
+
+// SessionActs says whether the dashboard session a request came with may
+// act (submit, cancel, re-run): one bought with the API token.
+func SessionActs(r *http.Request) bool {
+	v, _ := r.Context().Value(actsKey{}).(bool)
+	return v
+}
 
 // Viewer is the user of the dashboard session a request came with
 // ("" in an open network, or for a request without a session), and

@@ -38,6 +38,7 @@ code,.mono{font-family:ui-monospace,monospace;font-size:12px}
 .charts{display:flex;gap:16px;flex-wrap:wrap}.chart{background:#fff;padding:8px;box-shadow:0 1px 2px #0001}.chart b{font-size:12px;display:block}
 pre{background:#111820;color:#d8dee6;padding:10px;overflow:auto;max-height:420px;font-size:12px}
 .note{color:#7a4b00;background:#fff4dc;padding:6px 10px}
+form.inline{display:inline}textarea{font-family:ui-monospace,monospace;font-size:12px;width:100%}
 svg text{font:12px system-ui,sans-serif}
 </style></head><body>
 <header><a href="/ui/">Agora</a><span>{{template "title" .}}</span></header><main>`
@@ -54,6 +55,7 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
 {{end}}</table>
 
 <h2>Jobs in the network</h2>
+<p>{{if .Acts}}<a id="submit-link" href="/ui/submit">Submit a job</a> · {{end}}<label>Filter <input id="filter" type="search" placeholder="name, owner, state, node…"></label></p>
 {{if .JobsError}}<p class="note">{{.JobsError}}</p>{{end}}
 {{range .Unreachable}}<p class="note">Node {{.}} did not answer: its jobs are not listed.</p>{{end}}
 <table id="jobs"><tr><th>Job</th><th>Name</th><th>Owner</th><th>State</th><th>Tasks done</th><th>Nodes</th><th>Manager</th><th>Submitted</th><th>Started</th><th>Reason</th></tr>
@@ -99,13 +101,29 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
     }).catch(function() {});
   }
   poll(); setInterval(poll, 2000);
+  var filter = document.getElementById("filter");
+  filter.addEventListener("input", function() {
+    var q = filter.value.toLowerCase(), rows = document.querySelectorAll("#jobs tr.job");
+    for (var i = 0; i < rows.length; i++) rows[i].style.display = rows[i].textContent.toLowerCase().indexOf(q) < 0 ? "none" : "";
+  });
 })();
 </script>` + foot))
+
+var submitPage = template.Must(template.New("submit").Funcs(funcs).Parse(`{{define "title"}}submit a job{{end}}` + head + `
+<h2>Submit a job</h2>
+{{range .Problems}}<p class="note problem">{{.}}</p>{{end}}
+<form id="submit" method="post" action="/ui/act/submit" enctype="multipart/form-data">
+<p><label>Spec (YAML or JSON, docs/jobspec.md)<br><textarea name="spec" rows="18" cols="100" spellcheck="false">{{.Spec}}</textarea></label></p>
+<p><label>or a spec file <input type="file" name="file" accept=".yaml,.yml,.json"></label></p>
+<p><button type="submit">Submit</button></p>
+</form>` + foot))
 
 var jobPage = template.Must(template.New("job").Funcs(funcs).Parse(`{{define "title"}}job {{.Job.ID}}{{end}}` + head + `
 {{with .Status}}<h2 id="job-title">{{.Name}} <span class="state {{.State}}">{{.State}}</span></h2>
 <p>Job <code>{{.ID}}</code>{{if .Owner}} of <b>{{.Owner}}</b>{{end}}, managed by <code title="{{.Manager}}">{{short .Manager}}</code>; submitted {{ago .Submitted}}{{if .Finished}}, finished {{ago .Finished}}{{end}}.{{if .Reason}} {{.Reason}}{{end}}</p>{{end}}
 {{if .Denied}}<p class="note">{{.Denied}}</p>{{end}}
+{{if .Acts}}<p class="actions">{{if not .Done}}<form class="inline" method="post" action="/ui/act/jobs/{{.Job.ID}}/cancel"><button id="cancel" type="submit">Cancel</button></form> {{end}}<form class="inline" method="post" action="/ui/act/jobs/{{.Job.ID}}/rerun"><button id="rerun" type="submit">Run again</button></form></p>{{end}}
+{{if .Outputs}}<h2>Outputs</h2><ul id="outputs">{{range .Outputs}}<li><a class="download" href="/ui/jobs/{{$.Job.ID}}/outputs/{{.Name}}/{{.Replica}}.tar.gz">{{.Name}}[{{.Replica}}].tar.gz</a></li>{{end}}</ul>{{end}}
 
 <h2>Tasks</h2>
 <svg id="dag" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="the job's tasks and their dependencies">

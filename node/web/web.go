@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,16 +23,26 @@ type Source interface {
 	api.Backend
 	Events(job string) []string
 	Free() resource.Vector
+	// OutputsArchive writes a task replica's outputs to w as a .tar.gz,
+	// for a caller allowed the job's detail.
+	OutputsArchive(ctx context.Context, w io.Writer, job, task string, replica int) error
 }
 
-// Handler serves the dashboard under /ui/. Every page is read-only.
+// Handler serves the dashboard under /ui/: pages that read, and the
+// actions of act.go, which the API's guard lets in only with a session
+// that acts.
 func Handler(src Source) http.Handler {
 	h := &handler{src: src}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/{$}", h.overview)
 	mux.HandleFunc("GET /ui/login", h.login)
+	mux.HandleFunc("GET /ui/submit", h.submitForm)
 	mux.HandleFunc("GET /ui/jobs/{id}", h.job)
 	mux.HandleFunc("GET /ui/jobs/{id}/logs", h.logs)
+	mux.HandleFunc("GET /ui/jobs/{id}/outputs/{task}/{file}", h.outputs)
+	mux.HandleFunc("POST /ui/act/submit", h.submit)
+	mux.HandleFunc("POST /ui/act/jobs/{id}/cancel", h.cancelJob)
+	mux.HandleFunc("POST /ui/act/jobs/{id}/rerun", h.rerun)
 	return mux
 }
 
@@ -110,8 +122,9 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.SliceStable(peers[1:], func(i, j int) bool { return peers[1+i].ID < peers[1+j].ID })
 	jobs, err := h.src.ClusterJobs(ctx)
+	slices.Reverse(jobs.Jobs) // newest first
 	data := map[string]any{"Self": self, "Short": short(self), "Peers": peers, "Jobs": jobs.Jobs,
-		"Unreachable": jobs.Unreachable, "Now": time.Now()}
+		"Unreachable": jobs.Unreachable, "Now": time.Now(), "Acts": api.SessionActs(r)}
 	if err != nil {
 		data["JobsError"] = err.Error()
 	}
@@ -235,7 +248,14 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 			waits = append(waits, t)
 		}
 	}
-	data := map[string]any{"Job": j, "Status": st, "Waits": waits}
+	data := map[string]any{"Job": j, "Status": st, "Waits": waits, "Acts": api.SessionActs(r), "Done": j.State.Terminal()}
+	var outs []api.TaskStatus
+	for i, t := range j.Tasks {
+		if t.Outputs != nil {
+			outs = append(outs, st.Tasks[i])
+		}
+	}
+	data["Outputs"] = outs
 	if err != nil {
 		data["Denied"] = err.Error() // a summary: the caller may not see the detail
 	}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
+)
+
+// cdpPage drives one page of a headless Chromium through the DevTools
+// protocol, over its websocket on 127.0.0.1: navigate, evaluate script,
+// read the result. It is what a user's clicks need that --dump-dom cannot
+// do: fill a form, press a button, download a file in the session.
+type cdpPage struct {
+	t    *testing.T
+	conn *websocket.Conn
+	next int
+}
+
+func newCDPPage(t *testing.T, bin string) *cdpPage {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+		"--user-data-dir="+dir, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var port string
+	waitfor.Every(t, 30*time.Second, 50*time.Millisecond, "Chromium's DevTools port", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
+		if err != nil {
+			return false
+		}
+		port, _, _ = strings.Cut(string(b), "\n")
+		return port != ""
+	})
+	var targets []struct{ Type, WebSocketDebuggerURL string }
+	waitfor.Every(t, 10*time.Second, 50*time.Millisecond, "Chromium's page target", func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/json/list")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if json.NewDecoder(resp.Body).Decode(&targets) != nil {
+			return false
+		}
+		for _, tg := range targets {
+			if tg.Type == "page" {
+				return true
+			}
+		}
+		return false
+	})
+	var ws string
+	for _, tg := range targets {
+		if tg.Type == "page" {
+			ws = tg.WebSocketDebuggerURL
+			break
+		}
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &cdpPage{t: t, conn: conn}
+}
+
+// call sends one command and returns its result, skipping events.
+func (p *cdpPage) call(method string, params any) json.RawMessage {
+	p.t.Helper()
+	p.next++
+	id := p.next
+	if err := p.conn.WriteJSON(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+		p.t.Fatal(err)
+	}
+	_ = p.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for {
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := p.conn.ReadJSON(&m); err != nil {
+			p.t.Fatalf("DevTools %s: %v", method, err)
+		}
+		if m.ID != id {
+			continue // an event
+		}
+		if m.Error != nil {
+			p.t.Fatalf("DevTools %s: %s", method, m.Error.Message)
+		}
+		return m.Result
+	}
+}
+
+// eval evaluates a script expression in the page, awaiting a promise,
+// and decodes its value into out (when not nil).
+func (p *cdpPage) eval(expr string, out any) {
+	p.t.Helper()
+	raw := p.call("Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true})
+	var r struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		p.t.Fatal(err)
+	}
+	if r.ExceptionDetails != nil {
+		p.t.Fatalf("script %q: %s %s", expr, r.ExceptionDetails.Text, r.ExceptionDetails.Exception.Description)
+	}
+	if out != nil && len(r.Result.Value) > 0 {
+		if err := json.Unmarshal(r.Result.Value, out); err != nil {
+			p.t.Fatalf("script %q: %v: %s", expr, err, r.Result.Value)
+		}
+	}
+}
+
+// str evaluates expr to a string.
+func (p *cdpPage) str(expr string) string {
+	p.t.Helper()
+	var s string
+	p.eval(expr, &s)
+	return s
+}
+
+// open navigates to url and waits until the page at a path starting
+// with want has loaded.
+func (p *cdpPage) open(url, want string) {
+	p.t.Helper()
+	p.call("Page.navigate", map[string]any{"url": url})
+	p.waitPath(want)
+}
+
+// waitPath waits until the page at a path starting with want has loaded.
+func (p *cdpPage) waitPath(want string) {
+	p.t.Helper()
+	waitfor.Every(p.t, 30*time.Second, 50*time.Millisecond, fmt.Sprintf("the page %s to load", want), func() bool {
+		return p.str(`document.readyState === "complete" ? location.pathname : ""`) != "" &&
+			strings.HasPrefix(p.str(`location.pathname`), want)
+	})
+}
+
+// jsonEncoder is an encoder that leaves <, > and & as they are.
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
+}
