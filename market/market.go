@@ -315,6 +315,16 @@ func (m *Market) Capacity() resource.Vector { return m.con.capacity.Clone() }
 // QueueLen is the number of accepted tasks waiting to start here.
 func (m *Market) QueueLen() int { return len(m.con.queue) }
 
+// Queued lists the replicas awarded to this node and waiting to start,
+// in queue order.
+func (m *Market) Queued() []TaskKey {
+	out := make([]TaskKey, 0, len(m.con.queue))
+	for _, k := range m.con.queue {
+		out = append(out, k.spec.Key)
+	}
+	return out
+}
+
 // RunningLen is the number of tasks running here.
 func (m *Market) RunningLen() int { return len(m.con.running) }
 

@@ -44,6 +44,7 @@ import (
 	"github.com/agora-sched/agora/node/query"
 	"github.com/agora-sched/agora/node/replication"
 	"github.com/agora-sched/agora/node/transport"
+	"github.com/agora-sched/agora/node/web"
 	"github.com/agora-sched/agora/runtime"
 	"github.com/agora-sched/agora/store"
 )
@@ -67,6 +68,7 @@ type Node struct {
 	units       []executor.DeviceUnits // the declared devices' units and their paths
 	images      *imageSet              // the images the engine holds (images.go)
 	users       *executor.UserMap      // --task-user map: owners to local accounts; nil otherwise
+	history     web.History            // the dashboard's charts' day of samples (history.go)
 	imgs        *imageshare.Service    // sends and fetches images; nil without an engine
 	imgCache    *imageshare.Cache      // the images it fetched, for --image-cache-limit
 	walCopies   []string               // the write-ahead logs as they were at start (ledger.go)
@@ -524,6 +526,7 @@ func (n *Node) run(in *configRead) error {
 	go n.retentionLoop(n.mkt.Config().JobRetention)
 	n.wg.Go(n.imageLoop)
 	n.wg.Go(n.accountingLoop)
+	n.wg.Go(n.historyLoop)
 	if n.cfg.NATTraversal && !n.cfg.NoHolePunching {
 		n.wg.Go(func() { p2phost.KeepPunching(n.ctx, n.host, 5*time.Second, p2phost.PunchAfter, nil) })
 	}

@@ -80,6 +80,17 @@ func newCDPPage(t *testing.T, bin string) *cdpPage {
 // call sends one command and returns its result, skipping events.
 func (p *cdpPage) call(method string, params any) json.RawMessage {
 	p.t.Helper()
+	raw, err := p.try(method, params)
+	if err != nil {
+		p.t.Fatalf("DevTools %s: %v", method, err)
+	}
+	return raw
+}
+
+// try is call returning the protocol's error (a page navigating away
+// under an evaluation, say) instead of failing the test.
+func (p *cdpPage) try(method string, params any) (json.RawMessage, error) {
+	p.t.Helper()
 	p.next++
 	id := p.next
 	if err := p.conn.WriteJSON(map[string]any{"id": id, "method": method, "params": params}); err != nil {
@@ -101,9 +112,9 @@ func (p *cdpPage) call(method string, params any) json.RawMessage {
 			continue // an event
 		}
 		if m.Error != nil {
-			p.t.Fatalf("DevTools %s: %s", method, m.Error.Message)
+			return nil, fmt.Errorf("%s", m.Error.Message)
 		}
-		return m.Result
+		return m.Result, nil
 	}
 }
 
@@ -145,20 +156,41 @@ func (p *cdpPage) str(expr string) string {
 }
 
 // open navigates to url and waits until the page at a path starting
-// with want has loaded.
+// with want (exactly want, when it ends in "/") has loaded.
 func (p *cdpPage) open(url, want string) {
 	p.t.Helper()
 	p.call("Page.navigate", map[string]any{"url": url})
 	p.waitPath(want)
 }
 
-// waitPath waits until the page at a path starting with want has loaded.
+// waitPath waits until the page at a path starting with want (exactly
+// want, when it ends in "/") has loaded.
 func (p *cdpPage) waitPath(want string) {
 	p.t.Helper()
 	waitfor.Every(p.t, 30*time.Second, 50*time.Millisecond, fmt.Sprintf("the page %s to load", want), func() bool {
-		return p.str(`document.readyState === "complete" ? location.pathname : ""`) != "" &&
-			strings.HasPrefix(p.str(`location.pathname`), want)
+		path := p.loaded()
+		if strings.HasSuffix(want, "/") {
+			return path == want
+		}
+		return strings.HasPrefix(path, want)
 	})
+}
+
+// loaded is the path of the page once it has loaded, "" before (or while
+// it navigates away).
+func (p *cdpPage) loaded() string {
+	p.t.Helper()
+	raw, err := p.try("Runtime.evaluate", map[string]any{"expression": `document.readyState === "complete" ? location.pathname : ""`, "returnByValue": true})
+	if err != nil {
+		return ""
+	}
+	var r struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	return r.Result.Value
 }
 
 // jsonEncoder is an encoder that leaves <, > and & as they are.

@@ -33,6 +33,14 @@ func TestDashboardActs(t *testing.T) {
 	if page.str(`document.getElementById("submit-link") ? "yes" : "no"`) != "yes" {
 		t.Fatal("the overview offers no way to submit")
 	}
+	// The charts start from the history the node keeps (a sample at its
+	// start, then every 10 s), not empty.
+	waitfor.Every(t, 15*time.Second, 100*time.Millisecond, "the charts' history", func() bool {
+		return page.str(`document.getElementById("c-cpu").getAttribute("data-points") || "0"`) != "0"
+	})
+	if hist := page.str(`fetch("/ui/history?window=24h", {credentials: "same-origin"}).then(r => r.text())`); !strings.HasPrefix(hist, "[[") {
+		t.Errorf("/ui/history: %q", hist)
+	}
 
 	// Submit through the form; the page moves to the new job's.
 	const want = "made by the dashboard job\n"
@@ -40,7 +48,7 @@ func TestDashboardActs(t *testing.T) {
 	page.open("http://"+n.api+"/ui/submit", "/ui/submit")
 	page.eval(`document.querySelector("textarea[name=spec]").value = `+jsString(specText)+`; document.getElementById("submit").submit(); true`, nil)
 	waitfor.Every(t, 30*time.Second, 50*time.Millisecond, "the submitted job's page", func() bool {
-		p := page.str(`document.readyState === "complete" ? location.pathname : ""`)
+		p := page.loaded()
 		if p == "/ui/act/submit" {
 			t.Fatalf("the form came back: %s", page.str(`document.body.innerText`))
 		}
@@ -74,7 +82,7 @@ func TestDashboardActs(t *testing.T) {
 	// Run it again from its page: a new job, the same spec.
 	page.eval(`document.getElementById("rerun").click(); true`, nil)
 	waitfor.Every(t, 30*time.Second, 50*time.Millisecond, "the page of the re-run", func() bool {
-		p := page.str(`document.readyState === "complete" ? location.pathname : ""`)
+		p := page.loaded()
 		return strings.HasPrefix(p, "/ui/jobs/") && p != "/ui/jobs/"+id
 	})
 	again := strings.TrimPrefix(page.str(`location.pathname`), "/ui/jobs/")
@@ -89,15 +97,32 @@ func TestDashboardActs(t *testing.T) {
 		t.Fatalf("run: %s", errs)
 	}
 	long := jobID(out)
+	waitfor.Every(t, 30*time.Second, apiPoll, "the long job to run", func() bool { return e2eStatus(t, n.api, long).State == "running" })
+	page.open("http://"+n.api+"/ui/node", "/ui/node")
+	if running := page.str(`document.getElementById("running").textContent`); !strings.Contains(running, long) {
+		t.Errorf("the node page does not list the task it runs (%s): %q", long, running)
+	}
 	page.open("http://"+n.api+"/ui/jobs/"+long, "/ui/jobs/"+long)
 	page.eval(`document.getElementById("cancel").click(); true`, nil)
 	waitfor.Every(t, 30*time.Second, apiPoll, "the job cancelled from the dashboard", func() bool { return e2eStatus(t, n.api, long).State == "cancelled" })
+
+	// The node page says when the node is drained.
+	if _, errs, code := agora(t, "drain", "--api", n.api); code != 0 {
+		t.Fatalf("drain: %s", errs)
+	}
+	page.open("http://"+n.api+"/ui/node", "/ui/node")
+	if page.str(`document.getElementById("drained") ? "drained" : ""`) != "drained" {
+		t.Error("the node page does not say the node is drained")
+	}
+	if _, errs, code := agora(t, "undrain", "--api", n.api); code != 0 {
+		t.Fatalf("undrain: %s", errs)
+	}
 
 	// A bad spec: the form again, saying what is wrong as agora submit does.
 	page.open("http://"+n.api+"/ui/submit", "/ui/submit")
 	page.eval(`document.querySelector("textarea[name=spec]").value = "name: bad\ntasks:\n  - name: t\n    comand: [true]\n"; document.getElementById("submit").submit(); true`, nil)
 	waitfor.Every(t, 30*time.Second, 50*time.Millisecond, "the form's answer", func() bool {
-		return page.str(`document.readyState === "complete" ? (document.querySelector(".problem") || {}).textContent || "" : ""`) != ""
+		return page.loaded() == "/ui/act/submit" && page.str(`(document.querySelector(".problem") || {}).textContent || ""`) != ""
 	})
 	if p := page.str(`Array.from(document.querySelectorAll(".problem")).map(e => e.textContent).join("\n")`); !strings.Contains(p, `tasks[0].comand: unknown field (did you mean "command"?)`) || !strings.Contains(p, "tasks[0].command: required") {
 		t.Errorf("the bad spec's problem reads %q", p)

@@ -48,7 +48,7 @@ const foot = `</main></body></html>`
 var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{define "title"}}node {{.Short}}{{end}}` + head + `
 <h2>Nodes</h2>
 <table id="peers"><tr><th>Node</th><th>Site</th><th>Labels</th><th>CPU free / total</th><th>Memory free / total</th><th>GPUs (free share)</th><th>Devices</th><th>Queue</th><th>Connection</th><th>Seen</th></tr>
-{{range .Peers}}<tr class="peer" data-peer="{{.ID}}"><td class="mono" title="{{.ID}}">{{.Short}}{{if .Self}} (this node){{end}}</td><td>{{.Site}}</td><td class="mono">{{.Labels}}</td>
+{{range .Peers}}<tr class="peer" data-peer="{{.ID}}"><td class="mono" title="{{.ID}}">{{if .Self}}<a id="node-link" href="/ui/node">{{.Short}}</a> (this node){{else}}{{.Short}}{{end}}</td><td>{{.Site}}</td><td class="mono">{{.Labels}}</td>
 <td>{{.FreeCPU}} / {{.CPU}}</td><td>{{.FreeMemory}} / {{.Memory}}</td>
 <td>{{range .GPUs}}<div title="{{.Model}} {{.Memory}}: {{.FreePct}}% free"><span class="gpu"><i style="width:{{.FreePct}}%"></i></span>{{.Model}} {{.Memory}}</div>{{else}}-{{end}}</td>
 <td>{{range .Devices}}<div>{{.}}</div>{{else}}-{{end}}</td><td>{{.Queue}}</td><td>{{.Connection}}</td><td>{{.Seen}}</td></tr>
@@ -66,6 +66,7 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
 {{else}}<tr><td colspan="10">No jobs.</td></tr>{{end}}</table>
 
 <h2>This node's metrics</h2>
+<p><label>Over the last <select id="window"><option value="10m">10 minutes</option><option value="1h" selected>hour</option><option value="24h">day</option></select></label> (a sample every 10 s, kept a day; then live every 2 s)</p>
 <div class="charts">
 <div class="chart"><b>Free CPU (cores)</b><svg id="c-cpu" width="260" height="60"></svg></div>
 <div class="chart"><b>Queued replicas</b><svg id="c-queue" width="260" height="60"></svg></div>
@@ -76,31 +77,45 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
 (function(){
   var series = {"c-cpu": /^agora_free_cpu_cores (\S+)$/m, "c-queue": /^agora_tasks_queued (\S+)$/m,
     "c-peers": /^agora_peers_known (\S+)$/m, "c-running": /^agora_jobs\{state="running"\} (\S+)$/m};
-  var points = {};
+  var column = {"c-cpu": 1, "c-queue": 2, "c-peers": 3, "c-running": 4}; // in /ui/history's rows
+  var spans = {"10m": 600, "1h": 3600, "24h": 86400};
+  var select = document.getElementById("window"), points = {};
+  function span() { return spans[select.value] || 3600; }
   function draw(id) {
-    var svg = document.getElementById(id), p = points[id], ns = "http://www.w3.org/2000/svg";
+    var svg = document.getElementById(id), ns = "http://www.w3.org/2000/svg", now = Date.now() / 1000, from = now - span();
+    var p = (points[id] || []).filter(function(q) { return q[0] >= from; });
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    var top = Math.max.apply(null, p.concat([1]));
+    var top = Math.max.apply(null, p.map(function(q) { return q[1]; }).concat([1]));
     var line = document.createElementNS(ns, "polyline"), xy = [];
-    for (var i = 0; i < p.length; i++) xy.push((i * 260 / 59).toFixed(1) + "," + (55 - p[i] / top * 50).toFixed(1));
+    for (var i = 0; i < p.length; i++) xy.push(((p[i][0] - from) / span() * 260).toFixed(1) + "," + (55 - p[i][1] / top * 50).toFixed(1));
     line.setAttribute("points", xy.join(" "));
     line.setAttribute("fill", "none"); line.setAttribute("stroke", "#2f6fbf"); line.setAttribute("stroke-width", "2");
     svg.appendChild(line);
+    svg.setAttribute("data-points", String(p.length));
     var label = document.createElementNS(ns, "text");
     label.setAttribute("x", "200"); label.setAttribute("y", "14");
-    label.textContent = p.length ? String(p[p.length - 1]) : "";
+    label.textContent = p.length ? String(p[p.length - 1][1]) : "";
     svg.appendChild(label);
+  }
+  function drawAll() { for (var id in series) draw(id); }
+  function load() {
+    fetch("/ui/history?window=" + encodeURIComponent(select.value), {credentials: "same-origin"}).then(function(r) { return r.ok ? r.json() : []; }).then(function(rows) {
+      for (var id in series) points[id] = rows.map(function(row) { return [row[0], row[column[id]]]; });
+      drawAll();
+    }).catch(function() {});
   }
   function poll() {
     fetch("/metrics", {credentials: "same-origin"}).then(function(r) { return r.ok ? r.text() : ""; }).then(function(text) {
+      var now = Date.now() / 1000;
       for (var id in series) {
         var m = series[id].exec(text);
-        points[id] = (points[id] || []).concat(m ? [Number(m[1])] : []).slice(-60);
-        draw(id);
+        if (m) points[id] = (points[id] || []).concat([[now, Number(m[1])]]);
       }
+      drawAll();
     }).catch(function() {});
   }
-  poll(); setInterval(poll, 2000);
+  select.addEventListener("change", load);
+  load(); setInterval(poll, 2000);
   var filter = document.getElementById("filter");
   filter.addEventListener("input", function() {
     var q = filter.value.toLowerCase(), rows = document.querySelectorAll("#jobs tr.job");
@@ -178,5 +193,17 @@ var loginPage = template.Must(template.New("login").Funcs(funcs).Parse(`{{define
     .catch(function() { document.getElementById("msg").textContent = "The node did not answer."; });
 })();
 </script>` + foot))
+
+var nodePage = template.Must(template.New("node").Funcs(funcs).Parse(`{{define "title"}}node {{.Short}}{{end}}` + head + `
+<h2 id="node-title">This node <code>{{.Self}}</code> {{if .Drained}}<span class="state failed" id="drained">drained</span>{{else}}<span class="state succeeded">open</span>{{end}}</h2>
+<p>{{range .Addrs}}<code>{{.}}</code> {{end}}</p>
+{{with .Row}}<table id="resources"><tr><th>CPU free / total</th><th>Memory free / total</th><th>GPUs (free share)</th><th>Devices</th></tr>
+<tr><td>{{.FreeCPU}} / {{.CPU}}</td><td>{{.FreeMemory}} / {{.Memory}}</td>
+<td>{{range .GPUs}}<div><span class="gpu"><i style="width:{{.FreePct}}%"></i></span>{{.Model}} {{.Memory}} ({{.FreePct}}% free)</div>{{else}}-{{end}}</td>
+<td>{{range .Devices}}<div>{{.}}</div>{{else}}-{{end}}</td></tr></table>{{end}}
+<h2>Task replicas running here</h2>
+<ul id="running">{{range .Running}}<li class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Task}}[{{.Replica}}]</li>{{else}}<li>none</li>{{end}}</ul>
+<h2>Queued here</h2>
+<ul id="queued">{{range .Queued}}<li class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Task}}[{{.Replica}}]</li>{{else}}<li>none</li>{{end}}</ul>` + foot))
 
 var errorPage = template.Must(template.New("error").Funcs(funcs).Parse(`{{define "title"}}{{.Title}}{{end}}` + head + `<p class="note">{{.Error}}</p>` + foot))

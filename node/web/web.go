@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -26,6 +27,11 @@ type Source interface {
 	// OutputsArchive writes a task replica's outputs to w as a .tar.gz,
 	// for a caller allowed the job's detail.
 	OutputsArchive(ctx context.Context, w io.Writer, job, task string, replica int) error
+	// History is what the charts draw (nil: nothing kept).
+	History() *History
+	// RunningHere lists the task replicas this node runs now and
+	// Queued those awarded to it, waiting to start.
+	RunningHere() (running, queued []market.TaskKey)
 }
 
 // Handler serves the dashboard under /ui/: pages that read, and the
@@ -37,6 +43,8 @@ func Handler(src Source) http.Handler {
 	mux.HandleFunc("GET /ui/{$}", h.overview)
 	mux.HandleFunc("GET /ui/login", h.login)
 	mux.HandleFunc("GET /ui/submit", h.submitForm)
+	mux.HandleFunc("GET /ui/history", h.history)
+	mux.HandleFunc("GET /ui/node", h.node)
 	mux.HandleFunc("GET /ui/jobs/{id}", h.job)
 	mux.HandleFunc("GET /ui/jobs/{id}/logs", h.logs)
 	mux.HandleFunc("GET /ui/jobs/{id}/outputs/{task}/{file}", h.outputs)
@@ -304,6 +312,16 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(h.logText(ctx, j)))
 }
 
+// node is this node's page: its resources and devices, whether it is
+// drained, and the task replicas it runs and holds queued.
+func (h *handler) node(w http.ResponseWriter, r *http.Request) {
+	self, addrs := h.src.Identity()
+	row := rowOf(self, "", "this node", nil, h.src.Capacity(), h.src.Free())
+	running, queued := h.src.RunningHere()
+	render(w, nodePage, map[string]any{"Self": self, "Short": short(self), "Addrs": addrs, "Row": row,
+		"Drained": h.src.Drained(), "Running": running, "Queued": queued})
+}
+
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	render(w, loginPage, nil)
 }
@@ -318,6 +336,12 @@ func agoText(s string) string {
 		return "-"
 	}
 	return ago(t)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {
