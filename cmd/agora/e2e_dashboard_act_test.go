@@ -106,6 +106,21 @@ func TestDashboardActs(t *testing.T) {
 	page.eval(`document.getElementById("cancel").click(); true`, nil)
 	waitfor.Every(t, 30*time.Second, apiPoll, "the job cancelled from the dashboard", func() bool { return e2eStatus(t, n.api, long).State == "cancelled" })
 
+	// The job table refreshes itself, newest first, and filters by state.
+	page.open("http://"+n.api+"/ui/", "/ui/")
+	out, errs, code = agora(t, "run", "--api", n.api, "--json", "--name", "appears-live", "--", "true")
+	if code != 0 {
+		t.Fatalf("run: %s", errs)
+	}
+	fresh := jobID(out)
+	waitfor.Every(t, 20*time.Second, 200*time.Millisecond, "the new job in the table, without a reload", func() bool {
+		return page.str(`document.querySelector("#jobs tr.job") ? document.querySelector("#jobs tr.job").getAttribute("data-job") : ""`) == fresh
+	})
+	page.eval(`var s = document.getElementById("state-filter"); s.value = "cancelled"; s.dispatchEvent(new Event("change")); true`, nil)
+	if shown := page.str(`Array.from(document.querySelectorAll("#jobs tr.job")).filter(r => r.style.display !== "none").map(r => r.getAttribute("data-job")).join(",")`); shown != long {
+		t.Errorf("the cancelled jobs shown: %q, want %s", shown, long)
+	}
+
 	// The node page says when the node is drained.
 	if _, errs, code := agora(t, "drain", "--api", n.api); code != 0 {
 		t.Fatalf("drain: %s", errs)

@@ -55,11 +55,13 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
 {{end}}</table>
 
 <h2>Jobs in the network</h2>
-<p>{{if .Acts}}<a id="submit-link" href="/ui/submit">Submit a job</a> · {{end}}<label>Filter <input id="filter" type="search" placeholder="name, owner, state, node…"></label></p>
+<p>{{if .Acts}}<a id="submit-link" href="/ui/submit">Submit a job</a> · {{end}}<label>Filter <input id="filter" type="search" placeholder="name, owner, state, node…"></label>
+<label>State <select id="state-filter"><option value="">any</option><option>pending</option><option>running</option><option>succeeded</option><option>failed</option><option>cancelled</option></select></label>
+· <button id="prev" type="button">newer</button> <span id="page-info"></span> <button id="next" type="button">older</button></p>
 {{if .JobsError}}<p class="note">{{.JobsError}}</p>{{end}}
 {{range .Unreachable}}<p class="note">Node {{.}} did not answer: its jobs are not listed.</p>{{end}}
 <table id="jobs"><tr><th>Job</th><th>Name</th><th>Owner</th><th>State</th><th>Tasks done</th><th>Nodes</th><th>Manager</th><th>Submitted</th><th>Started</th><th>Reason</th></tr>
-{{range .Jobs}}<tr class="job" data-job="{{.ID}}"><td class="mono"><a href="/ui/jobs/{{.ID}}">{{.ID}}</a></td><td>{{.Name}}</td><td>{{.Owner}}</td>
+{{range .Jobs}}<tr class="job" data-job="{{.ID}}" data-state="{{.State}}"><td class="mono"><a href="/ui/jobs/{{.ID}}">{{.ID}}</a></td><td>{{.Name}}</td><td>{{.Owner}}</td>
 <td><span class="state {{.State}}">{{.State}}</span></td><td>{{.Done}}/{{.Tasks}}</td>
 <td class="mono">{{range $i, $n := .Nodes}}{{if $i}}, {{end}}<span title="{{$n}}">{{short $n}}</span>{{end}}</td>
 <td class="mono" title="{{.Manager}}">{{short .Manager}}</td><td>{{ago .Submitted}}</td><td>{{ago .Started}}</td><td>{{if .Reason}}{{.Reason}}{{else}}{{.Waiting}}{{end}}</td></tr>
@@ -116,11 +118,33 @@ var overviewPage = template.Must(template.New("overview").Funcs(funcs).Parse(`{{
   }
   select.addEventListener("change", load);
   load(); setInterval(poll, 2000);
-  var filter = document.getElementById("filter");
-  filter.addEventListener("input", function() {
-    var q = filter.value.toLowerCase(), rows = document.querySelectorAll("#jobs tr.job");
-    for (var i = 0; i < rows.length; i++) rows[i].style.display = rows[i].textContent.toLowerCase().indexOf(q) < 0 ? "none" : "";
-  });
+  // The job table: filtered by text and state, 50 rows a page, and
+  // refreshed from the page itself every 5 s.
+  var filter = document.getElementById("filter"), stateSel = document.getElementById("state-filter"), page = 0, perPage = 50;
+  function show() {
+    var q = filter.value.toLowerCase(), st = stateSel.value, rows = document.querySelectorAll("#jobs tr.job"), shown = 0, total = 0;
+    for (var i = 0; i < rows.length; i++) {
+      var match = rows[i].textContent.toLowerCase().indexOf(q) >= 0 && (!st || rows[i].getAttribute("data-state") === st);
+      var on = match && total >= page * perPage && total < (page + 1) * perPage;
+      if (match) total++;
+      if (on) shown++;
+      rows[i].style.display = on ? "" : "none";
+    }
+    var pages = Math.max(1, Math.ceil(total / perPage));
+    if (page >= pages) { page = pages - 1; if (total) return show(); }
+    document.getElementById("page-info").textContent = total ? "jobs " + (page * perPage + 1) + "–" + (page * perPage + shown) + " of " + total : "no jobs";
+  }
+  function refresh() {
+    fetch("/ui/", {credentials: "same-origin"}).then(function(r) { return r.ok ? r.text() : ""; }).then(function(html) {
+      var fresh = html && new DOMParser().parseFromString(html, "text/html").getElementById("jobs");
+      if (fresh) { var old = document.getElementById("jobs"); old.parentNode.replaceChild(document.importNode(fresh, true), old); show(); }
+    }).catch(function() {});
+  }
+  filter.addEventListener("input", function() { page = 0; show(); });
+  stateSel.addEventListener("change", function() { page = 0; show(); });
+  document.getElementById("prev").addEventListener("click", function() { if (page > 0) { page--; show(); } });
+  document.getElementById("next").addEventListener("click", function() { page++; show(); });
+  show(); setInterval(refresh, 5000);
 })();
 </script>` + foot))
 
