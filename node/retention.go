@@ -63,14 +63,19 @@ func (n *Node) sweepLoop(retention time.Duration, sweep func(now time.Time)) {
 	if retention < 0 {
 		return
 	}
-	t := time.NewTicker(sweepEvery(retention))
+	n.every(sweepEvery(retention), sweep)
+}
+
+// every calls fn every d until the node stops.
+func (n *Node) every(d time.Duration, fn func(now time.Time)) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
-			sweep(now)
+			fn(now)
 		}
 	}
 }

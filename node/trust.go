@@ -75,16 +75,7 @@ func warnExpiry(exp, now time.Time) {
 
 // expiryLoop repeats the warning daily while the node runs.
 func (n *Node) expiryLoop(exp time.Time) {
-	t := time.NewTicker(24 * time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case now := <-t.C:
-			warnExpiry(exp, now)
-		}
-	}
+	n.every(24*time.Hour, func(now time.Time) { warnExpiry(exp, now) })
 }
 
 // startAdmission starts admitting peers on the node's host; every other

@@ -83,7 +83,17 @@ func (c *e2eCluster) dumpLogs(t *testing.T) {
 // e2eStatus runs `agora status --json` and decodes it.
 func e2eStatus(t *testing.T, api, id string) jobStatus {
 	t.Helper()
-	out, errs, code := agora(t, "status", "--api", api, "--json", id)
+	return e2eStatusAs(t, api, "", id)
+}
+
+// e2eStatusAs is e2eStatus signed with a user's credential (none: "").
+func e2eStatusAs(t *testing.T, api, cred, id string) jobStatus {
+	t.Helper()
+	args := []string{"status", "--api", api, "--json", id}
+	if cred != "" {
+		args = append(args, "--credential", cred)
+	}
+	out, errs, code := agora(t, args...)
 	if code != 0 {
 		t.Fatalf("agora status --json %s: exit %d: %s", id, code, errs)
 	}

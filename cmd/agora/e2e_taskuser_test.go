@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,18 +100,4 @@ tasks:
 	if want := "no local account for user " + nobody; st.State != "failed" || !strings.Contains(st.Reason, want) {
 		t.Fatalf("job %s (%q), want failed naming %q", st.State, st.Reason, want)
 	}
-}
-
-// e2eStatusAs is e2eStatus signed with a user's credential.
-func e2eStatusAs(t *testing.T, api, cred, id string) jobStatus {
-	t.Helper()
-	out, errs, code := agora(t, "status", "--api", api, "--credential", cred, "--json", id)
-	if code != 0 {
-		t.Fatalf("agora status --json %s: exit %d: %s", id, code, errs)
-	}
-	var st jobStatus
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("agora status --json: %v:\n%s", err, out)
-	}
-	return st
 }
