@@ -42,6 +42,7 @@ type gangAuction struct {
 	holdOK    []bool
 	holdBy    time.Time
 	nextAt    time.Time
+	parks     int       // rounds since it was found unplaceable (parkBackoff)
 	since     time.Time // first round of this placement: the starvation clock
 	ready     time.Time // when the gang's replicas became ready: its place in the reservation order
 	reserved  []NodeID
@@ -360,7 +361,8 @@ func (gs *gangManager) closeGang(g *gangAuction) {
 	back = min(back, 2*time.Second)
 	if unplaceable {
 		// As for a single replica (closeAuction): wait for a node.
-		back = ParkEvery
+		back = parkBackoff(g.parks)
+		g.parks++
 		if gs.parkedGangs == nil {
 			gs.parkedGangs = map[string]struct{}{}
 		}

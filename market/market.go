@@ -34,6 +34,9 @@ type Peer struct {
 	Users []UserUsage
 	// Steal is what its queue could give a thief (steal.go).
 	Steal StealOffer
+	// Drained says its operator drained it (its advert's drained): it
+	// takes no work until undrained, which wakes the parked auctions.
+	Drained bool
 	// Boot is the peer's boot counter (0: unknown): an advert with
 	// another one than the view holds comes from a restarted peer.
 	Boot uint64

@@ -45,7 +45,7 @@ func TestManyTasksMakespan(t *testing.T) {
 }
 
 // TestUnplaceableWaitsForNode (issue 47, done-when 4): a task no node
-// could ever hold waits, saying why, with rounds slowed to one every
+// could ever hold waits, saying why, its rounds backing off from
 // ParkEvery; a node that could hold it joins and runs it at once.
 func TestUnplaceableWaitsForNode(t *testing.T) {
 	c := newCluster(t, cpuNode(4), cpuNode(8), gpuNode(16, 2, 40<<30, "A100"))
@@ -67,9 +67,9 @@ func TestUnplaceableWaitsForNode(t *testing.T) {
 	if w := j.Tasks[0].Waiting; !strings.HasPrefix(w, "no node fits: gpu: none") {
 		t.Fatalf("waiting %q, want the missing GPU named", w)
 	}
-	// Parked: after ParkAfter, one round per ParkEvery (each round
-	// broadcasts: no node in the view could hold it). Unparked, rounds
-	// 2 s apart would make 150.
+	// Parked: after ParkAfter, rounds ParkEvery apart and then further
+	// (each round broadcasts: no node in the view could hold it).
+	// Unparked, rounds 2 s apart would make 150.
 	if rounds, most := c.sent["broadcast/cfp"], 12+int(5*time.Minute/ParkEvery); rounds > most {
 		t.Fatalf("%d rounds in 5 minutes of waiting, want at most %d", rounds, most)
 	} else {

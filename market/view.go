@@ -44,7 +44,9 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		if restarted {
 			m.lostPeer(p.ID, "executor "+string(p.ID)+" restarted")
 			m.fo.managerRestarted(p.ID)
-			m.wakeParked()
+		}
+		if restarted || prev.Drained && !p.Drained {
+			m.wakeParked() // it may hold what nothing could
 		}
 		m.gang.headMoved()
 		return

@@ -510,7 +510,7 @@ func peerFromAdvert(a gossip.Advert) market.Peer {
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
 		Waiting:  market.WaitingGang{Gang: a.Waiting.Gang, Size: a.Waiting.Size, Request: a.Waiting.Request, Priority: a.Waiting.Priority, Since: a.Waiting.Since},
 		HeadRoom: market.HeadRoom{Gang: a.HeadRoom.Gang, At: a.HeadRoom.At, Never: a.HeadRoom.Never}, Users: usersFromAdvert(a.Users), Boot: a.Boot,
-		Steal: market.StealOffer(a.Steal)}
+		Steal: market.StealOffer(a.Steal), Drained: a.Drained}
 }
 
 // hostOf is the IP address other replicas reach a node's host at: the
