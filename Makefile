@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/agora
 DATA      ?= $(CURDIR)/.agora-data
 PKGS      := ./...
-TESTFLAGS ?= -race -timeout 30m
+TESTFLAGS ?= -race -timeout 50m
 # What `agora version` prints (node/buildinfo), stamped by the linker.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)

@@ -152,13 +152,15 @@ func TestE2EGPURouting(t *testing.T) {
 	}
 }
 
-// TestE2EUnplaceable: a task no node could ever hold fails once the
-// scheduling timeout (10 s) passes, and the failure names the unmet
-// requirement of the closest node (B's GPUs have 40 GiB).
+// TestE2EUnplaceable: a task no node could ever hold fails once its
+// job's pending_timeout (10 s) passes, and the failure names the unmet
+// requirement of the closest node (B's GPUs have 40 GiB). Without one it
+// would wait for such a node (TestE2EWaitForNode).
 func TestE2EUnplaceable(t *testing.T) {
 	c := startE2EChain(t, e2eResA, e2eResB)
 	c.dumpLogs(t)
 	spec := writeFile(t, "huge.yaml", `name: huge
+pending_timeout: 10s
 tasks:
   - name: train
     command: [sh, -c, "echo never"]
