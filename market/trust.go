@@ -73,7 +73,7 @@ func (m *Market) SubmitTicket(now time.Time, raw []byte) (string, error) {
 		return "", err
 	}
 	id := info.ticket.JobID()
-	if mgr, ok := m.knownJob(id); ok {
+	if mgr, ok := m.KnownJob(id); ok {
 		return "", &Submitted{Job: id, Manager: mgr}
 	}
 	m.tix.remember(id, info)
@@ -96,9 +96,7 @@ func (e *Submitted) Error() string {
 // KnownJob is the manager of job id as this node knows it: itself, when
 // it manages the job (or holds it back after a restart), the manager it
 // gave the job up to, or the manager of the copy of its record it holds.
-func (m *Market) KnownJob(id string) (NodeID, bool) { return m.knownJob(id) }
-
-func (m *Market) knownJob(id string) (NodeID, bool) {
+func (m *Market) KnownJob(id string) (NodeID, bool) {
 	if _, ok := m.jobs[id]; ok {
 		return m.cfg.Self, true
 	}
