@@ -19,8 +19,9 @@ import (
 // dashboard's form, sees it run to its end, downloads its output (the
 // same bytes the task wrote), runs it again, and cancels another job from
 // its page; a bad spec comes back with the CLI's words for what is wrong.
-// In a network with an authority a user's session reads only: its
-// actions are refused.
+// In a network with an authority a user signs in with her credential,
+// sees her own jobs and not another user's, and her session reads only:
+// its actions are refused.
 func TestDashboardActs(t *testing.T) {
 	bin := chromium(t)
 	n := startNode(t, t.TempDir())
@@ -158,10 +159,35 @@ func TestDashboardActs(t *testing.T) {
 		t.Errorf("an action without an Origin: %d, want 403", resp.StatusCode)
 	}
 
-	// With an authority, a user's session reads and does not act.
+	// With an authority, a user signs in with her credential and sees her
+	// own jobs, not another user's; her session reads and does not act.
 	ca := newCA(t)
-	cred := addUsers(t, ca, "alice")
+	cred := addUsers(t, ca, "alice", "bob")
 	tn := trustedNode(t, ca)
+	owned := map[string]string{}
+	for _, name := range []string{"alice", "bob"} {
+		out, errs, code := agora(t, "run", "--api", tn.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
+		if code != 0 {
+			t.Fatalf("%s's run: %s", name, errs)
+		}
+		owned[name] = strings.TrimSpace(out)
+	}
+	login, errs, code = agora(t, "dashboard", "--api", tn.api, "--credential", cred["alice"])
+	if code != 0 {
+		t.Fatalf("agora dashboard --credential: %s", errs)
+	}
+	page.open(strings.TrimSpace(login), "/ui/")
+	rows := page.str(`Array.from(document.querySelectorAll("#jobs tr.job")).map(r => r.getAttribute("data-job")).join(",")`)
+	if rows != owned["alice"] {
+		t.Errorf("alice's signed-in overview lists %q, want only her job %s (bob's is %s)", rows, owned["alice"], owned["bob"])
+	}
+	if page.str(`document.getElementById("submit-link") ? "yes" : "no"`) != "no" {
+		t.Error("a reading session's overview offers to submit")
+	}
+	page.open("http://"+tn.api+"/ui/jobs/"+owned["bob"], "/ui/jobs/"+owned["bob"])
+	if body := page.str(`document.body.innerText`); !strings.Contains(body, "owner-or-admin") || page.str(`document.getElementById("events") ? "yes" : "no"`) != "no" {
+		t.Errorf("alice's page of bob's job shows his detail or does not name the rule:\n%s", body)
+	}
 	ck = session(t, tn, "--credential", cred["alice"])
 	req, _ = http.NewRequest("POST", "http://"+tn.api+"/ui/act/submit", strings.NewReader("spec=name%3A+x"))
 	req.AddCookie(ck)
