@@ -76,6 +76,11 @@ type taskCgroup struct {
 	home   map[string]string // v1: controller → the node's own cgroup directory
 	memory int64             // the memory limit, for the reason of an OOM kill
 	quota  string            // v1: the CPU quota to set once forked ("QUOTA PERIOD")
+	// whole says the task's first process started inside the cgroup (v2:
+	// through CgroupFD; v1: forked by a thread inside it), so that every
+	// process of the task is in it: a task cannot move itself out of a
+	// cgroup the node made. Killing the cgroup then kills the whole task.
+	whole bool
 }
 
 // create makes the cgroup for task id with spec's limits. It returns nil,
@@ -149,23 +154,28 @@ func (c *taskCgroup) addProcess(pid int) {
 }
 
 // kill kills every process in the cgroup, including any that left the
-// task's process group, where the kernel supports cgroup.kill.
-func (c *taskCgroup) kill() {
+// task's process group, where the kernel supports cgroup.kill (v2) or
+// until its process lists are empty (v1). It reports whether that killed
+// the whole task: the cgroup held all of it (whole) and the kill took.
+// Only then may the caller skip looking for the task's processes by user
+// ID, a scan of all of /proc that costs a busy host more than the task.
+func (c *taskCgroup) kill() (all bool) {
 	if c == nil {
-		return
+		return false
 	}
 	if len(c.v1) > 0 {
-		c.killV1()
-		return
+		return c.killV1() && c.whole
 	}
 	f, err := os.OpenFile(filepath.Join(c.dir, "cgroup.kill"), os.O_WRONLY, 0)
 	if err != nil {
-		return // older kernel, or not a real cgroup
+		return false // older kernel, or not a real cgroup
 	}
 	defer f.Close()
 	if _, err := f.WriteString("1"); err != nil {
 		log.Debugw("cgroup.kill failed", "dir", c.dir, "err", err)
+		return false
 	}
+	return c.whole
 }
 
 // remove deletes the cgroup, retrying briefly while killed processes finish

@@ -116,8 +116,13 @@ func (v *cgroupV1) create(id string, spec Spec, pids int) *taskCgroup {
 }
 
 // enterThread moves the calling OS thread into the task's v1 cgroups, so
-// that what it forks starts there; leaveThread moves it back.
-func (c *taskCgroup) enterThread() { c.moveThread(func(ctrl string) string { return c.v1[ctrl] }) }
+// that what it forks starts there (in at least one: the task is whole
+// there); leaveThread moves it back.
+func (c *taskCgroup) enterThread() {
+	if c != nil && len(c.v1) > 0 {
+		c.whole = c.moveThread(func(ctrl string) string { return c.v1[ctrl] }) > 0
+	}
+}
 
 func (c *taskCgroup) leaveThread() {
 	c.moveThread(func(ctrl string) string { return c.home[ctrl] })
@@ -137,21 +142,28 @@ func (c *taskCgroup) setQuota() {
 	}
 }
 
-func (c *taskCgroup) moveThread(dir func(string) string) {
+// moveThread moves the calling thread into dir of each of the task's
+// controllers and returns into how many it went.
+func (c *taskCgroup) moveThread(dir func(string) string) int {
 	if c == nil || len(c.v1) == 0 {
-		return
+		return 0
 	}
 	tid := strconv.Itoa(syscall.Gettid())
+	moved := 0
 	for ctrl := range c.v1 {
 		if err := writeCgroupFile(filepath.Join(dir(ctrl), "tasks"), tid); err != nil {
 			log.Debugw("cannot move the spawning thread", "controller", ctrl, "err", err)
+			continue
 		}
+		moved++
 	}
+	return moved
 }
 
-// killV1 kills every process in the task's v1 cgroups until none is left.
-func (c *taskCgroup) killV1() {
-	killAll(func() []int {
+// killV1 kills every process in the task's v1 cgroups until none is left,
+// and says whether none is.
+func (c *taskCgroup) killV1() bool {
+	_, clean := killAll(func() []int {
 		var pids []int
 		for _, dir := range c.v1 {
 			data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -163,6 +175,7 @@ func (c *taskCgroup) killV1() {
 		}
 		return pids
 	})
+	return clean
 }
 
 // oomKilled reports whether the kernel killed a process of the task for

@@ -123,14 +123,16 @@ func ownTree(dir string, id uint32) error {
 // killUser kills every process whose real or effective user ID is uid,
 // until none is left (a dying process may have forked once more). It
 // returns how many it signalled.
-func killUser(uid uint32) int { return killAll(func() []int { return processesOf(uid) }) }
+func killUser(uid uint32) int {
+	n, _ := killAll(func() []int { return processesOf(uid) })
+	return n
+}
 
 // killAll kills the processes list names until it names none that runs
 // (a dying process may have forked once more), and returns how many it
-// signalled. A zombie — the task's main process awaiting its reaping —
-// is past killing and does not count.
-func killAll(list func() []int) int {
-	killed := 0
+// signalled and whether list came back empty. A zombie — the task's main
+// process awaiting its reaping — is past killing and does not count.
+func killAll(list func() []int) (killed int, clean bool) {
 	for range 50 {
 		found := false
 		for _, pid := range list() {
@@ -143,11 +145,11 @@ func killAll(list func() []int) int {
 			}
 		}
 		if !found {
-			return killed
+			return killed, true
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return killed
+	return killed, false
 }
 
 // processesOf lists the processes whose real or effective user ID is uid

@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora-sched/agora/testnet/waitfor"
 )
 
 // limitedRunner is a Runner with cgroups and a pids bound of 20, or skips
@@ -107,4 +110,42 @@ func TestCPULimitHolds(t *testing.T) {
 	if cores > 0.6 || cores < 0.02 {
 		t.Fatalf("a busy loop limited to 0.5 cores used %.3f over 5 s", cores)
 	}
+}
+
+// TestCgroupKillTakesTheWholeTask: a task that starts in its cgroup is
+// whole there, and killing the cgroup kills what left the task's process
+// group (setsid) too, so that the node need not search /proc by user ID
+// after every task (taskCgroup.kill).
+func TestCgroupKillTakesTheWholeTask(t *testing.T) {
+	r := limitedRunner(t)
+	marker := "124." + strconv.Itoa(os.Getpid())
+	out, done := newRecorder(), newDone()
+	spec := Spec{JobID: "j", Task: "c", Command: sh("setsid sleep " + marker + " </dev/null >/dev/null 2>&1 & echo ready; exec sleep 30"), WorkDir: t.TempDir(), Grace: time.Second}
+	if err := r.Start("c", spec, out, done.fn); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, StreamStdout, "ready")
+	if cg := r.cgroupOf("c"); cg == nil || !cg.whole {
+		t.Fatalf("the task's cgroup %+v does not hold the whole task", cg)
+	}
+	waitfor.Cond(t, 5*time.Second, "the setsid child to start", func() bool { return len(processesRunning(marker)) > 0 })
+	r.Kill("c")
+	done.wait(t, 10*time.Second)
+	waitfor.Cond(t, 2*time.Second, "the setsid child to be killed with the cgroup", func() bool { return len(processesRunning(marker)) == 0 })
+}
+
+// processesRunning lists the live processes whose command line holds s.
+func processesRunning(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || zombie(pid) {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

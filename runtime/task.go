@@ -39,11 +39,14 @@ type task struct {
 	timeout  *time.Timer
 	killer   *time.Timer
 	cg       *taskCgroup
-	rt       *ContainerRuntime // the engine of a container task
-	envFile  string            // a container task's environment (writeEnvFile), removed as it ends
-	stdout   *os.File          // read ends of the output pipes
-	stderr   *os.File
-	quit     chan struct{} // closed when the main process exited: the watchers stop
+	// contained says the last SIGKILL went to a cgroup that held the
+	// whole task (taskCgroup.kill): nothing of it runs any more.
+	contained bool
+	rt        *ContainerRuntime // the engine of a container task
+	envFile   string            // a container task's environment (writeEnvFile), removed as it ends
+	stdout    *os.File          // read ends of the output pipes
+	stderr    *os.File
+	quit      chan struct{} // closed when the main process exited: the watchers stop
 }
 
 // start prepares and starts the process. The caller holds t.mu.
@@ -148,8 +151,10 @@ func (t *task) start(r *Runner) error {
 		log.Debugw("starting in cgroup failed, retrying without", "id", t.id, "err", err)
 		cmd = newCmd(-1)
 		if err = r.spawn(cmd, cg); err == nil {
-			cg.addProcess(cmd.Process.Pid)
+			cg.addProcess(cmd.Process.Pid) // not whole: it may have forked first
 		}
+	} else if err == nil && cg.fd() >= 0 {
+		cg.whole = true
 	}
 	cg.closeFD()
 	outW.Close()
@@ -332,8 +337,8 @@ func (t *task) signalLocked(sig syscall.Signal) {
 			// Killing the engine's client leaves the container running.
 			go t.rt.removeContainer(t.id)
 		}
-		t.cg.kill()
-		if t.owned {
+		t.contained = t.cg.kill()
+		if t.owned && !t.contained {
 			// What left the group (setsid) still has the task's ID.
 			killUser(t.uid)
 		}
@@ -381,10 +386,14 @@ func (t *task) identity(r *Runner, dir string) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: id.UID, Gid: id.GID, Groups: groups}, nil
 }
 
-// releaseID gives the task's own user ID back, once nothing runs with it.
+// releaseID gives the task's own user ID back, once nothing runs with it:
+// after a kill of its cgroup that held the whole task, or else a search by
+// user ID.
 func (t *task) releaseID(r *Runner) {
 	if t.owned {
-		killUser(t.uid)
+		if !t.contained {
+			killUser(t.uid)
+		}
 		r.ids.give(t.uid)
 		t.owned = false
 	}
