@@ -89,8 +89,7 @@ func (au *auctioneer) placeReady() {
 
 // arrayThrottle is the most replicas of j's task that may be placed or
 // being placed at once, 0 for no bound (spec.Array's %K); cache, when not
-// nil, keeps the answers of one pass (an expression parses to up to 1,000
-// indices).
+// nil, keeps the answers of one pass.
 func (au *auctioneer) arrayThrottle(j *JobRecord, task string, cache *map[string]int) int {
 	k := j.ID + "/" + task
 	if cache != nil {
@@ -100,9 +99,7 @@ func (au *auctioneer) arrayThrottle(j *JobRecord, task string, cache *map[string
 	}
 	n := 0
 	if ts, ok := j.Spec.Task(task); ok {
-		if a, ok := ts.ArrayOf(); ok {
-			n = a.Throttle
-		}
+		n = ts.ArrayThrottle()
 	}
 	if cache != nil {
 		if *cache == nil {

@@ -56,6 +56,7 @@ func (au *auctioneer) explain(j *JobRecord) {
 	for _, ts := range j.Spec.Tasks {
 		after[ts.Name] = ts.After
 	}
+	var memo explainMemo
 	for i := range j.Tasks {
 		t := &j.Tasks[i]
 		switch t.State {
@@ -68,7 +69,7 @@ func (au *auctioneer) explain(j *JobRecord) {
 			}
 			t.Waiting = "waiting for its dependencies: " + strings.Join(deps, ", ")
 		case TaskPending:
-			t.Waiting = au.pendingReason(j, t)
+			t.Waiting = au.pendingReason(j, t, &memo)
 		case TaskAwarded:
 			t.Waiting = "queued on " + string(t.Node)
 			if n, ok := au.awardStart[t.Key]; ok && n.epoch == t.Epoch {
@@ -82,9 +83,21 @@ func (au *auctioneer) explain(j *JobRecord) {
 }
 
 // pendingReason says why a pending replica is not placed yet.
-func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord) string {
+// explainMemo keeps what explain works out once per job rather than once
+// per pending replica (an array has up to spec.MaxReplicas): the owner's
+// usage, the array throttles and the replicas in flight.
+type explainMemo struct {
+	usage     map[string]*UserUsage
+	throttles map[string]int
+	inFlight  map[string]int
+}
+
+func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord, memo *explainMemo) string {
 	if _, limited := au.limitedUser(j); limited {
-		if why := au.overUserLimit(j, t, map[string]*UserUsage{j.Owner: au.userUsage(j.Owner)}); why != "" {
+		if memo.usage == nil {
+			memo.usage = map[string]*UserUsage{j.Owner: au.userUsage(j.Owner)}
+		}
+		if why := au.overUserLimit(j, t, memo.usage); why != "" {
 			return why
 		}
 	}
@@ -109,8 +122,16 @@ func (au *auctioneer) pendingReason(j *JobRecord, t *TaskRecord) string {
 	}
 	a := au.auctions[t.Key]
 	if a == nil {
-		if limit := au.arrayThrottle(j, t.Key.Task, nil); limit > 0 {
-			if n := au.arrayInFlight(j, t.Key.Task); n >= limit {
+		if limit := au.arrayThrottle(j, t.Key.Task, &memo.throttles); limit > 0 {
+			n, ok := memo.inFlight[t.Key.Task]
+			if !ok {
+				n = au.arrayInFlight(j, t.Key.Task)
+				if memo.inFlight == nil {
+					memo.inFlight = map[string]int{}
+				}
+				memo.inFlight[t.Key.Task] = n
+			}
+			if n >= limit {
 				return fmt.Sprintf("array throttle: %d of its task's replicas awarded or running, the most at once (%%%d)", n, limit)
 			}
 		}

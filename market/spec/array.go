@@ -92,6 +92,20 @@ func arrayIndex(s string) (int, error) {
 	return n, nil
 }
 
+// ArrayThrottle is the throttle (%K) of t's array, 0 for none, read
+// without parsing the indices: the scheduler asks per replica.
+func (t *Task) ArrayThrottle() int {
+	_, k, ok := strings.Cut(t.Array, "%")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 1 || n > MaxReplicas {
+		return 0
+	}
+	return n
+}
+
 // ArrayOf is t's parsed array, with ok false for a task that is not one.
 // A validated task's expression parses; one that does not reads as none.
 func (t *Task) ArrayOf() (Array, bool) {

@@ -39,6 +39,9 @@ func TestParseArray(t *testing.T) {
 		if err != nil || len(a.Indices) != c.n || a.Throttle != c.limit || !slices.Equal(a.Indices[:min(len(a.Indices), len(c.first))], c.first) {
 			t.Errorf("%q: %v %d indices %v… throttle %d", c.in, err, len(a.Indices), a.Indices[:min(5, len(a.Indices))], a.Throttle)
 		}
+		if k := (&Task{Array: c.in}).ArrayThrottle(); k != a.Throttle {
+			t.Errorf("%q: ArrayThrottle %d, the parsed throttle %d", c.in, k, a.Throttle)
+		}
 	}
 }
 
