@@ -22,6 +22,7 @@ import (
 // once) but, under CI's load, the node holding the 1,000-replica record
 // stopped answering: docs/scheduling.md, "Waiting for a node, and arrays".
 func TestE2EArray(t *testing.T) {
+	const elements, throttle = 1000, 50
 	res := writeFile(t, "r.yaml", "cpu: 40\nmemory: 64GiB\ngpus: []\n")
 	a := startNode(t, t.TempDir(), "--resources", res)
 	b := startNode(t, t.TempDir(), "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
@@ -39,11 +40,11 @@ func TestE2EArray(t *testing.T) {
 	spec := writeFile(t, "array.yaml", fmt.Sprintf(`name: sweep
 tasks:
   - name: el
-    array: "0-199%%20"
+    array: "0-%d%%%d"
     retries: 2
     command: [sh, -c, %q]
     resources: {cpu: 1, memory: 64MiB}
-`, script))
+`, elements-1, throttle, script))
 	out, errs, code := agora(t, "submit", "--api", a.api, "--json", spec)
 	if code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, errs)
@@ -55,7 +56,7 @@ tasks:
 		st = e2eStatus(t, a.api, id)
 		return terminal(st.State)
 	})
-	t.Logf("200 elements in %v", time.Since(start).Round(time.Second))
+	t.Logf("%d elements in %v", elements, time.Since(start).Round(time.Second))
 	if st.State != "succeeded" {
 		t.Fatalf("array %s: %s", st.State, st.Reason)
 	}
@@ -86,7 +87,7 @@ tasks:
 	// attempt lost and its second fail with exit 2, cause not yet found):
 	// those are retried, as the spec allows, and logged.
 	rerun := 0
-	for i := range 200 {
+	for i := range elements {
 		switch {
 		case runs[i] == 0:
 			t.Errorf("index %d never ran", i)
@@ -98,8 +99,8 @@ tasks:
 	if rerun > 5 {
 		t.Errorf("%d indices ran more than once", rerun)
 	}
-	if len(runs) != 200 {
-		t.Errorf("%d distinct indices ran, want 200", len(runs))
+	if len(runs) != elements {
+		t.Errorf("%d distinct indices ran, want %d", len(runs), elements)
 	}
 	// The most running at once: a sweep over the starts and ends.
 	type edge struct {
@@ -121,15 +122,15 @@ tasks:
 		now += e.d
 		peak = max(peak, now)
 	}
-	t.Logf("at most %d elements running at once (throttle 20, room for 80)", peak)
-	if peak > 20 {
-		t.Fatalf("%d elements ran at once, over the throttle of 20", peak)
+	t.Logf("at most %d elements running at once (throttle %d, room for 80)", peak, throttle)
+	if peak > throttle {
+		t.Fatalf("%d elements ran at once, over the throttle of %d", peak, throttle)
 	}
 	human, _, _ := agora(t, "status", "--api", a.api, id)
-	if !strings.Contains(human, "replicas:  el: 200: 200 succeeded") {
+	if want := fmt.Sprintf("replicas:  el: %d: %d succeeded", elements, elements); !strings.Contains(human, want) {
 		t.Errorf("agora status does not count the replicas:\n%s", strings.Join(strings.SplitN(human, "\n", 10)[:9], "\n"))
 	}
-	if c := st.Counts["el"]; c["succeeded"] != 200 {
+	if c := st.Counts["el"]; c["succeeded"] != elements {
 		t.Errorf("status --json counts %v", st.Counts)
 	}
 }
