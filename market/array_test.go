@@ -9,11 +9,15 @@ import (
 // TestArrayThrottle (issue 47, done-when 5): an array task runs each
 // index once, told its index, with never more replicas awarded or
 // running at once than its throttle, though the nodes have room for all.
+// Each replica is told its index and its element's value.
 func TestArrayThrottle(t *testing.T) {
 	c := newCluster(t, cpuNode(0), cpuNode(16), cpuNode(16))
 	c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, 700 * time.Millisecond }
 	tk := task("el", 100)
 	tk.Array, tk.Replicas = "0-59:2%5", 30 // 0, 2, ..., 58
+	for i := 0; i < 60; i += 2 {
+		tk.ArrayValues = append(tk.ArrayValues, "v"+strconv.Itoa(i))
+	}
 	c.submit(0, "a", job("array", tk))
 	peak := 0
 	c.until(2*time.Minute, "the array to finish", func() bool {
@@ -30,6 +34,9 @@ func TestArrayThrottle(t *testing.T) {
 	seen := map[string]int{}
 	for _, s := range c.starts {
 		seen[s.index]++
+		if s.value != "v"+s.index {
+			t.Errorf("index %s was told the value %q", s.index, s.value)
+		}
 	}
 	for i := 0; i < 60; i += 2 {
 		if seen[strconv.Itoa(i)] != 1 {

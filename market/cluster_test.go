@@ -71,6 +71,7 @@ type startRec struct {
 	at    time.Time
 	end   time.Time
 	index string // the task's AGORA_ARRAY_INDEX, for an array's replica
+	value string // its AGORA_ARRAY_VALUE
 }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -150,7 +151,7 @@ func (c *cluster) drain() {
 			case StartTask:
 				code, d := c.run(x.Task, c.ids[i])
 				c.running[c.ids[i]][x.Task.Key] = runningTask{spec: x.Task, end: c.now.Add(d), code: code, alloc: x.Alloc}
-				c.starts = append(c.starts, startRec{key: x.Task.Key, node: c.ids[i], at: c.now, end: c.now.Add(d), index: x.Task.Env[ArrayIndexVar]})
+				c.starts = append(c.starts, startRec{key: x.Task.Key, node: c.ids[i], at: c.now, end: c.now.Add(d), index: x.Task.Env[ArrayIndexVar], value: x.Task.Env[ArrayValueVar]})
 				var used int64
 				for _, r := range c.running[c.ids[i]] {
 					used += r.spec.Request.CPU

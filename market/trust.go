@@ -180,26 +180,30 @@ func (s TaskSpec) withDecisions(d TaskSpec) TaskSpec {
 }
 
 // withArrayIndex is s with, for a replica of an array task (spec.Array),
-// its index and the array's size among its variables: the manager and,
+// its index, the array's size and its value (if any) among its variables: the manager and,
 // with an authority, the contractor derive them alike from the spec.
 func (s TaskSpec) withArrayIndex(ts *spec.Task) TaskSpec {
 	a, ok := ts.ArrayOf()
 	if !ok || s.Key.Replica >= len(a.Indices) {
 		return s
 	}
-	env := make(map[string]string, len(s.Env)+2)
+	env := make(map[string]string, len(s.Env)+3)
 	maps.Copy(env, s.Env)
 	env[ArrayIndexVar] = strconv.Itoa(a.Indices[s.Key.Replica])
 	env[ArrayCountVar] = strconv.Itoa(len(a.Indices))
+	if s.Key.Replica < len(ts.ArrayValues) {
+		env[ArrayValueVar] = ts.ArrayValues[s.Key.Replica]
+	}
 	s.Env = env
 	return s
 }
 
-// The variables an array task's replica is told its index and the
-// array's size in.
+// The variables an array task's replica is told its index, the array's
+// size and its own parameter (spec's array_values) in.
 const (
 	ArrayIndexVar = "AGORA_ARRAY_INDEX"
 	ArrayCountVar = "AGORA_ARRAY_COUNT"
+	ArrayValueVar = "AGORA_ARRAY_VALUE"
 )
 
 // derive is the task an award or hold (gang) makes this node run, built

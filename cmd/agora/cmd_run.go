@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,6 +37,8 @@ type runTask struct {
 	Retries   *int         `json:"retries,omitempty"`
 	Timeout   string       `json:"timeout,omitempty"`
 	Image     string       `json:"image,omitempty"`
+	Array     string       `json:"array,omitempty"`
+	Values    []string     `json:"array_values,omitempty"`
 }
 
 type runResources struct {
@@ -69,12 +72,15 @@ var runFlagOf = map[string]string{
 	"tasks[0].timeout":              "--timeout",
 	"tasks[0].image":                "--image",
 	"tasks[0].image_id":             "--image",
+	"tasks[0].array":                "--array",
+	"tasks[0].array_values":         "--array-values",
 }
 
 // runOpts are agora run's flags.
 type runOpts struct {
 	cpu, mem, gpu, gpuMem, gpuModel string
 	name, typ, timeout, image       string
+	array, arrayValues              string
 	priority, retries               int
 	cpuSet                          bool
 }
@@ -95,6 +101,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.retries, "retries", 0, "retries of a failed run (default none: a failing command fails at once, as srun's does; a spec's tasks default to 3)")
 	fs.StringVar(&o.timeout, "timeout", "", "limit on one run, e.g. 30m")
 	fs.StringVar(&o.image, "image", "", "run the command inside this OCI image (name:tag), through podman or docker on a node that has one; pinned to the image's ID on the node asked (docs/containers.md)")
+	fs.StringVar(&o.array, "array", "", `run the command once per index, as Slurm's --array: "0-99", "1,3,10-20:5", with "%K" at most K at once ("0-999%50"); each run is told its index in AGORA_ARRAY_INDEX`)
+	fs.StringVar(&o.arrayValues, "array-values", "", "a file of the elements' parameters, one per line, told to each run in AGORA_ARRAY_VALUE (without --array: one run per line, indices 0 up)")
 	wait := fs.Bool("wait", false, "wait for the job to finish, printing its output (stdout to stdout, stderr to stderr); exit with its exit code")
 	asJSON := fs.Bool("json", false, `print {"id": ...} instead of the bare job ID (with --wait: as the first line of stdout)`)
 	argv, err := parseFlags(fs, args)
@@ -143,16 +151,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stderr, "job %s\n", id) // stdout is the task's
 	}
-	return runOutput(*api, id, stdout, stderr)
+	return runOutput(*api, id, len(s.Tasks[0].Array) == 0, stdout, stderr)
 }
 
 // runOutput follows a job's output to its end — the task's standard
 // output to stdout, its standard error (and a header for each new
 // attempt) to stderr — and returns the exit code of `agora run --wait`:
 // 0 if the job succeeded, the task's own exit code if it exited with one,
-// else 1.
-func runOutput(api, id string, stdout, stderr io.Writer) int {
-	f := &logFollower{id: id, c: newPollClient(api), out: &logPrinter{w: stdout, errW: stderr}, withReplica: true}
+// else 1. An array's runs are all followed, each under a header.
+func runOutput(api, id string, one bool, stdout, stderr io.Writer) int {
+	f := &logFollower{id: id, c: newPollClient(api), out: &logPrinter{w: stdout, errW: stderr}, withReplica: one}
 	if err := f.follow(); err != nil {
 		fmt.Fprintf(stderr, "agora run: stopped following job %s: %s\n", id, flatten(err.Error()))
 		return exitFailed
@@ -190,7 +198,17 @@ func runOutput(api, id string, stdout, stderr io.Writer) int {
 // checking the flag values that spec.Parse would otherwise report with
 // less context.
 func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
-	task := runTask{Name: "main", Command: argv, Timeout: o.timeout, Image: o.image}
+	task := runTask{Name: "main", Command: argv, Timeout: o.timeout, Image: o.image, Array: o.array}
+	if o.arrayValues != "" {
+		values, err := readArrayValues(o.arrayValues)
+		if err != nil {
+			return nil, fmt.Errorf("--array-values: %v", err)
+		}
+		task.Values = values
+		if task.Array == "" {
+			task.Array = fmt.Sprintf("0-%d", len(values)-1)
+		}
+	}
 	task.Retries = &o.retries // the spec's default (3) is for pipelines, not a command typed once
 	if _, err := resource.ParseCPU(o.cpu); err != nil {
 		return nil, fmt.Errorf("--cpu: %v", err)
@@ -221,6 +239,24 @@ func buildRunSpec(o runOpts, argv []string) (*runSpec, error) {
 		typ = name
 	}
 	return &runSpec{Name: name, Type: typ, Priority: o.priority, Tasks: []runTask{task}}, nil
+}
+
+// readArrayValues reads an array's element parameters from a file, one
+// per line (a last line without a newline counts; no line, no values).
+func readArrayValues(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")
+	if text == "" {
+		return nil, fmt.Errorf("%s holds no values (want one per line)", path)
+	}
+	values := strings.Split(text, "\n")
+	if len(values) > spec.MaxReplicas {
+		return nil, fmt.Errorf("%s holds %d values, over the limit of %d elements", path, len(values), spec.MaxReplicas)
+	}
+	return values, nil
 }
 
 // runGPURequest builds the GPU part of agora run's request, or nil when

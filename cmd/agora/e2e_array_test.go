@@ -141,3 +141,52 @@ tasks:
 		t.Errorf("status --json counts %v", st.Counts)
 	}
 }
+
+// TestE2EArrayValues (issue 47, arrays): each element of an array is told
+// its parameter, from the spec's array_values or from the file agora run
+// --array-values reads, and keeps outputs of its own, which agora get
+// puts in a directory per element.
+func TestE2EArrayValues(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	values := writeFile(t, "values.txt", "lr=0.1\nlr=0.01 fast\nlr=0.001\n")
+	out, errs, code := agora(t, "run", "--api", n.api, "--array", "3,5,9%2", "--array-values", values, "--wait", "--", "sh", "-c", `echo "$AGORA_ARRAY_INDEX of $AGORA_ARRAY_COUNT: $AGORA_ARRAY_VALUE"`)
+	if code != 0 {
+		t.Fatalf("agora run --array --array-values --wait: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"3 of 3: lr=0.1\n", "5 of 3: lr=0.01 fast\n", "9 of 3: lr=0.001\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agora run --wait printed %q, want a line %q", out, want)
+		}
+	}
+	if _, errs, code := agora(t, "run", "--api", n.api, "--array", "0-3", "--array-values", values, "--", "true"); code != 2 || !strings.Contains(errs, "--array-values: 3 values for 4 indices") {
+		t.Errorf("4 indices, 3 values: exit %d: %s", code, errs)
+	}
+
+	spec := writeFile(t, "sweep.yaml", `name: sweep
+tasks:
+  - name: el
+    array: "10-12"
+    array_values: ["alpha", "beta", "gamma"]
+    command: echo "$AGORA_ARRAY_INDEX $AGORA_ARRAY_VALUE" > out.txt
+    outputs: [out.txt]
+`)
+	out, errs, code = agora(t, "submit", "--api", n.api, "--json", spec)
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errs)
+	}
+	id := jobID(out)
+	waitfor.Every(t, time.Minute, apiPoll, "the array to finish", func() bool { return terminal(e2eStatus(t, n.api, id).State) })
+	if st := e2eStatus(t, n.api, id); st.State != "succeeded" {
+		t.Fatalf("array: %s %s", st.State, st.Reason)
+	}
+	into := t.TempDir()
+	if _, errs, code := agora(t, "get", "--api", n.api, "--out", into, id); code != 0 {
+		t.Fatalf("get: %s", errs)
+	}
+	for r, want := range []string{"10 alpha\n", "11 beta\n", "12 gamma\n"} {
+		b, err := os.ReadFile(filepath.Join(into, "el", strconv.Itoa(r), "out.txt"))
+		if err != nil || string(b) != want {
+			t.Errorf("element %d's output: %q %v, want %q", r, b, err, want)
+		}
+	}
+}

@@ -92,6 +92,30 @@ func arrayIndex(s string) (int, error) {
 	return n, nil
 }
 
+// MaxArrayValueLen bounds one element's parameter (array_values), which
+// travels in its environment.
+const MaxArrayValueLen = 4 << 10
+
+// checkArrayValues checks an array's element parameters: one per index,
+// each short enough for an environment variable and free of NUL.
+func checkArrayValues(l *errorList, path string, t Task) {
+	if t.Array == "" {
+		l.add(path, "needs array: the values are the parameters of an array's elements, one per index")
+		return
+	}
+	if a, err := ParseArray(t.Array); err == nil && len(a.Indices) != len(t.ArrayValues) {
+		l.add(path, "%d values for %d indices: give one per index of array %q", len(t.ArrayValues), len(a.Indices), t.Array)
+	}
+	for i, v := range t.ArrayValues {
+		switch {
+		case len(v) > MaxArrayValueLen:
+			l.add(index(path, i), "%d bytes, over the limit of %d", len(v), MaxArrayValueLen)
+		case strings.IndexByte(v, 0) >= 0:
+			l.add(index(path, i), "holds a NUL byte, which an environment variable cannot")
+		}
+	}
+}
+
 // ArrayThrottle is the throttle (%K) of t's array, 0 for none, read
 // without parsing the indices: the scheduler asks per replica.
 func (t *Task) ArrayThrottle() int {

@@ -54,6 +54,9 @@ type Task struct {
 	// Array, when set, makes the task an array (array.go): one replica
 	// per index of the expression, Replicas of them, each told its index.
 	Array string `json:"array,omitempty"`
+	// ArrayValues, with Array, are its elements' parameters: replica r
+	// is told ArrayValues[r] (AGORA_ARRAY_VALUE) beside its index.
+	ArrayValues []string `json:"array_values,omitempty"`
 	// Gang says the replicas must start together.
 	Gang bool `json:"gang,omitempty"`
 	// Pack says the replicas of a gang may share a node.

@@ -240,6 +240,8 @@ func (q *quick) task(t *Task) {
 			t.Replicas = int(q.integer())
 		case "array":
 			t.Array = q.text()
+		case "array_values":
+			t.ArrayValues = q.list()
 		case "gang":
 			t.Gang = q.boolean()
 		case "pack":

@@ -10,7 +10,7 @@ import (
 
 var taskFields = []string{
 	"name", "command", "env", "resources", "after", "estimate",
-	"checkpoint", "retries", "timeout", "replicas", "array", "gang", "pack",
+	"checkpoint", "retries", "timeout", "replicas", "array", "array_values", "gang", "pack",
 	"outputs", "inputs", "image", "image_id", "image_size",
 }
 
@@ -63,6 +63,8 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 				t.Replicas = len(a.Indices)
 				arraySet = true
 			}
+		case "array_values":
+			t.ArrayValues = d.arrayValues(v, p)
 		case "gang":
 			t.Gang, _ = d.boolean(v, p)
 		case "pack":
@@ -163,6 +165,24 @@ func (d *decoder) after(n *yaml.Node, path string) []string {
 		return nil
 	}
 	return names
+}
+
+// arrayValues decodes an array's list of element parameters (strings).
+func (d *decoder) arrayValues(n *yaml.Node, path string) []string {
+	elems, ok := d.sequence(n, path, MaxReplicas, "values")
+	if !ok {
+		return nil
+	}
+	values := make([]string, 0, len(elems))
+	for i, e := range elems {
+		if d.errs.full() {
+			return nil
+		}
+		if s, ok := d.elem(e, path, i); ok {
+			values = append(values, s)
+		}
+	}
+	return values
 }
 
 // checkpoint decodes {interval: duration}.

@@ -126,6 +126,9 @@ func (t *Task) check(l *errorList, path string) {
 			l.add(field(path, "array"), "an array's replicas run on their own: not with gang")
 		}
 	}
+	if len(t.ArrayValues) > 0 {
+		checkArrayValues(l, field(path, "array_values"), *t)
+	}
 	if t.Gang && t.Replicas == 1 {
 		l.add(field(path, "gang"), "needs replicas > 1 (replicas is 1)")
 	}
