@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"sync"
 	"time"
 
@@ -239,6 +240,32 @@ func (n *Node) Accounting(ctx context.Context, f acct.Filter) (api.AcctAnswer, e
 	}
 	ans.Attempts = acct.Select(recs, f)
 	return ans, nil
+}
+
+// RecentHere implements web.Source: the attempts this node ran that
+// ended since since, newest first, at most limit, from its own records
+// only (the node page asks no peer), as far as the caller may see them.
+func (n *Node) RecentHere(ctx context.Context, since time.Time, limit int) ([]acct.Attempt, error) {
+	vis, err := n.acctVisible(api.Credential(ctx))
+	if err != nil {
+		return nil, err
+	}
+	f := acct.Filter{Node: string(n.self()), Since: since}
+	var all []acct.Record
+	for cursor, more := since.UnixNano(), true; more; {
+		var recs []acct.Record
+		recs, cursor, more, err = n.acct.Page(cursor, func(r *acct.Record) bool { return vis(r) && f.MatchRecord(r) }, 4<<20)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, recs...)
+	}
+	atts := acct.Select(all, f)
+	sort.SliceStable(atts, func(i, j int) bool { return atts[i].End.After(atts[j].End) })
+	if len(atts) > limit {
+		atts = atts[:limit]
+	}
+	return atts, nil
 }
 
 // Report implements api.Backend: the report over the rows f selects,

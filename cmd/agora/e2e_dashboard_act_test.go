@@ -103,6 +103,9 @@ func TestDashboardActs(t *testing.T) {
 	if running := page.str(`document.getElementById("running").textContent`); !strings.Contains(running, long) {
 		t.Errorf("the node page does not list the task it runs (%s): %q", long, running)
 	}
+	if ended := page.str(`Array.from(document.querySelectorAll("#recent tr.attempt")).map(r => r.getAttribute("data-job") + " " + r.querySelector(".state").textContent).join(",")`); !strings.Contains(ended, id+" succeeded") || !strings.Contains(ended, again+" succeeded") {
+		t.Errorf("the node page's recent attempts %q lack the dashboard's job %s and its re-run %s", ended, id, again)
+	}
 	page.open("http://"+n.api+"/ui/jobs/"+long, "/ui/jobs/"+long)
 	page.eval(`document.getElementById("cancel").click(); true`, nil)
 	waitfor.Every(t, 30*time.Second, apiPoll, "the job cancelled from the dashboard", func() bool { return e2eStatus(t, n.api, long).State == "cancelled" })

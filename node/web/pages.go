@@ -10,6 +10,7 @@ import (
 
 var funcs = template.FuncMap{
 	"ago":   agoText,
+	"since": ago,
 	"short": short,
 	"join":  strings.Join,
 	"lower": strings.ToLower,
@@ -228,6 +229,11 @@ var nodePage = template.Must(template.New("node").Funcs(funcs).Parse(`{{define "
 <h2>Task replicas running here</h2>
 <ul id="running">{{range .Running}}<li class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Task}}[{{.Replica}}]</li>{{else}}<li>none</li>{{end}}</ul>
 <h2>Queued here</h2>
-<ul id="queued">{{range .Queued}}<li class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Task}}[{{.Replica}}]</li>{{else}}<li>none</li>{{end}}</ul>` + foot))
+<ul id="queued">{{range .Queued}}<li class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Task}}[{{.Replica}}]</li>{{else}}<li>none</li>{{end}}</ul>
+<h2>Ended here in the last day</h2>
+{{if .RecentError}}<p class="note">{{.RecentError}}</p>{{end}}
+<table id="recent"><tr><th>ended</th><th>job</th><th>task</th><th>state</th><th>exit</th><th>wall</th><th>reason</th></tr>
+{{range .Recent}}<tr class="attempt" data-job="{{.Job}}"><td>{{since .End}}</td><td class="mono"><a href="/ui/jobs/{{.Job}}">{{.Job}}</a> {{.Name}}</td><td class="mono">{{.Task}}[{{.Replica}}] #{{.Attempt}}</td><td><span class="state {{.State}}">{{.State}}</span></td><td>{{.ExitCode}}</td><td>{{printf "%.1f" .Elapsed}} s</td><td>{{.Reason}}</td></tr>
+{{else}}<tr><td colspan="7">none</td></tr>{{end}}</table>` + foot))
 
 var errorPage = template.Must(template.New("error").Funcs(funcs).Parse(`{{define "title"}}{{.Title}}{{end}}` + head + `<p class="note">{{.Error}}</p>` + foot))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agora-sched/agora/devices/resource"
 	"github.com/agora-sched/agora/market"
+	"github.com/agora-sched/agora/market/acct"
 	"github.com/agora-sched/agora/node/api"
 )
 
@@ -32,6 +33,9 @@ type Source interface {
 	// RunningHere lists the task replicas this node runs now and
 	// Queued those awarded to it, waiting to start.
 	RunningHere() (running, queued []market.TaskKey)
+	// RecentHere lists the attempts this node ran that ended since
+	// since, newest first, at most limit, as far as the caller may see.
+	RecentHere(ctx context.Context, since time.Time, limit int) ([]acct.Attempt, error)
 }
 
 // Handler serves the dashboard under /ui/: pages that read, and the
@@ -313,14 +317,24 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 // node is this node's page: its resources and devices, whether it is
-// drained, and the task replicas it runs and holds queued.
+// drained, the task replicas it runs and holds queued, and the attempts
+// that ended here in the last day (its recent events).
 func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 	self, addrs := h.src.Identity()
 	row := rowOf(self, "", "this node", nil, h.src.Capacity(), h.src.Free())
 	running, queued := h.src.RunningHere()
-	render(w, nodePage, map[string]any{"Self": self, "Short": short(self), "Addrs": addrs, "Row": row,
-		"Drained": h.src.Drained(), "Running": running, "Queued": queued})
+	data := map[string]any{"Self": self, "Short": short(self), "Addrs": addrs, "Row": row,
+		"Drained": h.src.Drained(), "Running": running, "Queued": queued}
+	recent, err := h.src.RecentHere(r.Context(), time.Now().Add(-24*time.Hour), recentAttempts)
+	if err != nil {
+		data["RecentError"] = err.Error()
+	}
+	data["Recent"] = recent
+	render(w, nodePage, data)
 }
+
+// recentAttempts is how many ended attempts the node page lists.
+const recentAttempts = 50
 
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	render(w, loginPage, nil)
