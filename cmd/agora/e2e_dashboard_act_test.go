@@ -167,14 +167,7 @@ func TestDashboardActs(t *testing.T) {
 	ca := newCA(t)
 	cred := addUsers(t, ca, "alice", "bob")
 	tn := trustedNode(t, ca)
-	owned := map[string]string{}
-	for _, name := range []string{"alice", "bob"} {
-		out, errs, code := agora(t, "run", "--api", tn.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
-		if code != 0 {
-			t.Fatalf("%s's run: %s", name, errs)
-		}
-		owned[name] = strings.TrimSpace(out)
-	}
+	owned := jobsOf(t, tn, cred, "alice", "bob")
 	login, errs, code = agora(t, "dashboard", "--api", tn.api, "--credential", cred["alice"])
 	if code != 0 {
 		t.Fatalf("agora dashboard --credential: %s", errs)

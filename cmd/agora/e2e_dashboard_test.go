@@ -221,14 +221,7 @@ func TestDashboardSession(t *testing.T) {
 	ca := newCA(t)
 	tn := trustedNode(t, ca, "--resources", writeFile(t, "r.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n"))
 	cred := addUsers(t, ca, "alice", "bob")
-	jobs := map[string]string{}
-	for _, name := range []string{"alice", "bob"} {
-		out, errs, code := agora(t, "run", "--api", tn.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
-		if code != 0 {
-			t.Fatalf("%s's run: %s", name, errs)
-		}
-		jobs[name] = strings.TrimSpace(out)
-	}
+	jobs := jobsOf(t, tn, cred, "alice", "bob")
 	if code, _ := uiGet(t, tn, "/ui/", nil); code != 303 {
 		t.Errorf("a trust-mode page without a session: %d, want 303", code)
 	}
@@ -246,4 +239,19 @@ func TestDashboardSession(t *testing.T) {
 	if code, body := uiGet(t, tn, "/ui/jobs/"+jobs["alice"], ack); code != 200 || strings.Contains(body, "owner-or-admin") || !strings.Contains(body, `id="events"`) {
 		t.Errorf("alice's page of her own job: %d; want its detail and event log:\n%s", code, body)
 	}
+}
+
+// jobsOf runs a small job (named USER-job) as each of users on n and
+// returns their job IDs by user.
+func jobsOf(t *testing.T, n *proc, cred map[string]string, users ...string) map[string]string {
+	t.Helper()
+	jobs := map[string]string{}
+	for _, name := range users {
+		out, errs, code := agora(t, "run", "--api", n.api, "--credential", cred[name], "--name", name+"-job", "--cpu", "100m", "--", "true")
+		if code != 0 {
+			t.Fatalf("%s's run: %s", name, errs)
+		}
+		jobs[name] = strings.TrimSpace(out)
+	}
+	return jobs
 }

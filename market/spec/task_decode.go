@@ -64,7 +64,7 @@ func (d *decoder) task(n *yaml.Node, path string) Task {
 				arraySet = true
 			}
 		case "array_values":
-			t.ArrayValues = d.arrayValues(v, p)
+			t.ArrayValues = d.strings(v, p, MaxReplicas, "values")
 		case "gang":
 			t.Gang, _ = d.boolean(v, p)
 		case "pack":
@@ -112,20 +112,26 @@ func (d *decoder) command(n *yaml.Node, path string) []string {
 		d.errs.fail(path, n.Line, "must be a list of arguments or a shell command string, got %s", describe(n))
 		return nil
 	}
-	elems, ok := d.sequence(n, path, MaxCommandArgs, "arguments")
+	return d.strings(n, path, MaxCommandArgs, "arguments")
+}
+
+// strings decodes a list of at most max strings (what names them in
+// the message when there are more).
+func (d *decoder) strings(n *yaml.Node, path string, max int, what string) []string {
+	elems, ok := d.sequence(n, path, max, what)
 	if !ok {
 		return nil
 	}
-	argv := make([]string, 0, len(elems))
+	out := make([]string, 0, len(elems))
 	for i, e := range elems {
 		if d.errs.full() {
 			return nil
 		}
 		if s, ok := d.elem(e, path, i); ok {
-			argv = append(argv, s)
+			out = append(out, s)
 		}
 	}
-	return argv
+	return out
 }
 
 // env decodes the environment map; names are checked with the model.
@@ -148,41 +154,11 @@ func (d *decoder) env(n *yaml.Node, path string) map[string]string {
 
 // after decodes the list of task names this task waits for.
 func (d *decoder) after(n *yaml.Node, path string) []string {
-	elems, ok := d.sequence(n, path, MaxTasks, "dependencies")
-	if !ok {
-		return nil
-	}
-	names := make([]string, 0, len(elems))
-	for i, e := range elems {
-		if d.errs.full() {
-			return nil
-		}
-		if s, ok := d.elem(e, path, i); ok {
-			names = append(names, s)
-		}
-	}
+	names := d.strings(n, path, MaxTasks, "dependencies")
 	if len(names) == 0 {
 		return nil
 	}
 	return names
-}
-
-// arrayValues decodes an array's list of element parameters (strings).
-func (d *decoder) arrayValues(n *yaml.Node, path string) []string {
-	elems, ok := d.sequence(n, path, MaxReplicas, "values")
-	if !ok {
-		return nil
-	}
-	values := make([]string, 0, len(elems))
-	for i, e := range elems {
-		if d.errs.full() {
-			return nil
-		}
-		if s, ok := d.elem(e, path, i); ok {
-			values = append(values, s)
-		}
-	}
-	return values
 }
 
 // checkpoint decodes {interval: duration}.
