@@ -20,6 +20,7 @@ type WaitingGang struct {
 	Request  resource.Request
 	Priority int
 	Since    time.Time // when its replicas became ready
+	Owner    string    // its job's owner, with an authority: the head's order weighs their fair share
 }
 
 // HeadRoom is, in an advert, when the node will have room for the head
@@ -55,7 +56,7 @@ func waitingToPB(w WaitingGang) *pb.WaitingGang {
 	for _, d := range r.Devices {
 		q.Devices = append(q.Devices, &pb.Device{Kind: d.Kind, Model: d.Model, Count: uint32(max(d.Count, 0))})
 	}
-	return &pb.WaitingGang{Gang: w.Gang, Size: uint32(max(w.Size, 0)), Request: q, Priority: int32(w.Priority), SinceUnixMillis: w.Since.UnixMilli()}
+	return &pb.WaitingGang{Gang: w.Gang, Size: uint32(max(w.Size, 0)), Request: q, Priority: int32(w.Priority), SinceUnixMillis: w.Since.UnixMilli(), Owner: w.Owner}
 }
 
 // waitingFromPB checks and converts an advert's waiting gang; every
@@ -77,6 +78,8 @@ func waitingFromPB(m *pb.WaitingGang) (WaitingGang, error) {
 		return bad("priority %d outside %d..%d", m.Priority, spec.MinPriority, spec.MaxPriority)
 	case m.SinceUnixMillis <= 0:
 		return bad("since_unix_millis %d: want a time after 1970", m.SinceUnixMillis)
+	case len(m.Owner) > MaxUserLen: // proto3 strings are valid UTF-8
+		return bad("owner: want at most %d bytes, got %d", MaxUserLen, len(m.Owner))
 	case q == nil:
 		return bad("request missing")
 	case q.CpuMilli < 0 || q.CpuMilli > maxRequestCPU:
@@ -108,7 +111,7 @@ func waitingFromPB(m *pb.WaitingGang) (WaitingGang, error) {
 			return bad("request.labels: key %q empty or over %d bytes, or its value over %d", k, MaxLabelLen, maxLabelValueLen)
 		}
 	}
-	return WaitingGang{Gang: m.Gang, Size: int(m.Size), Request: r, Priority: int(m.Priority), Since: time.UnixMilli(m.SinceUnixMillis)}, nil
+	return WaitingGang{Gang: m.Gang, Size: int(m.Size), Request: r, Priority: int(m.Priority), Since: time.UnixMilli(m.SinceUnixMillis), Owner: m.Owner}, nil
 }
 
 func headRoomToPB(h HeadRoom) *pb.HeadRoom {

@@ -181,3 +181,60 @@ func TestFairShareBookDecay(t *testing.T) {
 		t.Fatalf("local summary %+v", s)
 	}
 }
+
+// TestFairShareOrdersGangs: the head's candidates and the reservations
+// are ordered by their owners' fair share too, as the queue is: with no
+// usage the gang waiting longest goes first; once alice has used the
+// network, bob's gang that became ready an hour later goes ahead of
+// hers (a factor of 1 against 0.25 outweighs an hour's age), but not one
+// of a higher priority, nor a gang whose owner is unknown (an open
+// network, a Reserve), which keeps the ready-time order. The order
+// leaves the first candidate kept from the adverts when the factors
+// change.
+func TestFairShareOrdersGangs(t *testing.T) {
+	m, err := New(Config{Self: "n0", Capacity: resource.Vector{CPU: 1000, Memory: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.now = t0
+	alice := WaitingGang{Gang: "a/t", Size: 4, Priority: 5, Since: t0.Add(-2 * time.Hour), Owner: "alice"}
+	bob := WaitingGang{Gang: "b/t", Size: 4, Priority: 5, Since: t0.Add(-time.Hour), Owner: "bob"}
+	if !m.gang.waitingBefore(alice, bob) {
+		t.Fatal("with no usage alice's older gang does not go first")
+	}
+	m.gang.peerAdvertised(&Peer{ID: "pa", Waiting: alice})
+	m.gang.peerAdvertised(&Peer{ID: "pb", Waiting: bob})
+	m.fs.NoteShare("bob", 1)
+	if got := m.gang.hin.firstWaiting(m.gang.waitingBefore); got.Gang != alice.Gang {
+		t.Fatalf("first candidate %s, want alice's", got.Gang)
+	}
+
+	m.con.charge(&contract{spec: TaskSpec{TaskOffer: TaskOffer{Request: resource.Request{CPU: 4000}}, Owner: "alice"}}, time.Hour)
+	if fa, fb := m.FairShare("alice"), m.FairShare("bob"); fa != 0.25 || fb != 1 {
+		t.Fatalf("factors alice %v bob %v, want 0.25 and 1", fa, fb)
+	}
+	if !m.gang.waitingBefore(bob, alice) || m.gang.waitingBefore(alice, bob) {
+		t.Error("after alice's usage bob's later gang does not go first")
+	}
+	if h := m.gang.findHead(); h != nil {
+		t.Fatalf("a head with no capable peers: %+v", h)
+	}
+	if got := m.gang.hin.firstWaiting(m.gang.waitingBefore); got.Gang != bob.Gang {
+		t.Errorf("first candidate kept from the adverts %s after the factors changed, want bob's", got.Gang)
+	}
+	high := alice
+	high.Priority = 7
+	if !m.gang.waitingBefore(high, bob) {
+		t.Error("bob's gang went ahead of a higher priority")
+	}
+	anon := bob
+	anon.Owner = ""
+	if !m.gang.waitingBefore(alice, anon) {
+		t.Error("a gang of no known owner was ordered by fair share")
+	}
+	ra := &reservation{gang: alice.Gang, priority: 5, owner: "alice", since: alice.Since}
+	rb := &reservation{gang: bob.Gang, priority: 5, owner: "bob", since: bob.Since}
+	if !m.con.reservedBefore(rb, ra) {
+		t.Error("reservations are not ordered by fair share")
+	}
+}

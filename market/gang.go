@@ -37,6 +37,7 @@ type gangAuction struct {
 	epoch     uint64
 	roundNo   int // the current round's number (AuctionID.Round)
 	offer     TaskOffer
+	owner     string // the job's owner: the head's order weighs their fair share
 	holding   bool
 	holders   []NodeID // per rank
 	holdOK    []bool
@@ -243,7 +244,7 @@ func (gs *gangManager) placeGang(j *JobRecord, task string) {
 	gs.touch(j.ID)
 	offer := gs.auc.offer(j, recs[0])
 	offer.GangSize, offer.Pack = replicas, ts.Pack
-	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, since: gs.now, ready: gs.readyTime(j, task)}
+	g := &gangAuction{job: j.ID, task: task, size: replicas, pack: ts.Pack, epoch: epoch, offer: offer, owner: j.Owner, since: gs.now, ready: gs.readyTime(j, task)}
 	gs.putGang(g)
 	gs.gangCFPs(g)
 }

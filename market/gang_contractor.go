@@ -19,6 +19,7 @@ type reservation struct {
 	gang     string
 	req      resource.Request
 	priority int
+	owner    string    // the gang's job's owner, when known (the head's): its fair share orders it
 	since    time.Time // when the gang became ready; zero: unknown
 	until    time.Time
 	manager  NodeID // who asked for it: it lapses when that node is gone or restarts
@@ -83,10 +84,10 @@ func (c *contractor) minusReserves(free resource.Vector, gang string) (v resourc
 	for _, r := range c.reserves {
 		rs = append(rs, r)
 	}
-	sort.Slice(rs, func(i, j int) bool { return reservedBefore(rs[i], rs[j]) })
+	sort.Slice(rs, func(i, j int) bool { return c.reservedBefore(rs[i], rs[j]) })
 	own := c.reserves[gang]
 	for _, r := range rs {
-		if r.gang == gang || (own != nil && !reservedBefore(r, own)) {
+		if r.gang == gang || (own != nil && !c.reservedBefore(r, own)) {
 			continue
 		}
 		if al, why := resource.Fit(free, r.req); why == "" {
@@ -176,10 +177,16 @@ func (c *contractor) canStart(req resource.Request, rt, est time.Duration, now, 
 	return al, why == ""
 }
 
-// reservedBefore orders reservations: higher priority, then gang ID.
-func reservedBefore(a, b *reservation) bool {
+// reservedBefore orders reservations: higher priority; then, between
+// gangs of two known owners whose fair-share factors differ, the higher
+// multifactor priority (gangAhead); then the earlier ready time; then
+// gang ID.
+func (sh *shared) reservedBefore(a, b *reservation) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
+	}
+	if d := sh.gangAhead(a.owner, b.owner, a.since, b.since); d != 0 {
+		return d > 0
 	}
 	if !a.since.Equal(b.since) {
 		if a.since.IsZero() || b.since.IsZero() {
@@ -275,7 +282,7 @@ func (c *contractor) onReserve(from NodeID, r Reserve) {
 		if oid == id {
 			continue
 		}
-		if reservedBefore(o, nr) {
+		if c.reservedBefore(o, nr) {
 			return
 		}
 		delete(c.reserves, oid)

@@ -40,6 +40,10 @@ type WaitingGang struct {
 	Request  resource.Request
 	Priority int
 	Since    time.Time // when its replicas became ready
+	// Owner is its job's owner (a network with an authority; empty
+	// otherwise): every node orders the candidates by the owners' fair
+	// share too (gangAhead).
+	Owner string
 }
 
 // HeadRoom is what a node's adverts say of the head it sees: when it will
@@ -67,9 +71,33 @@ type head struct {
 }
 
 // waitingBefore orders waiting gangs as reservations are ordered.
-func waitingBefore(a, b WaitingGang) bool {
-	return reservedBefore(&reservation{gang: a.Gang, priority: a.Priority, since: a.Since},
-		&reservation{gang: b.Gang, priority: b.Priority, since: b.Since})
+func (sh *shared) waitingBefore(a, b WaitingGang) bool {
+	return sh.reservedBefore(&reservation{gang: a.Gang, priority: a.Priority, owner: a.Owner, since: a.Since},
+		&reservation{gang: b.Gang, priority: b.Priority, owner: b.Owner, since: b.Since})
+}
+
+// gangAhead compares two gangs of one priority by their owners' fair
+// share, as the contractors' queues compare tasks (multifactor): > 0
+// when the first goes ahead, < 0 when the second does, 0 when the fair
+// share does not tell them apart — an owner unknown (an open network, a
+// Reserve, which names none) or equal factors. The age term is the
+// difference of their ready times over MaxAge (at most 1 either way),
+// which, unlike ages, does not move with the clock: every node orders a
+// pair alike until a factor changes (fairshare.Book.Version).
+func (sh *shared) gangAhead(ownerA, ownerB string, sinceA, sinceB time.Time) float64 {
+	if sh == nil || sh.fs == nil || ownerA == "" || ownerB == "" || ownerA == ownerB {
+		return 0
+	}
+	fa, fb := sh.fs.Factor(sh.now, ownerA), sh.fs.Factor(sh.now, ownerB)
+	if fa == fb {
+		return 0
+	}
+	w := sh.cfg.FairShare
+	d := w.FairShare * (fa - fb)
+	if !sinceA.IsZero() && !sinceB.IsZero() && w.MaxAge > 0 {
+		d += w.Age * max(-1, min(1, float64(sinceB.Sub(sinceA))/float64(w.MaxAge)))
+	}
+	return d
 }
 
 // waiting is the first wide gang this node is placing, in the
@@ -83,8 +111,8 @@ func (gs *gangManager) waiting() WaitingGang {
 		if g.pack || gs.now.Sub(g.ready) < gs.cfg.GangReserveAfter || !gs.wide(g) && !gs.starving(g.ready) {
 			continue
 		}
-		w := WaitingGang{Gang: id, Size: g.size, Request: g.offer.Request, Priority: g.offer.Priority, Since: g.ready}
-		if first.Gang == "" || waitingBefore(w, first) {
+		w := WaitingGang{Gang: id, Size: g.size, Request: g.offer.Request, Priority: g.offer.Priority, Since: g.ready, Owner: g.owner}
+		if first.Gang == "" || gs.waitingBefore(w, first) {
 			first = w
 		}
 	}
@@ -151,8 +179,11 @@ func (gs *gangManager) refreshHead() {
 // make the head.
 func (gs *gangManager) findHead() *head {
 	own := gs.waiting()
-	first := gs.hin.firstWaiting()
-	if own.Gang != "" && (first.Gang == "" || waitingBefore(own, first)) {
+	if v := gs.fs.Version(); v != gs.hin.fsVersion {
+		gs.hin.firstOK, gs.hin.fsVersion = false, v // the factors changed: so may the order
+	}
+	first := gs.hin.firstWaiting(gs.waitingBefore)
+	if own.Gang != "" && (first.Gang == "" || gs.waitingBefore(own, first)) {
 		first = own
 	}
 	if first.Gang == "" {
@@ -165,10 +196,10 @@ func (gs *gangManager) findHead() *head {
 	for {
 		var next WaitingGang
 		consider := func(w WaitingGang) {
-			if tried != nil && !waitingBefore(*tried, w) {
+			if tried != nil && !gs.waitingBefore(*tried, w) {
 				return
 			}
-			if next.Gang == "" || waitingBefore(w, next) {
+			if next.Gang == "" || gs.waitingBefore(w, next) {
 				next = w
 			}
 		}
@@ -349,7 +380,7 @@ func (c *contractor) headRes() *reservation {
 		return nil
 	}
 	if c.headR == nil || c.headR.gang != c.head.Gang {
-		c.headR = &reservation{gang: c.head.Gang, req: c.head.Request, priority: c.head.Priority, since: c.head.Since}
+		c.headR = &reservation{gang: c.head.Gang, req: c.head.Request, priority: c.head.Priority, owner: c.head.Owner, since: c.head.Since}
 	}
 	return c.headR
 }
@@ -432,7 +463,7 @@ func (gs *gangManager) reserved() ReservedRoom {
 	}
 	var first *reservation
 	for _, r := range c.reserves {
-		if first == nil || reservedBefore(r, first) {
+		if first == nil || c.reservedBefore(r, first) {
 			first = r
 		}
 	}

@@ -37,6 +37,9 @@ type headInputs struct {
 	// sixth of a long SWF replay's time.
 	first   WaitingGang
 	firstOK bool
+	// fsVersion is the fair share's version first was found under: the
+	// order depends on the owners' factors (gangAhead).
+	fsVersion uint64
 }
 
 // roomEntry is a capable peer's raw room time, in headInputs.order.
@@ -170,41 +173,41 @@ func (gs *gangManager) peerAdvertised(p *Peer) {
 			hi.waiting = map[NodeID]WaitingGang{}
 		}
 		hi.waiting[p.ID] = p.Waiting
-		hi.keepFirst(old, had, p.Waiting)
+		hi.keepFirst(old, had, p.Waiting, gs.waitingBefore)
 	case had:
 		delete(hi.waiting, p.ID)
-		hi.keepFirst(old, had, WaitingGang{})
+		hi.keepFirst(old, had, WaitingGang{}, gs.waitingBefore)
 	}
 	gs.noteHeadInput(p)
 }
 
 // keepFirst keeps first current when a peer's candidate old (had: it
 // named one) becomes w (the zero value: none), or marks it unknown when
-// only a pass over waiting can tell.
-func (hi *headInputs) keepFirst(old WaitingGang, had bool, w WaitingGang) {
+// only a pass over waiting can tell; before is the order.
+func (hi *headInputs) keepFirst(old WaitingGang, had bool, w WaitingGang, before func(a, b WaitingGang) bool) {
 	if !hi.firstOK {
 		return
 	}
 	if had && old.Gang == hi.first.Gang {
-		if w.Gang != old.Gang || w.Priority != old.Priority || !w.Since.Equal(old.Since) {
+		if w.Gang != old.Gang || w.Priority != old.Priority || !w.Since.Equal(old.Since) || w.Owner != old.Owner {
 			hi.firstOK = false // the first moved or left
 			return
 		}
 		hi.first = w // same place in the order; its other fields may have changed
 		return
 	}
-	if w.Gang != "" && (hi.first.Gang == "" || waitingBefore(w, hi.first)) {
+	if w.Gang != "" && (hi.first.Gang == "" || before(w, hi.first)) {
 		hi.first = w
 	}
 }
 
 // firstWaiting is the first of the peers' candidates in the reservation
-// order, the zero value when there is none.
-func (hi *headInputs) firstWaiting() WaitingGang {
+// order (before), the zero value when there is none.
+func (hi *headInputs) firstWaiting(before func(a, b WaitingGang) bool) WaitingGang {
 	if !hi.firstOK {
 		hi.first, hi.firstOK = WaitingGang{}, true
 		for _, w := range hi.waiting {
-			if hi.first.Gang == "" || waitingBefore(w, hi.first) {
+			if hi.first.Gang == "" || before(w, hi.first) {
 				hi.first = w
 			}
 		}
@@ -239,7 +242,7 @@ func (gs *gangManager) peerDropped(p *Peer) {
 	hi := &gs.hin
 	if old, had := hi.waiting[p.ID]; had {
 		delete(hi.waiting, p.ID)
-		hi.keepFirst(old, had, WaitingGang{})
+		hi.keepFirst(old, had, WaitingGang{}, gs.waitingBefore)
 	}
 	if hi.gen == 0 || p.hin.gen != hi.gen || p.hin.idx < 0 {
 		return

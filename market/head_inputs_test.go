@@ -169,7 +169,7 @@ func headBySorting(m *Market) (*head, int) {
 	for _, w := range m.gang.hin.waiting {
 		cands = append(cands, w)
 	}
-	sort.Slice(cands, func(i, j int) bool { return waitingBefore(cands[i], cands[j]) })
+	sort.Slice(cands, func(i, j int) bool { return m.gang.waitingBefore(cands[i], cands[j]) })
 	for i, w := range cands {
 		if h := m.gang.shadowOf(w); h != nil {
 			return h, i
@@ -283,11 +283,11 @@ func TestFirstWaitingFollowsAdverts(t *testing.T) {
 		}
 		var want WaitingGang
 		for _, w := range named {
-			if want.Gang == "" || waitingBefore(w, want) {
+			if want.Gang == "" || m.gang.waitingBefore(w, want) {
 				want = w
 			}
 		}
-		got := m.gang.hin.firstWaiting()
+		got := m.gang.hin.firstWaiting(m.gang.waitingBefore)
 		if got.Gang != want.Gang || got.Priority != want.Priority || !got.Since.Equal(want.Since) {
 			t.Fatalf("step %d: first candidate %s (priority %d, since %v), want %s (priority %d, since %v)",
 				step, got.Gang, got.Priority, got.Since, want.Gang, want.Priority, want.Since)

@@ -508,7 +508,7 @@ func (n *Node) marketConfig() market.Config {
 func peerFromAdvert(a gossip.Advert) market.Peer {
 	return market.Peer{ID: market.NodeID(a.Peer.String()), Site: a.Site, Labels: a.Labels, Limits: a.Limits, Holds: a.Holds, Capacity: a.Capacity, Free: a.Free,
 		Queue: a.Queue, PredictedWait: a.PredictedWait, Reserved: market.ReservedRoom{Gang: a.ReservedGang, Unreserved: a.Unreserved},
-		Waiting:  market.WaitingGang{Gang: a.Waiting.Gang, Size: a.Waiting.Size, Request: a.Waiting.Request, Priority: a.Waiting.Priority, Since: a.Waiting.Since},
+		Waiting:  market.WaitingGang{Gang: a.Waiting.Gang, Size: a.Waiting.Size, Request: a.Waiting.Request, Priority: a.Waiting.Priority, Since: a.Waiting.Since, Owner: a.Waiting.Owner},
 		HeadRoom: market.HeadRoom{Gang: a.HeadRoom.Gang, At: a.HeadRoom.At, Never: a.HeadRoom.Never}, Users: usersFromAdvert(a.Users), Boot: a.Boot,
 		Steal: market.StealOffer(a.Steal), Drained: a.Drained}
 }

@@ -711,7 +711,7 @@ func (n *Node) localAdvert() gossip.Advert {
 		PredictedWait: s.wait,
 		ReservedGang:  s.Reserved.Gang,
 		Unreserved:    s.Reserved.Unreserved.Clone(),
-		Waiting:       gossip.WaitingGang{Gang: s.Waiting.Gang, Size: s.Waiting.Size, Request: s.Waiting.Request, Priority: s.Waiting.Priority, Since: s.Waiting.Since},
+		Waiting:       gossip.WaitingGang{Gang: s.Waiting.Gang, Size: s.Waiting.Size, Request: s.Waiting.Request, Priority: s.Waiting.Priority, Since: s.Waiting.Since, Owner: s.Waiting.Owner},
 		HeadRoom:      gossip.HeadRoom{Gang: s.HeadRoom.Gang, At: s.HeadRoom.At, Never: s.HeadRoom.Never},
 		Users:         usersToAdvert(s.Users),
 		Steal:         gossip.StealOffer(s.Steal),

@@ -689,6 +689,7 @@ type WaitingGang struct {
 	Request         *ReplicaRequest        `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`                                           // what one replica asks of its node; required
 	Priority        int32                  `protobuf:"varint,4,opt,name=priority,proto3" json:"priority,omitempty"`                                        // 0..10
 	SinceUnixMillis int64                  `protobuf:"varint,5,opt,name=since_unix_millis,json=sinceUnixMillis,proto3" json:"since_unix_millis,omitempty"` // when its replicas became ready, on the sender's clock; > 0
+	Owner           string                 `protobuf:"bytes,6,opt,name=owner,proto3" json:"owner,omitempty"`                                               // its job's owner, in a network with an authority (0..64 bytes of UTF-8; empty: none); orders the head by fair share
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -756,6 +757,13 @@ func (x *WaitingGang) GetSinceUnixMillis() int64 {
 		return x.SinceUnixMillis
 	}
 	return 0
+}
+
+func (x *WaitingGang) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // ReplicaRequest is what one replica of a waiting gang asks of its node
@@ -1025,13 +1033,14 @@ const file_advert_proto_rawDesc = "" +
 	"\frunning_jobs\x18\x04 \x01(\rR\vrunningJobs\x12*\n" +
 	"\x11waiting_cpu_milli\x18\x05 \x01(\x03R\x0fwaitingCpuMilli\x12*\n" +
 	"\x11waiting_gpu_milli\x18\x06 \x01(\x03R\x0fwaitingGpuMilli\x12!\n" +
-	"\fwaiting_jobs\x18\a \x01(\rR\vwaitingJobs\"\xb1\x01\n" +
+	"\fwaiting_jobs\x18\a \x01(\rR\vwaitingJobs\"\xc7\x01\n" +
 	"\vWaitingGang\x12\x12\n" +
 	"\x04gang\x18\x01 \x01(\tR\x04gang\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\rR\x04size\x122\n" +
 	"\arequest\x18\x03 \x01(\v2\x18.agora.v1.ReplicaRequestR\arequest\x12\x1a\n" +
 	"\bpriority\x18\x04 \x01(\x05R\bpriority\x12*\n" +
-	"\x11since_unix_millis\x18\x05 \x01(\x03R\x0fsinceUnixMillis\"\xab\x03\n" +
+	"\x11since_unix_millis\x18\x05 \x01(\x03R\x0fsinceUnixMillis\x12\x14\n" +
+	"\x05owner\x18\x06 \x01(\tR\x05owner\"\xab\x03\n" +
 	"\x0eReplicaRequest\x12\x1b\n" +
 	"\tcpu_milli\x18\x01 \x01(\x03R\bcpuMilli\x12\x16\n" +
 	"\x06memory\x18\x02 \x01(\x03R\x06memory\x12\x12\n" +
