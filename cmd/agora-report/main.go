@@ -81,6 +81,7 @@ func main() {
 	r.scaling()
 	r.baselines()
 	r.swf()
+	r.fairShare()
 	r.alibaba()
 	r.faults()
 	r.network()
@@ -392,6 +393,59 @@ func (r *report) swf() {
 		r.p("No SWF logs under %s; skipped.", o.traces)
 		r.p("")
 	}
+}
+
+// fairShare replays each SWF log's first jobs with its users (sim.Config
+// Users) under the auction — the nodes' decentralized fair share — and
+// under easy-fairshare, its central baseline (issue 46): the light
+// users' mean wait within 10 % of the baseline's (or shorter), Jain's
+// index within 10 % (or higher), and what the usage exchange costs.
+func (r *report) fairShare() {
+	o := r.o
+	r.p("## Fair share on the SWF logs' users")
+	r.p("")
+	r.p("First %d jobs of each log, seed %d, every job submitted as its trace's user (`agora sim --users`); Jain's index is over the users' mean bounded slowdowns (higher is fairer), the light users are those whose work is at most the median user's (docs/simulator.md, \"Fair share\").", o.auctionSWFJobs, o.seed)
+	r.p("")
+	r.p("| log | scheduler | mean wait (s) | bounded slowdown | Jain | light users' wait (s) | usage bytes / node / min |")
+	r.p("|---|---|---|---|---|---|---|")
+	var verdicts []string
+	for _, name := range []string{"KTH-SP2-1996-2.1-cln.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz"} {
+		path := filepath.Join(o.traces, name)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		c, err := sim.SWFCluster(path)
+		if err != nil {
+			fail("%v", err)
+		}
+		w, err := workload.OpenSWF(path, workload.SWFOptions{Limit: o.auctionSWFJobs})
+		if err != nil {
+			fail("%v", err)
+		}
+		_, central := r.run(sim.Config{Cluster: c, Workload: w, Scheduler: "easy-fairshare", Seed: o.seed, Users: true})
+		_, nodes := r.run(sim.Config{Cluster: c, Workload: w, Scheduler: "auction", Seed: o.seed, Users: true})
+		for _, x := range []struct {
+			label string
+			rep   metrics.Report
+		}{{"easy-fairshare (central)", central}, {"auction --users (nodes)", nodes}} {
+			bytes := "—"
+			if x.rep.UsageBytesPerNodeMinute > 0 {
+				bytes = fmt.Sprintf("%.0f", x.rep.UsageBytesPerNodeMinute)
+			}
+			r.p("| %s | %s | %.0f | %.1f | %.3f | %.0f | %s |", strings.SplitN(name, "-", 2)[0], x.label, x.rep.MeanWait, x.rep.MeanBoundedSlowdown, x.rep.JainFairness, x.rep.LightUsersWait, bytes)
+		}
+		lw, j := nodes.LightUsersWait/central.LightUsersWait, nodes.JainFairness/central.JainFairness
+		verdicts = append(verdicts, fmt.Sprintf("%s: light users' wait %.3f× the central's (%s, want ≤ 1.1), Jain %.3f× (%s, want ≥ 0.9), %.0f usage bytes per node per minute",
+			strings.SplitN(name, "-", 2)[0], lw, okWord(lw <= 1.1), j, okWord(j >= 0.9), nodes.UsageBytesPerNodeMinute))
+	}
+	r.p("")
+	if len(verdicts) == 0 {
+		r.p("No SWF logs under %s; skipped.", o.traces)
+	}
+	for _, v := range verdicts {
+		r.p("- %s.", v)
+	}
+	r.p("")
 }
 
 // seedSpread replays cfg under swfSeeds seeds, the report's seed (whose
