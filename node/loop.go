@@ -139,7 +139,13 @@ func (n *Node) loop() {
 			// only carried out later in the same turn, and an idle node
 			// still applies each event at once.
 			n.drainEvents(turnEvents - 1)
-		case now := <-t.C:
+		case <-t.C:
+			// What is already queued counts before the clock does: after
+			// a stall of this node's (CPU starvation, a pause), a report
+			// waiting in the queue must be seen before its lease is judged
+			// lapsed (select picks among ready cases at random).
+			n.drainEvents(turnEvents)
+			now := time.Now()
 			n.mkt.Tick(now)
 			if n.historyDirty && now.Sub(lastSave) > historySaveEvery {
 				n.saveHistory()
