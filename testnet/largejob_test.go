@@ -29,10 +29,11 @@ func TestLargeJobRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1,000 processes on three nodes: about 30 s alone, 65-85 s under the
-	// race detector on a loaded 2-core machine; the bound is liveness,
-	// not a performance target.
-	if s := waitJob(t, mgr, id, 3*time.Minute); s.State != "succeeded" || len(s.Tasks) != 1000 {
+	// 1,000 processes on three nodes: about 30 s alone, 60-85 s under the
+	// race detector on a loaded 2-core machine, and once over 3 min in CI
+	// beside the simulator's tests; the bound is liveness, not a
+	// performance target.
+	if s := waitJob(t, mgr, id, 6*time.Minute); s.State != "succeeded" || len(s.Tasks) != 1000 {
 		t.Fatalf("job %s with %d replicas", s.State, len(s.Tasks))
 	}
 	// Replication runs every 200 ms: wait until a peer holds the
