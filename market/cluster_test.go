@@ -40,6 +40,10 @@ type cluster struct {
 	refused map[string]int
 	// outputs, if set, gives a succeeded task's stored outputs.
 	outputs func(TaskSpec, NodeID) *DataRef
+	// paused nodes, since when, stand still: nothing is delivered to
+	// them (it waits), they do not tick or hear of their tasks' exits
+	// (the tasks run on), as a stopped or starved process.
+	paused map[NodeID]time.Time
 }
 
 func (c *cluster) outputsOf(s TaskSpec, id NodeID) *DataRef {
@@ -118,7 +122,9 @@ func (c *cluster) index(id NodeID) int {
 func (c *cluster) adverts() {
 	for i, m := range c.nodes {
 		for j, o := range c.nodes {
-			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] {
+			_, pi := c.paused[c.ids[i]]
+			_, pj := c.paused[c.ids[j]]
+			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] && !pi && !pj {
 				m.Advert(c.now, Peer{ID: c.ids[j], Limits: o.Config().Limits, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(c.now),
 					Reserved: o.Reserved(), Waiting: o.Waiting(), HeadRoom: o.HeadRoom(), Users: o.UserUsage()})
 			}
@@ -191,34 +197,46 @@ func (c *cluster) step() {
 	c.drain()
 	next := c.now.Add(10 * time.Millisecond)
 	for _, d := range c.queue {
-		if d.at.Before(next) {
+		if _, ok := c.paused[d.to]; !ok && d.at.Before(next) {
 			next = d.at
 		}
 	}
-	for _, rs := range c.running {
+	for id, rs := range c.running {
+		if _, ok := c.paused[id]; ok {
+			continue
+		}
 		for _, r := range rs {
 			if r.end.Before(next) {
 				next = r.end
 			}
 		}
 	}
-	c.now = next
+	c.now = maxTime(c.now, next) // what waited for a paused node is due at once
 	sort.Slice(c.queue, func(i, j int) bool {
 		if !c.queue[i].at.Equal(c.queue[j].at) {
 			return c.queue[i].at.Before(c.queue[j].at)
 		}
 		return c.queue[i].seq < c.queue[j].seq
 	})
+	var waiting []delivery // for paused nodes
 	for len(c.queue) > 0 && !c.queue[0].at.After(c.now) {
 		d := c.queue[0]
 		c.queue = c.queue[1:]
+		if _, ok := c.paused[d.to]; ok {
+			waiting = append(waiting, d)
+			continue
+		}
 		if c.cut[d.from] || c.cut[d.to] || (c.drop != nil && c.drop(d)) {
 			continue
 		}
 		c.nodes[c.index(d.to)].Step(c.now, d.from, d.msg)
 		c.drain()
 	}
+	c.queue = append(waiting, c.queue...)
 	for i, id := range c.ids {
+		if _, ok := c.paused[id]; ok {
+			continue
+		}
 		var done []TaskKey
 		for k, r := range c.running[id] {
 			if !r.end.After(c.now) {
@@ -235,19 +253,45 @@ func (c *cluster) step() {
 		}
 	}
 	for i, m := range c.nodes {
+		if _, ok := c.paused[c.ids[i]]; ok {
+			continue
+		}
 		// NextTick must never be later than the first Tick with work:
 		// a Tick before it emits nothing.
 		nt := m.NextTick()
 		before := len(m.out) + len(m.saves) + len(m.dirty)
 		m.Tick(c.now)
 		if (nt.IsZero() || c.now.Before(nt)) && len(m.out)+len(m.saves)+len(m.dirty) > before {
-			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...))
+			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v (out %d, saves %d, dirty %d before)", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...), len(m.out), len(m.saves), before)
 		}
 	}
 	if c.now.Sub(c.lastAdvert) >= c.advertEvery {
 		c.adverts()
 		c.lastAdvert = c.now
 	}
+	c.drain()
+}
+
+// pause stops node i (see cluster.paused).
+func (c *cluster) pause(i int) {
+	if c.paused == nil {
+		c.paused = map[NodeID]time.Time{}
+	}
+	c.paused[c.ids[i]] = c.now
+}
+
+// resume lets paused node i run again; tell says whether its market is
+// told how long it stood still (Market.Paused), as a node's loop does.
+// It ticks at once, before anything that waited is delivered.
+func (c *cluster) resume(i int, tell bool) {
+	since := c.paused[c.ids[i]]
+	delete(c.paused, c.ids[i])
+	if tell {
+		c.nodes[i].Paused(c.now, c.now.Sub(since))
+	}
+	// Its clock fires first: what peers sent meanwhile is still in the
+	// network's buffers, handed over after.
+	c.nodes[i].Tick(c.now)
 	c.drain()
 }
 

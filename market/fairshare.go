@@ -68,35 +68,35 @@ func (c *contractor) charge(k *contract, ran time.Duration) {
 
 // publishUsage sends this node's summary when usage was charged and the
 // least gap since the last one passed, or to refresh it.
-func (m *Market) publishUsage() {
-	if at, ok := m.nextUsage(); !ok || m.now.Before(at) {
+func (sh *shared) publishUsage() {
+	if at, ok := sh.nextUsage(); !ok || sh.now.Before(at) {
 		return
 	}
-	m.emit(PublishUsage{Summary: UsageSummary{m.fs.Local(string(m.cfg.Self), m.now)}})
-	m.fsDirty = false
-	m.fsNext = m.now.Add(m.cfg.FairShare.PublishEvery)
+	sh.emit(PublishUsage{Summary: UsageSummary{sh.fs.Local(string(sh.cfg.Self), sh.now)}})
+	sh.fsDirty = false
+	sh.fsNext = sh.now.Add(sh.cfg.FairShare.PublishEvery)
 }
 
 // usageNewPeer has this node's summary go out again (within
 // PublishEvery) when a peer joins its view: the peer learns its usage
 // without waiting for the refresh.
-func (m *Market) usageNewPeer() {
-	if m.fs.HasLocal() && !m.fsDirty {
-		m.fsDirty = true
-		m.fsNext = maxTime(m.fsNext, m.now)
+func (sh *shared) usageNewPeer() {
+	if sh.fs.HasLocal() && !sh.fsDirty {
+		sh.fsDirty = true
+		sh.fsNext = maxTime(sh.fsNext, sh.now)
 	}
 }
 
 // nextUsage is when publishUsage has work: the gap's end while usage
 // waits to go out, else the refresh.
-func (m *Market) nextUsage() (time.Time, bool) {
-	if !m.fs.HasLocal() {
+func (sh *shared) nextUsage() (time.Time, bool) {
+	if !sh.fs.HasLocal() {
 		return time.Time{}, false
 	}
-	if m.fsDirty {
-		return m.fsNext, true
+	if sh.fsDirty {
+		return sh.fsNext, true
 	}
-	return m.fsNext.Add(m.cfg.FairShare.RefreshEvery - m.cfg.FairShare.PublishEvery), true
+	return sh.fsNext.Add(sh.cfg.FairShare.RefreshEvery - sh.cfg.FairShare.PublishEvery), true
 }
 
 // FairShare is user's fair-share factor as this node sees it now (1 for

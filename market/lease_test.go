@@ -1,6 +1,7 @@
 package market
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,65 @@ func TestSupersededQueuedContractDropped(t *testing.T) {
 		}
 		if queued := m.QueueLen() == 1; queued == tc.bid {
 			t.Errorf("CFP at epoch %d: stale contract still queued = %v", tc.epoch, queued)
+		}
+	}
+}
+
+// TestManagerPaused: a manager that stood still (its process stopped or
+// starved of CPU) for longer than a lease, told so on waking, judges no
+// lease by the silence it did not hear: the reports queued meanwhile are
+// seen first, and the task runs once, at its first epoch. Untold, it
+// places the task again (the failure this guards against). An executor
+// that really went silent meanwhile is still judged lapsed, a pause
+// later than otherwise.
+func TestManagerPaused(t *testing.T) {
+	for _, pause := range []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 30 * time.Second} {
+		for _, tc := range []struct {
+			name       string
+			tell, dead bool
+		}{{"told", true, false}, {"untold", false, false}, {"told, executor silent", true, true}} {
+			t.Run(fmt.Sprintf("%v %s", pause, tc.name), func(t *testing.T) {
+				// The manager n0 has no CPU of its own: the executor is remote.
+				c := newCluster(t, cpuNode(0), cpuNode(4), cpuNode(4))
+				c.run = func(TaskSpec, NodeID) (int, time.Duration) { return 0, pause + 20*time.Second }
+				c.submit(0, "j", job("p", task("t", 1000)))
+				c.until(5*time.Second, "task to run", func() bool { return c.job(0, "j").Tasks[0].State == TaskRunning })
+				exec := c.job(0, "j").Tasks[0].Node
+				c.pause(0)
+				if tc.dead {
+					c.cut[exec] = true
+				}
+				end := c.now.Add(pause)
+				c.until(pause+time.Second, "the pause to end", func() bool { return !c.now.Before(end) })
+				c.resume(0, tc.tell)
+				woke := c.now
+				if tc.dead {
+					c.until(c.nodes[0].Config().LeaseTimeout+time.Second, "the silent executor's lease to lapse", func() bool { return c.job(0, "j").Tasks[0].Epoch > 1 })
+					// Renewed every LeaseEvery before the pause, the lease
+					// had most of LeaseTimeout left, and keeps it.
+					if at, least := c.now.Sub(woke), c.nodes[0].Config().LeaseTimeout-2*c.nodes[0].Config().LeaseEvery; at < least {
+						t.Errorf("lapsed %v after waking, before %v: the pause counted as the executor's silence", at, least)
+					}
+					return
+				}
+				c.until(pause+30*time.Second, "the job to end", func() bool { return c.job(0, "j").State.Terminal() })
+				j := c.job(0, "j")
+				runs := 0
+				for _, s := range c.starts {
+					if s.key.Job == "j" {
+						runs++
+					}
+				}
+				lapsed := strings.Contains(c.eventLog(), "lease lapsed")
+				if tc.tell {
+					succeededOnce(t, j)
+					if runs != 1 || lapsed || j.Tasks[0].Epoch != 1 {
+						t.Fatalf("after a pause of %v told: %d runs, epoch %d, lapsed %v; events:\n%s", pause, runs, j.Tasks[0].Epoch, lapsed, c.eventLog())
+					}
+				} else if pause > c.nodes[0].Config().LeaseTimeout && (runs < 2 || !lapsed) {
+					t.Fatalf("after a pause of %v untold: %d runs, lapsed %v: the test no longer shows the failure it guards against", pause, runs, lapsed)
+				}
+			})
 		}
 	}
 }

@@ -405,3 +405,21 @@ func (mg *manager) endJobState(j *JobRecord, st JobState, reason string) {
 	mg.tix.done(j.ID)
 	delete(mg.fo.adoptedAt, j.ID)
 }
+
+// pausedFor moves every lease of a replica this node manages, and every
+// award deadline of its open rounds, d later: this node stood still for
+// d (Market.Paused).
+func (mg *manager) pausedFor(d time.Duration) {
+	for j, t := range mg.openTasks() {
+		if (t.State == TaskAwarded || t.State == TaskRunning) && !t.LeaseUntil.IsZero() {
+			t.LeaseUntil = t.LeaseUntil.Add(d)
+			mg.dl.retimeJob(j.ID)
+		}
+	}
+	for k, a := range mg.auctions {
+		if a.awardee != nil && !a.awardBy.IsZero() {
+			a.awardBy = a.awardBy.Add(d)
+			mg.dl.retimeAuction(k)
+		}
+	}
+}

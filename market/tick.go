@@ -71,3 +71,22 @@ func (m *Market) Tick(now time.Time) {
 	m.runUpkeep(upkeepAfterLeases)
 	m.auc.placeReady()
 }
+
+// Paused tells the market that this node did not run for d up to now:
+// its process was stopped or starved of CPU, or its loop was busy (the
+// node measures the gap between its ticks; a simulator whose nodes never
+// stall does not call it). A node cannot tell a peer that went silent
+// from one it did not hear because it was not listening, and silence it
+// could not have heard is not the peer's: every lease of a replica this
+// node manages, and every award awaiting its answer, ends d later, so
+// that the reports and replies queued while it stood still are seen
+// before anything is judged lapsed. A peer that really went silent is
+// judged d later than it would have been. Cassandra's gossiper, after a
+// local pause, convicts no peer for the same reason.
+func (m *Market) Paused(now time.Time, d time.Duration) {
+	m.enter(now)
+	defer m.leave()
+	if d > 0 {
+		m.mgr.pausedFor(d)
+	}
+}
