@@ -156,7 +156,7 @@ func New(h host.Host, ps *pubsub.PubSub, cfg Config) (*Service, error) {
 	if cfg.RelayDelay == 0 {
 		cfg.RelayDelay = DefaultRelayDelay
 	}
-	s := &Service{cfg: cfg, h: h, ps: ps, view: NewView(h.ID(), cfg.Misses), nudge: make(chan struct{}, 1), buckets: map[peer.ID]*bucket{}}
+	s := &Service{cfg: cfg, h: h, ps: ps, view: newServiceView(h.ID(), cfg), nudge: make(chan struct{}, 1), buckets: map[peer.ID]*bucket{}}
 	name := AdvertTopic(cfg.Network)
 	if err := ps.RegisterTopicValidator(name, s.validate); err != nil {
 		return nil, fmt.Errorf("gossip: register validator: %w", err)
@@ -349,9 +349,12 @@ func (s *Service) expire() {
 			delete(s.buckets, id) // idle: its allowance is full again anyway
 		}
 	}
-	gone := s.view.Expire(now)
+	gone, paused := s.view.Expire(now)
 	n := s.view.Len()
 	s.mu.Unlock()
+	if paused > 0 {
+		log.Warnw("this node stood still: its peers' silence meanwhile not counted", "for", paused.Round(time.Millisecond))
+	}
 	s.cfg.Metrics.Peers.Set(float64(n))
 	for _, id := range gone {
 		log.Infow("peer gone: adverts missed", "peer", id)
@@ -475,4 +478,13 @@ func (s *Service) Close() error {
 	s.wg.Wait()
 	_ = s.ps.UnregisterTopicValidator(AdvertTopic(s.cfg.Network))
 	return s.topic.Close()
+}
+
+// newServiceView is the service's view: the sweep runs every quarter
+// interval, so a whole interval between two sweeps is this node's own
+// pause, not its peers' silence (View.SetPauseAfter).
+func newServiceView(self peer.ID, cfg Config) *View {
+	v := NewView(self, cfg.Misses)
+	v.SetPauseAfter(cfg.Interval)
+	return v
 }

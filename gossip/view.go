@@ -37,7 +37,20 @@ type View struct {
 	self    peer.ID
 	misses  int
 	members map[peer.ID]*Member
+	// pauseAfter, when set, is the longest gap between two Expire calls
+	// that is not this node's own pause (see SetPauseAfter); swept is
+	// the last call's time.
+	pauseAfter time.Duration
+	swept      time.Time
 }
+
+// SetPauseAfter has Expire take a gap of more than d since its previous
+// call for this node's own pause — its process stopped, starved of CPU —
+// and not count the excess as its peers' silence: it could not have
+// heard them. A node that woke from a pause would otherwise drop every
+// peer at once, and place again what they run. Zero (the default) counts
+// every gap.
+func (v *View) SetPauseAfter(d time.Duration) { v.pauseAfter = d }
 
 // NewView returns an empty view that ignores adverts from self and expires
 // a peer after misses silent intervals (DefaultMisses when misses <= 0).
@@ -97,8 +110,22 @@ func (v *View) Touch(id peer.ID, now time.Time) bool {
 
 // Expire removes every peer silent for more than misses of its own
 // advertised intervals and returns their IDs in sorted order.
-func (v *View) Expire(now time.Time) []peer.ID {
-	var gone []peer.ID
+//
+// With SetPauseAfter, it first moves every peer's LastSeen later by the
+// part of the gap since its previous call beyond the limit, and reports
+// that part as paused.
+func (v *View) Expire(now time.Time) (gone []peer.ID, paused time.Duration) {
+	if v.pauseAfter > 0 && !v.swept.IsZero() && now.Sub(v.swept) > v.pauseAfter {
+		paused = now.Sub(v.swept) - v.pauseAfter
+		for _, m := range v.members {
+			if m.LastSeen = m.LastSeen.Add(paused); m.LastSeen.After(now) {
+				m.LastSeen = now
+			}
+		}
+	}
+	if now.After(v.swept) {
+		v.swept = now
+	}
 	for id, m := range v.members {
 		if now.Sub(m.LastSeen) > time.Duration(v.misses)*m.Advert.Interval {
 			gone = append(gone, id)
@@ -106,7 +133,7 @@ func (v *View) Expire(now time.Time) []peer.ID {
 		}
 	}
 	sort.Slice(gone, func(i, j int) bool { return gone[i] < gone[j] })
-	return gone
+	return gone, paused
 }
 
 // Get returns the member with the given ID.
