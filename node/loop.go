@@ -27,6 +27,11 @@ const (
 	callQueue = 1024
 	// tickEvery is how often the loop ticks the market.
 	tickEvery = 10 * time.Millisecond
+	// stallAfter is the longest gap between two ticks that is not this
+	// node standing still (its process stopped or starved of CPU, its
+	// loop busy): the market is told of a longer one (Market.Paused), so
+	// that it judges no lease by the silence it did not hear.
+	stallAfter = time.Second
 	// historySaveEvery is how often a changed runtime history is saved.
 	historySaveEvery = 5 * time.Second
 	// turnEvents bounds the queued events one loop turn runs before it
@@ -122,7 +127,7 @@ func (n *Node) loop() {
 	}()
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
-	lastSave := time.Now()
+	lastSave, lastTick := time.Now(), time.Now()
 	for {
 		select {
 		case <-n.ctx.Done():
@@ -144,9 +149,14 @@ func (n *Node) loop() {
 			// a stall of this node's (CPU starvation, a pause), a report
 			// waiting in the queue must be seen before its lease is judged
 			// lapsed (select picks among ready cases at random).
+			if gap := time.Since(lastTick); gap > stallAfter {
+				log.Warnw("the loop stood still: leases extended by as much", "for", gap.Round(time.Millisecond))
+				n.mkt.Paused(time.Now(), gap-tickEvery)
+			}
 			n.drainEvents(turnEvents)
 			now := time.Now()
 			n.mkt.Tick(now)
+			lastTick = now
 			if n.historyDirty && now.Sub(lastSave) > historySaveEvery {
 				n.saveHistory()
 				lastSave = now
