@@ -70,16 +70,16 @@ func (fo *failover) adopt(rec JobRecord) {
 // that the job's previous manager made after the record this node adopted
 // was replicated:
 //   - its epoch is above the record's, by at most maxEpochGap, it is of
-//     a live replica, and the job was adopted no longer than
-//     catchUpWindow ago: only another manager assigns a replica an epoch
-//     above the one this node's record holds (a manager persists each
+//     a live replica (or a success), and the job was adopted no longer
+//     than catchUpWindow ago: only another manager assigns a replica an
+//     epoch above the one this node's record holds (a manager persists each
 //     epoch before any message carries it), and the previous manager
 //     could not have raised it by much between its last copy and its
 //     end, nor its executors wait long to re-home; or
 //   - the record showed the replica pending in a round of the previous
 //     manager (Adopt noted its epoch in inherited), this node has opened
 //     no round of its own since, and the report is of that epoch and of a
-//     live replica.
+//     live replica (or a success).
 //
 // Gangs are left out: they are placed whole, and a gang member's late
 // report is handled as stale.
@@ -97,7 +97,12 @@ func (fo *failover) fromPreviousManager(j *JobRecord, t *TaskRecord, s TaskStatu
 	if j.isGang(t.Key.Task) {
 		return false
 	}
-	live := s.State == TaskAwarded || s.State == TaskRunning
+	// A success counts as a live replica's: a short task may have ended
+	// before the job was taken over (a silent manager's job is adopted
+	// three intervals and a lease after its last copy), and its executor's
+	// repeated final report is the first word of it the adopter gets;
+	// taken as stale, the replica would run again.
+	live := s.State == TaskAwarded || s.State == TaskRunning || s.State == TaskSucceeded
 	if s.Epoch > t.Epoch {
 		at, adopted := fo.adoptedAt[j.ID]
 		return adopted && live && epochSteps(t.Epoch, s.Epoch) <= maxEpochGap && fo.now.Sub(at) <= fo.catchUpWindow()

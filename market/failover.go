@@ -20,11 +20,12 @@ import (
 // Nothing is taken over before the view has settled after a start (see
 // Reclaim): right after a restart the view is empty, and every manager
 // would look gone. Nor is a copy taken over until its manager has been
-// silent for as long as the view waits for a silent peer (lifeSign)
-// since it pushed the copy: the push says it was alive then, though its
-// adverts may not have reached this node for a while (a peer that
-// relayed them left, or the machine is loaded), and a node that took a
-// live manager's job would run its tasks again.
+// silent, since it pushed the copy, for as long as the view waits for a
+// silent peer and a lease more (lifeSign): the push says it was alive
+// then, though its adverts may not have reached this node for a while (a
+// peer that relayed them left, the machine is loaded, the manager's
+// process stood still), and a node that took a live manager's job would
+// run its tasks again.
 
 // heldCopy is an unfinished job's record this node holds for its manager.
 type heldCopy struct {
@@ -54,8 +55,13 @@ type copies struct {
 
 // lifeSign is how long a copy's push counts as a sign of its manager's
 // life: as long as the view waits for an advert before it takes a silent
-// peer for gone (gossip.DefaultMisses intervals).
-func (sh *shared) lifeSign() time.Duration { return 3 * sh.cfg.AdvertInterval }
+// peer for gone (gossip.DefaultMisses intervals), and a lease more. A
+// manager whose process stood still for the view's wait alone (CI's load
+// stalled one for 6 s; a laptop's lid, a VM's migration) comes back to
+// find its job adopted and the tasks it ran itself placed again; the
+// lease more lets a pause up to 11 s (shipped intervals) pass unadopted,
+// for a dead manager's jobs taken over 5 s later.
+func (sh *shared) lifeSign() time.Duration { return 3*sh.cfg.AdvertInterval + sh.cfg.LeaseTimeout }
 
 // ReplicaStored tells the market that this node holds a copy of rec, with
 // its replica set, for rec's manager: the caller stored it (a manager
