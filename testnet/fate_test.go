@@ -146,12 +146,17 @@ func simulatedFates(t *testing.T) map[string]fate {
 		}
 		return true
 	}
-	for deadline := q.Now() + 10*time.Second; !running(); {
-		if q.Now() > deadline {
-			t.Fatal("simulated: tasks not running 10s after the submits")
+	// runUntil runs the simulated cluster until cond holds, for at most
+	// limit of virtual time.
+	runUntil := func(limit time.Duration, what string, cond func() bool) {
+		for deadline := q.Now() + limit; !cond(); {
+			if q.Now() > deadline {
+				t.Fatalf("simulated: %s not within %v", what, limit)
+			}
+			q.RunUntil(cl, q.Now()+10*time.Millisecond)
 		}
-		q.RunUntil(cl, q.Now()+10*time.Millisecond)
 	}
+	runUntil(10*time.Second, "the tasks running after the submits", running)
 	cl.Crash(0)
 	q.RunUntil(cl, q.Now()+3*interval) // peers drop it after three silent intervals
 	cl.Gone(0)
@@ -172,12 +177,7 @@ func simulatedFates(t *testing.T) map[string]fate {
 		}
 		return true
 	}
-	for deadline := q.Now() + 20*time.Second; !takenOver(); {
-		if q.Now() > deadline {
-			t.Fatal("simulated: jobs not taken over 20s after node 0 was dropped")
-		}
-		q.RunUntil(cl, q.Now()+10*time.Millisecond)
-	}
+	runUntil(20*time.Second, "the jobs taken over after node 0 was dropped", takenOver)
 	if err := cl.Restart(0); err != nil {
 		t.Fatal(err)
 	}

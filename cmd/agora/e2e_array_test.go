@@ -23,36 +23,9 @@ import (
 // than 5 % of them fail the test.
 func TestE2EArray(t *testing.T) {
 	const elements, throttle = 1000, 50
-	res := writeFile(t, "r.yaml", "cpu: 40\nmemory: 64GiB\ngpus: []\n")
-	// The shipped advert interval (2 s), not the tests' 300 ms: under CI's
-	// load a node busy with 50 exits a second may miss 0.9 s of adverts,
-	// and a peer taken for gone has its elements run again elsewhere.
-	a := startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s")
-	b := startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s", "--bootstrap", tcpAddr(t, a.id()))
-	seeEachOther(t, a, b)
-
-	stamps, err := os.MkdirTemp("", "agora-e2e-array-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stamps) })
-	if err := os.Chmod(stamps, 0o1777); err != nil { // tasks run as users of their own
-		t.Fatal(err)
-	}
+	a, _, stamps := arrayPair(t)
 	script := fmt.Sprintf(`s=$(date +%%s%%N); sleep 1.5; echo "$s $(date +%%s%%N)" > %s/$AGORA_ARRAY_INDEX.$AGORA_ATTEMPT.$$`, stamps)
-	spec := writeFile(t, "array.yaml", fmt.Sprintf(`name: sweep
-tasks:
-  - name: el
-    array: "0-%d%%%d"
-    retries: 2
-    command: [sh, -c, %q]
-    resources: {cpu: 1, memory: 64MiB}
-`, elements-1, throttle, script))
-	out, errs, code := agora(t, "submit", "--api", a.api, "--json", spec)
-	if code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errs)
-	}
-	id := jobID(out)
+	id := submitArray(t, a, fmt.Sprintf("0-%d%%%d", elements-1, throttle), script, "retries: 2")
 	start := time.Now()
 	var st jobStatus
 	waitfor.Every(t, 8*time.Minute, 500*time.Millisecond, "the array to finish", func() bool {
@@ -205,4 +178,45 @@ tasks:
 			t.Errorf("element %d's output: %q %v, want %q", r, b, err, want)
 		}
 	}
+}
+
+// arrayPair starts the two nodes of the array tests, each with room for
+// 40 one-core elements, and a directory for the tasks' stamps that any
+// task's user may write, removed at the end.
+func arrayPair(t *testing.T) (a, b *proc, stamps string) {
+	res := writeFile(t, "r.yaml", "cpu: 40\nmemory: 64GiB\ngpus: []\n")
+	// The shipped advert interval (2 s), not the tests' 300 ms: under CI's
+	// load a node busy with 50 exits a second may miss 0.9 s of adverts,
+	// and a peer taken for gone has its elements run again elsewhere.
+	a = startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s")
+	b = startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s", "--bootstrap", tcpAddr(t, a.id()))
+	seeEachOther(t, a, b)
+	stamps, err := os.MkdirTemp("", "agora-e2e-array-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(stamps) })
+	if err := os.Chmod(stamps, 0o1777); err != nil { // tasks run as users of their own
+		t.Fatal(err)
+	}
+	return a, b, stamps
+}
+
+// submitArray submits, through node n, a job of one array task "el" of
+// one-core elements over the indices expr, each running script (and the
+// task keys in extra), and returns its ID.
+func submitArray(t *testing.T, n *proc, expr, script, extra string) string {
+	spec := writeFile(t, "array.yaml", fmt.Sprintf(`name: sweep
+tasks:
+  - name: el
+    array: %q
+    command: [sh, -c, %q]
+    resources: {cpu: 1, memory: 64MiB}
+    %s
+`, expr, script, extra))
+	out, errs, code := agora(t, "submit", "--api", n.api, "--json", spec)
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errs)
+	}
+	return jobID(out)
 }

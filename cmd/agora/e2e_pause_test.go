@@ -22,31 +22,9 @@ import (
 // the tasks' own stamps show, and none was given up.
 func TestE2EManagerPaused(t *testing.T) {
 	const elements, throttle = 600, 50
-	res := writeFile(t, "r.yaml", "cpu: 40\nmemory: 64GiB\ngpus: []\n")
-	a := startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s")
-	b := startNode(t, t.TempDir(), "--resources", res, "--advert-interval", "2s", "--bootstrap", tcpAddr(t, a.id()))
-	seeEachOther(t, a, b)
-	stamps, err := os.MkdirTemp("", "agora-e2e-pause-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stamps) })
-	if err := os.Chmod(stamps, 0o1777); err != nil { // tasks run as users of their own
-		t.Fatal(err)
-	}
+	a, _, stamps := arrayPair(t)
 	script := fmt.Sprintf(`sleep 1.5; touch %s/$AGORA_ARRAY_INDEX.$AGORA_ATTEMPT.$$`, stamps)
-	spec := writeFile(t, "array.yaml", fmt.Sprintf(`name: paused
-tasks:
-  - name: el
-    array: "0-%d%%%d"
-    command: [sh, -c, %q]
-    resources: {cpu: 1, memory: 64MiB}
-`, elements-1, throttle, script))
-	out, errs, code := agora(t, "submit", "--api", a.api, "--json", spec)
-	if code != 0 {
-		t.Fatalf("submit: exit %d: %s", code, errs)
-	}
-	id := jobID(out)
+	id := submitArray(t, a, fmt.Sprintf("0-%d%%%d", elements-1, throttle), script, "")
 	var st jobStatus
 	for _, pause := range []time.Duration{2 * time.Second, 5 * time.Second, 8 * time.Second} {
 		// Some elements started and some ran since the last pause: the
