@@ -23,6 +23,11 @@
 //  4. Start and stop tasks as told, and report every exit with TaskExited,
 //     exactly once per StartTask.
 //  5. Call Tick at least every Config.TickEvery.
+//  6. A caller whose own process can stand still (a node: stopped,
+//     starved of CPU, its loop busy) measures the gap between its ticks
+//     and, when one is well past the period, calls Paused with its
+//     length before anything else: the silence it could not hear is not
+//     its peers'. A simulator whose nodes never stall does not.
 //
 // The package must never import libp2p, badger, net, os/exec or the
 // runtime package.
