@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,10 +33,22 @@ func newCDPPage(t *testing.T, bin string) *cdpPage {
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
 		"--user-data-dir="+dir, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank")
+	// Its own process group: Chromium's renderer, GPU and utility
+	// processes outlive a killed browser process for a moment and write
+	// into the profile, which then cannot be removed (CI: "directory not
+	// empty"). The whole group is killed, and gone, before the profile's
+	// removal (cleanups run last first).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		waitfor.Every(t, 10*time.Second, 20*time.Millisecond, "Chromium's processes to end", func() bool {
+			return !groupRuns(cmd.Process.Pid)
+		})
+	})
 	var port string
 	waitfor.Every(t, 30*time.Second, 50*time.Millisecond, "Chromium's DevTools port", func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
@@ -75,6 +88,30 @@ func newCDPPage(t *testing.T, bin string) *cdpPage {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &cdpPage{t: t, conn: conn}
+}
+
+// groupRuns says whether a process of process group pgid still runs (a
+// zombie, which nobody may reap here, does not).
+func groupRuns(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold anything but ")".
+		i := strings.LastIndex(string(b), ") ")
+		if i < 0 {
+			continue
+		}
+		rest := string(b)[i+2:]
+		var state string
+		var ppid, pgrp int
+		if _, err := fmt.Sscan(rest, &state, &ppid, &pgrp); err == nil && pgrp == pgid && state != "Z" {
+			return true
+		}
+	}
+	return false
 }
 
 // call sends one command and returns its result, skipping events.
