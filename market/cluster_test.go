@@ -122,9 +122,7 @@ func (c *cluster) index(id NodeID) int {
 func (c *cluster) adverts() {
 	for i, m := range c.nodes {
 		for j, o := range c.nodes {
-			_, pi := c.paused[c.ids[i]]
-			_, pj := c.paused[c.ids[j]]
-			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] && !pi && !pj {
+			if i != j && !c.cut[c.ids[i]] && !c.cut[c.ids[j]] && !c.isPaused(c.ids[i]) && !c.isPaused(c.ids[j]) {
 				m.Advert(c.now, Peer{ID: c.ids[j], Limits: o.Config().Limits, Capacity: o.Capacity(), Free: o.Free(), Queue: o.QueueLen(), PredictedWait: o.PredictedWait(c.now),
 					Reserved: o.Reserved(), Waiting: o.Waiting(), HeadRoom: o.HeadRoom(), Users: o.UserUsage()})
 			}
@@ -197,12 +195,12 @@ func (c *cluster) step() {
 	c.drain()
 	next := c.now.Add(10 * time.Millisecond)
 	for _, d := range c.queue {
-		if _, ok := c.paused[d.to]; !ok && d.at.Before(next) {
+		if !c.isPaused(d.to) && d.at.Before(next) {
 			next = d.at
 		}
 	}
 	for id, rs := range c.running {
-		if _, ok := c.paused[id]; ok {
+		if c.isPaused(id) {
 			continue
 		}
 		for _, r := range rs {
@@ -222,7 +220,7 @@ func (c *cluster) step() {
 	for len(c.queue) > 0 && !c.queue[0].at.After(c.now) {
 		d := c.queue[0]
 		c.queue = c.queue[1:]
-		if _, ok := c.paused[d.to]; ok {
+		if c.isPaused(d.to) {
 			waiting = append(waiting, d)
 			continue
 		}
@@ -234,7 +232,7 @@ func (c *cluster) step() {
 	}
 	c.queue = append(waiting, c.queue...)
 	for i, id := range c.ids {
-		if _, ok := c.paused[id]; ok {
+		if c.isPaused(id) {
 			continue
 		}
 		var done []TaskKey
@@ -253,7 +251,7 @@ func (c *cluster) step() {
 		}
 	}
 	for i, m := range c.nodes {
-		if _, ok := c.paused[c.ids[i]]; ok {
+		if c.isPaused(c.ids[i]) {
 			continue
 		}
 		// NextTick must never be later than the first Tick with work:
@@ -262,7 +260,7 @@ func (c *cluster) step() {
 		before := len(m.out) + len(m.saves) + len(m.dirty)
 		m.Tick(c.now)
 		if (nt.IsZero() || c.now.Before(nt)) && len(m.out)+len(m.saves)+len(m.dirty) > before {
-			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v (out %d, saves %d, dirty %d before)", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...), len(m.out), len(m.saves), before)
+			c.t.Fatalf("%s: NextTick said %v (now %v) but Tick emitted %v", c.ids[i], nt.Sub(t0), c.now.Sub(t0), append(m.saves, m.out...))
 		}
 	}
 	if c.now.Sub(c.lastAdvert) >= c.advertEvery {
@@ -270,6 +268,12 @@ func (c *cluster) step() {
 		c.lastAdvert = c.now
 	}
 	c.drain()
+}
+
+// isPaused says whether node id stands still (see cluster.paused).
+func (c *cluster) isPaused(id NodeID) bool {
+	_, ok := c.paused[id]
+	return ok
 }
 
 // pause stops node i (see cluster.paused).
