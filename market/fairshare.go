@@ -198,5 +198,5 @@ func (sh *shared) factorsOf(j *JobRecord) *PriorityFactors {
 	if j.Owner == "" || j.State.Terminal() {
 		return nil
 	}
-	return &PriorityFactors{Priority: j.Spec.Priority, FairShare: sh.fs.Factor(sh.now, j.Owner), Usage: sh.fs.Usage(sh.now)[j.Owner]}
+	return &PriorityFactors{Priority: j.Spec.Priority, FairShare: sh.fs.Factor(sh.now, j.Owner), Usage: sh.fs.UserUsage(sh.now, j.Owner)}
 }

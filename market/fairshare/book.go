@@ -53,24 +53,45 @@ type Summary struct {
 // users)). Dividing by 2^((now−ref)/h) gives usage as of now; the
 // factors need only the users' parts of the total, which no decay
 // changes. ref moves forward before the scale grows past 2^400.
+//
+// Users are kept in a slice, in the order the book first met them (the
+// new users of one summary by name), and every sum over them runs in
+// that order: a sum in a map's order differs in its last bits from run
+// to run, and a factor compared with another's near a tie would make a
+// simulation of one seed differ between runs.
 type Book struct {
 	halfLife time.Duration
 	skew     time.Duration
 	ref      time.Time
 	refSet   bool
-	// local is this node's own usage per user, normalized.
-	local  map[string]float64
-	shares map[string]float64
+	idx      map[string]int
+	users    []user
+	// nLocal counts users with usage on this node.
+	nLocal int
 	peers  map[string]Summary
-	// peerNorm is each kept summary's usage, normalized; total is local
-	// plus every peerNorm, per user.
-	peerNorm map[string]map[string]float64
-	total    map[string]float64
-	// version counts changes of what the factors depend on.
-	version uint64
-	// factors, computed at version factorsAt.
-	factors   map[string]float64
-	factorsAt uint64
+	// peerNorm is each kept summary's usage per user index, normalized;
+	// a user's total is its local usage plus every peerNorm's.
+	peerNorm map[string]map[int]float64
+	// version counts changes of what the factors depend on; the sums
+	// are of version sumsAt.
+	version     uint64
+	sumsAt      uint64
+	totalUsage  float64
+	totalShares float64
+}
+
+// user is what a book keeps of one user it knows of: every user with
+// usage, or with a share noted. A factor is computed when first asked
+// for after a change (one summary changes every user's, a comparison
+// asks for two).
+type user struct {
+	name  string
+	share float64
+	// local and total are normalized: this node's usage, and the
+	// network's as known here.
+	local, total float64
+	factor       float64
+	factorAt     uint64 // version+1 it was computed at; 0: never
 }
 
 // NewBook is an empty book forgetting usage with half-life h
@@ -80,8 +101,8 @@ func NewBook(h, skew time.Duration) *Book {
 	if h <= 0 {
 		h = DefaultHalfLife
 	}
-	return &Book{halfLife: h, skew: skew, local: map[string]float64{}, shares: map[string]float64{}, peers: map[string]Summary{},
-		peerNorm: map[string]map[string]float64{}, total: map[string]float64{}, factorsAt: ^uint64(0)}
+	return &Book{halfLife: h, skew: skew, idx: map[string]int{}, peers: map[string]Summary{},
+		peerNorm: map[string]map[int]float64{}, sumsAt: ^uint64(0)}
 }
 
 // HalfLife is the book's half-life.
@@ -108,86 +129,109 @@ func (b *Book) exp(t time.Time) float64 {
 }
 
 // rebase moves ref to t, rescaling every normalized value, and drops
-// users whose usage has decayed to nothing.
+// usage that has decayed to nothing.
 func (b *Book) rebase(t time.Time) {
 	f := math.Exp2(-float64(t.Sub(b.ref)) / float64(b.halfLife))
-	scale := func(m map[string]float64) {
-		for u, v := range m {
-			if v *= f; v < 1e-12 {
-				delete(m, u)
+	scale := func(v float64) float64 {
+		if v *= f; v < 1e-12 {
+			return 0
+		}
+		return v
+	}
+	b.nLocal = 0
+	for i := range b.users {
+		u := &b.users[i]
+		u.local, u.total = scale(u.local), scale(u.total)
+		if u.local > 0 {
+			b.nLocal++
+		}
+	}
+	for _, m := range b.peerNorm {
+		for i, v := range m {
+			if v = scale(v); v == 0 {
+				delete(m, i)
 			} else {
-				m[u] = v
+				m[i] = v
 			}
 		}
 	}
-	scale(b.local)
-	scale(b.total)
-	for _, m := range b.peerNorm {
-		scale(m)
-	}
 	b.ref = t
+	b.version++
+}
+
+// user is name's index, the user added (with share 1) if new.
+func (b *Book) user(name string) int {
+	i, ok := b.idx[name]
+	if !ok {
+		i = len(b.users)
+		b.idx[name] = i
+		b.users = append(b.users, user{name: name, share: 1})
+		b.version++
+	}
+	return i
 }
 
 // Charge adds amount (billed core-seconds) of user's work, of share
 // share (≤ 0: 1), run on this node and ended at now.
-func (b *Book) Charge(now time.Time, user string, share, amount float64) {
-	if user == "" || !(amount > 0) || math.IsInf(amount, 0) {
+func (b *Book) Charge(now time.Time, name string, share, amount float64) {
+	if name == "" || !(amount > 0) || math.IsInf(amount, 0) {
 		return
 	}
 	v := amount * math.Exp2(b.exp(now))
-	b.local[user] += v
-	b.total[user] += v
-	b.setShare(user, share)
+	i := b.user(name) // before b.users is read: it may grow
+	u := &b.users[i]
+	if u.local == 0 {
+		b.nLocal++
+	}
+	u.local += v
+	u.total += v
+	b.setShare(u, share)
 	b.version++
 }
 
-func (b *Book) setShare(user string, share float64) {
+func (b *Book) setShare(u *user, share float64) {
 	if !(share > 0) || share > MaxShare {
 		share = 1
 	}
-	if old, ok := b.shares[user]; !ok || old != share {
-		b.shares[user] = share
+	if u.share != share {
+		u.share = share
 		b.version++
 	}
 }
 
 // NoteShare records user's share as a ticket or certificate gives it,
 // for users with work queued here and no usage yet.
-func (b *Book) NoteShare(user string, share float64) {
-	if user != "" {
-		b.setShare(user, share)
+func (b *Book) NoteShare(name string, share float64) {
+	if name != "" {
+		i := b.user(name)
+		b.setShare(&b.users[i], share)
 	}
 }
 
 // Local is this node's summary as of now: its heaviest MaxUsers users.
 func (b *Book) Local(self string, now time.Time) Summary {
 	scale := math.Exp2(-b.exp(now))
-	users := make([]string, 0, len(b.local))
-	for u := range b.local {
-		users = append(users, u)
+	users := make([]*user, 0, b.nLocal)
+	for i := range b.users {
+		if b.users[i].local > 0 {
+			users = append(users, &b.users[i])
+		}
 	}
 	sort.Slice(users, func(i, j int) bool {
-		if b.local[users[i]] != b.local[users[j]] {
-			return b.local[users[i]] > b.local[users[j]]
+		if users[i].local != users[j].local {
+			return users[i].local > users[j].local
 		}
-		return users[i] < users[j]
+		return users[i].name < users[j].name
 	})
 	s := Summary{Node: self, At: now, HalfLife: b.halfLife, Users: map[string]Entry{}}
 	for _, u := range users[:min(len(users), MaxUsers)] {
-		s.Users[u] = Entry{Usage: b.local[u] * scale, Share: b.shareOf(u)}
+		s.Users[u.name] = Entry{Usage: u.local * scale, Share: u.share}
 	}
 	return s
 }
 
 // HasLocal reports whether this node has usage of its own to summarize.
-func (b *Book) HasLocal() bool { return len(b.local) > 0 }
-
-func (b *Book) shareOf(u string) float64 {
-	if s, ok := b.shares[u]; ok {
-		return s
-	}
-	return 1
-}
+func (b *Book) HasLocal() bool { return b.nLocal > 0 }
 
 // Errors of Accept.
 var (
@@ -233,16 +277,40 @@ func (b *Book) Accept(now time.Time, from string, s Summary) error {
 	if !ok && len(b.peers) >= MaxSummaries {
 		return bad(ErrMalformed, "this node keeps %d summaries already", MaxSummaries)
 	}
-	for u, v := range b.peerNorm[from] {
-		if b.total[u] -= v; b.total[u] <= 0 {
-			delete(b.total, u)
+	// Users new to the book are added by name, so that the order of
+	// the book's sums does not depend on a map's.
+	var fresh []string
+	for u := range s.Users {
+		if _, ok := b.idx[u]; !ok {
+			fresh = append(fresh, u)
 		}
 	}
+	sort.Strings(fresh)
+	for _, u := range fresh {
+		b.user(u)
+	}
+	// The kept summary's map is updated in place: per user, the old
+	// usage comes off the total before the new goes on.
+	norm := b.peerNorm[from]
+	if norm == nil {
+		norm = make(map[int]float64, len(s.Users))
+	}
+	for i, v := range norm {
+		if _, still := s.Users[b.users[i].name]; still {
+			continue
+		}
+		b.users[i].drop(v)
+		delete(norm, i)
+	}
 	scale := math.Exp2(b.exp(s.At))
-	norm := make(map[string]float64, len(s.Users))
-	for u, e := range s.Users {
-		norm[u] = e.Usage * scale
-		b.total[u] += norm[u]
+	for name, e := range s.Users {
+		i := b.idx[name]
+		u := &b.users[i]
+		if v, had := norm[i]; had {
+			u.drop(v)
+		}
+		norm[i] = e.Usage * scale
+		u.total += norm[i]
 		b.setShare(u, e.Share)
 	}
 	b.peers[from], b.peerNorm[from] = s, norm
@@ -250,59 +318,69 @@ func (b *Book) Accept(now time.Time, from string, s Summary) error {
 	return nil
 }
 
+// drop takes v, a summary's usage, off the user's total, which a
+// rounding must not leave below zero.
+func (u *user) drop(v float64) {
+	if u.total -= v; u.total <= 0 {
+		u.total = 0
+	}
+}
+
 // Usage is every user's decayed usage in the network as this node
 // knows it, as of now: its own and its peers' latest summaries.
 func (b *Book) Usage(now time.Time) map[string]float64 {
 	scale := math.Exp2(-b.exp(now))
-	out := make(map[string]float64, len(b.total))
-	for u, v := range b.total {
-		out[u] = v * scale
+	out := map[string]float64{}
+	for _, u := range b.users {
+		if u.total > 0 {
+			out[u.name] = u.total * scale
+		}
 	}
 	return out
+}
+
+// UserUsage is user's decayed usage in the network as this node knows
+// it, as of now.
+func (b *Book) UserUsage(now time.Time, name string) float64 {
+	i, ok := b.idx[name]
+	if !ok {
+		return 0
+	}
+	return b.users[i].total * math.Exp2(-b.exp(now))
 }
 
 // Factors is F = 2^(−U/S) for every user with usage or a known share:
 // U the user's part of the network's usage, S their part of the
 // shares (of the users known). 1 for everyone while nobody has usage.
-// Computed again only when something changed (Version).
 func (b *Book) Factors(now time.Time) map[string]float64 {
-	if b.factorsAt == b.version && b.factors != nil {
-		return b.factors
+	f := make(map[string]float64, len(b.users))
+	for _, u := range b.users {
+		f[u.name] = b.Factor(now, u.name)
 	}
-	usage := b.total // normalized: the parts of the total are what count
-	var totalU, totalS float64
-	for _, v := range usage {
-		totalU += v
-	}
-	users := map[string]bool{}
-	for u := range usage {
-		users[u] = true
-	}
-	for u := range b.shares {
-		users[u] = true
-	}
-	for u := range users {
-		totalS += b.shareOf(u)
-	}
-	f := make(map[string]float64, len(users))
-	for u := range users {
-		if totalU <= 0 {
-			f[u] = 1
-			continue
-		}
-		f[u] = math.Exp2(-(usage[u] / totalU) / (b.shareOf(u) / totalS))
-	}
-	b.factors, b.factorsAt = f, b.version
 	return f
 }
 
 // Factor is user's factor (1 for a user nobody has charged, or none).
-func (b *Book) Factor(now time.Time, user string) float64 {
-	if user == "" {
+func (b *Book) Factor(now time.Time, name string) float64 {
+	i, ok := b.idx[name]
+	if name == "" || !ok {
 		return 1
 	}
-	if f, ok := b.Factors(now)[user]; ok {
-		return f
+	if b.sumsAt != b.version {
+		b.totalUsage, b.totalShares = 0, 0
+		for _, u := range b.users { // normalized: the parts are what count
+			b.totalUsage += u.total
+			b.totalShares += u.share
+		}
+		b.sumsAt = b.version
 	}
-	return 1
+	u := &b.users[i]
+	if u.factorAt == b.version+1 {
+		return u.factor
+	}
+	u.factor, u.factorAt = 1, b.version+1
+	if b.totalUsage > 0 {
+		u.factor = math.Exp2(-(u.total / b.totalUsage) / (u.share / b.totalShares))
+	}
+	return u.factor
 }
