@@ -81,9 +81,16 @@ func (sh *shared) waitingBefore(a, b WaitingGang) bool {
 // when the first goes ahead, < 0 when the second does, 0 when the fair
 // share does not tell them apart — an owner unknown (an open network, a
 // Reserve, which names none) or equal factors. The age term is the
-// difference of their ready times over MaxAge (at most 1 either way),
-// which, unlike ages, does not move with the clock: every node orders a
-// pair alike until a factor changes (fairshare.Book.Version).
+// difference of their ready times over MaxAge, which, unlike ages, does
+// not move with the clock: every node orders a pair alike until a
+// factor changes (fairshare.Book.Version). It is not capped, as the
+// contractors' age is: between gangs of known owners the order is then
+// that of one number per gang, FairShare·F − Age·ready/MaxAge, which is
+// transitive, so the first gang of a set is the same whatever order the
+// set is read in (with a cap, three gangs could each go before the
+// next, and a node's head depended on the order it read its peers in).
+// A heavy user's gang that has waited long enough goes ahead of a light
+// user's.
 func (sh *shared) gangAhead(ownerA, ownerB string, sinceA, sinceB time.Time) float64 {
 	if sh == nil || sh.fs == nil || ownerA == "" || ownerB == "" || ownerA == ownerB {
 		return 0
@@ -95,7 +102,7 @@ func (sh *shared) gangAhead(ownerA, ownerB string, sinceA, sinceB time.Time) flo
 	w := sh.cfg.FairShare
 	d := w.FairShare * (fa - fb)
 	if !sinceA.IsZero() && !sinceB.IsZero() && w.MaxAge > 0 {
-		d += w.Age * max(-1, min(1, float64(sinceB.Sub(sinceA))/float64(w.MaxAge)))
+		d += w.Age * float64(sinceB.Sub(sinceA)) / float64(w.MaxAge)
 	}
 	return d
 }
