@@ -84,13 +84,10 @@ func (sh *shared) waitingBefore(a, b WaitingGang) bool {
 // difference of their ready times over MaxAge, which, unlike ages, does
 // not move with the clock: every node orders a pair alike until a
 // factor changes (fairshare.Book.Version). It is not capped, as the
-// contractors' age is: between gangs of known owners the order is then
-// that of one number per gang, FairShare·F − Age·ready/MaxAge, which is
-// transitive, so the first gang of a set is the same whatever order the
-// set is read in (with a cap, three gangs could each go before the
-// next, and a node's head depended on the order it read its peers in).
-// A heavy user's gang that has waited long enough goes ahead of a light
-// user's.
+// contractors' age is, so that the order is that of one number per
+// gang, FairShare·F − Age·ready/MaxAge: transitive, and the first gang
+// of a set is the same whatever order it is read in (docs/scheduling.md,
+// "Gangs").
 func (sh *shared) gangAhead(ownerA, ownerB string, sinceA, sinceB time.Time) float64 {
 	if sh == nil || sh.fs == nil || ownerA == "" || ownerB == "" || ownerA == ownerB {
 		return 0
