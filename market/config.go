@@ -212,9 +212,11 @@ type FairShareConfig struct {
 	HalfLife time.Duration
 	// PublishEvery is the least time between two of this node's usage
 	// summaries; 30 s (Slurm recomputes its factors every 5 minutes).
-	// A node's own charges order its queue at once. RefreshEvery
-	// re-publishes an unchanged one; an hour (a peer that joins the
-	// view gets it within PublishEvery).
+	// A node's own charges order its queue at once. Between full
+	// summaries a node sends deltas (the users charged since the last
+	// full one); RefreshEvery is how often a full one goes out even
+	// unchanged, to make good one a peer missed; 6 h (a peer that
+	// joins the view gets one within PublishEvery).
 	PublishEvery time.Duration
 	RefreshEvery time.Duration
 	// Weights of the multifactor priority among tasks of one priority
@@ -274,7 +276,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.GangReserveAfter, 5*time.Second)
 	def(&c.FairShare.HalfLife, fairshare.DefaultHalfLife)
 	def(&c.FairShare.PublishEvery, 30*time.Second)
-	def(&c.FairShare.RefreshEvery, time.Hour)
+	def(&c.FairShare.RefreshEvery, 6*time.Hour)
 	def(&c.FairShare.MaxAge, 24*time.Hour)
 	if c.FairShare.FairShare == 0 && c.FairShare.Age == 0 && c.FairShare.Size == 0 {
 		c.FairShare.FairShare, c.FairShare.Age, c.FairShare.Size = 1, 0.5, 0.1

@@ -1,6 +1,7 @@
 package market
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -43,10 +44,15 @@ func (PublishUsage) effect() {}
 // the queue again by the factors it changes.
 func (m *Market) onUsage(from NodeID, s UsageSummary) {
 	if err := m.fs.Accept(m.now, string(from), s.Summary); err != nil {
-		m.emit(Refused{Reason: RefuseUsage, From: from})
+		if !errors.Is(err, fairshare.ErrNoBase) { // not the sender's fault
+			m.emit(Refused{Reason: RefuseUsage, From: from})
+		}
 		return
 	}
 	m.con.reorder()
+	if len(m.con.queue) == 0 && len(m.gang.gangs) == 0 {
+		return // the head is computed when needed (headMoved)
+	}
 	m.con.schedule()
 }
 
@@ -67,36 +73,44 @@ func (c *contractor) charge(k *contract, ran time.Duration) {
 }
 
 // publishUsage sends this node's summary when usage was charged and the
-// least gap since the last one passed, or to refresh it.
+// least gap since the last one passed: a delta of the users charged
+// since the last full summary, or a full one when a peer joined the view
+// or RefreshEvery passed since the last (then even with nothing
+// charged: a peer that missed it, or a delta, is made good).
 func (sh *shared) publishUsage() {
 	if at, ok := sh.nextUsage(); !ok || sh.now.Before(at) {
 		return
 	}
-	sh.emit(PublishUsage{Summary: UsageSummary{sh.fs.Local(string(sh.cfg.Self), sh.now)}})
-	sh.fsDirty = false
+	full := sh.fsFull || !sh.now.Before(sh.fsFullAt.Add(sh.cfg.FairShare.RefreshEvery))
+	s := sh.fs.Summarize(string(sh.cfg.Self), sh.now, full)
+	if !s.Delta() {
+		sh.fsFullAt = sh.now
+	}
+	sh.emit(PublishUsage{Summary: UsageSummary{s}})
+	sh.fsDirty, sh.fsFull = false, false
 	sh.fsNext = sh.now.Add(sh.cfg.FairShare.PublishEvery)
 }
 
-// usageNewPeer has this node's summary go out again (within
-// PublishEvery) when a peer joins its view: the peer learns its usage
-// without waiting for the refresh.
+// usageNewPeer has this node's full summary go out again (within
+// PublishEvery) when a peer joins its view: the peer learns its usage,
+// and can apply its deltas, without waiting for the refresh.
 func (sh *shared) usageNewPeer() {
-	if sh.fs.HasLocal() && !sh.fsDirty {
-		sh.fsDirty = true
+	if sh.fs.HasLocal() && !sh.fsFull {
+		sh.fsFull = true
 		sh.fsNext = maxTime(sh.fsNext, sh.now)
 	}
 }
 
-// nextUsage is when publishUsage has work: the gap's end while usage
-// waits to go out, else the refresh.
+// nextUsage is when publishUsage has work: the gap's end while usage or
+// a full summary waits to go out, else the refresh.
 func (sh *shared) nextUsage() (time.Time, bool) {
 	if !sh.fs.HasLocal() {
 		return time.Time{}, false
 	}
-	if sh.fsDirty {
+	if sh.fsDirty || sh.fsFull {
 		return sh.fsNext, true
 	}
-	return sh.fsNext.Add(sh.cfg.FairShare.RefreshEvery - sh.cfg.FairShare.PublishEvery), true
+	return maxTime(sh.fsNext, sh.fsFullAt.Add(sh.cfg.FairShare.RefreshEvery)), true
 }
 
 // FairShare is user's fair-share factor as this node sees it now (1 for

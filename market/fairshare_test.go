@@ -3,6 +3,7 @@ package market
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"testing"
 	"time"
@@ -289,6 +290,206 @@ func TestFairShareGangOrderIsTransitive(t *testing.T) {
 	for n := 0; n < 2000; n++ {
 		if got := first(rng.Perm(len(set))); got != want {
 			t.Fatalf("first gang %s read in one order, %s in another", want, got)
+		}
+	}
+}
+
+// TestFairShareBookDeltas: a delta names the users charged since the
+// sender's last full summary and applies only over that full summary; a
+// later delta makes good a lost one; a full summary replaces what is
+// kept; a node sends a full one when most of its users changed.
+func TestFairShareBookDeltas(t *testing.T) {
+	s := fairshare.NewBook(time.Hour, time.Minute)
+	for _, u := range []string{"a", "b", "c", "d", "e"} {
+		s.Charge(t0, u, 1, 10)
+	}
+	full := s.Summarize("p", t0, false)
+	if full.Delta() || len(full.Users) != 5 {
+		t.Fatalf("first summary %+v, want a full one of 5 users", full)
+	}
+	s.Charge(t0.Add(time.Minute), "a", 1, 5)
+	d1 := s.Summarize("p", t0.Add(time.Minute), false)
+	s.Charge(t0.Add(2*time.Minute), "b", 1, 5)
+	d2 := s.Summarize("p", t0.Add(2*time.Minute), false)
+	if !d1.Delta() || !d1.Base.Equal(t0) || len(d1.Users) != 1 || len(d2.Users) != 2 {
+		t.Fatalf("deltas %+v and %+v, want a's over t0, then a's and b's", d1, d2)
+	}
+
+	r := fairshare.NewBook(time.Hour, time.Minute)
+	if err := r.Accept(t0.Add(2*time.Minute), "p", d1); !errors.Is(err, fairshare.ErrNoBase) {
+		t.Fatalf("a delta before its full summary: %v, want ErrNoBase", err)
+	}
+	if err := r.Accept(t0.Add(2*time.Minute), "p", full); err != nil {
+		t.Fatal(err)
+	}
+	// d1 is lost; d2 carries a's charge too.
+	if err := r.Accept(t0.Add(2*time.Minute), "p", d2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Accept(t0.Add(2*time.Minute), "p", d1); !errors.Is(err, fairshare.ErrStale) {
+		t.Fatalf("the lost delta arriving late: %v, want ErrStale", err)
+	}
+	now := t0.Add(2 * time.Minute)
+	if got, want := r.Usage(now), s.Usage(now); !sameUsage(got, want) {
+		t.Fatalf("receiver %v, sender %v", got, want)
+	}
+	// Three of five users charged: a full summary goes instead, and the
+	// deltas over the old one no longer apply.
+	s.Charge(now, "c", 1, 1)
+	full2 := s.Summarize("p", now.Add(time.Second), false)
+	if full2.Delta() || len(full2.Users) != 5 {
+		t.Fatalf("with 3 of 5 users changed: %+v, want a full summary", full2)
+	}
+	s.Charge(now, "d", 1, 1)
+	d3 := s.Summarize("p", now.Add(2*time.Second), false)
+	if !d3.Base.Equal(full2.At) || len(d3.Users) != 1 {
+		t.Fatalf("delta %+v, want d's over the new full summary", d3)
+	}
+	if err := r.Accept(now.Add(2*time.Second), "p", d3); !errors.Is(err, fairshare.ErrNoBase) {
+		t.Fatalf("a delta over a full summary missed: %v, want ErrNoBase", err)
+	}
+	bad := d3
+	bad.Base = bad.At.Add(time.Second)
+	if err := r.Accept(now.Add(2*time.Second), "p", bad); !errors.Is(err, fairshare.ErrMalformed) {
+		t.Fatalf("a delta over a later summary: %v, want ErrMalformed", err)
+	}
+	if f := s.Summarize("p", now.Add(3*time.Second), true); f.Delta() {
+		t.Fatal("asked for a full summary, got a delta")
+	}
+}
+
+// TestFairShareDeltasConverge: over many seeds of charges, summaries,
+// lost and reordered messages, whenever a receiver applied the newest
+// summary a sender sent, it knows the sender's usage exactly; a refused
+// one changes nothing.
+func TestFairShareDeltasConverge(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		s := fairshare.NewBook(time.Hour, time.Minute)
+		r := fairshare.NewBook(time.Hour, time.Minute)
+		now := t0
+		var late []fairshare.Summary // held back: arrive after a newer one
+		applied := 0
+		for step := 0; step < 300; step++ {
+			now = now.Add(time.Duration(1+rng.Intn(600)) * time.Second)
+			for n := rng.Intn(3); n > 0; n-- {
+				s.Charge(now, fmt.Sprintf("u%d", rng.Intn(12)), 1, float64(1+rng.Intn(1000)))
+			}
+			if !s.HasLocal() || rng.Intn(3) == 0 {
+				continue
+			}
+			sum := s.Summarize("p", now, rng.Intn(10) == 0)
+			before := r.Usage(now)
+			switch x := rng.Float64(); {
+			case x < 0.2: // lost
+				continue
+			case x < 0.3:
+				late = append(late, sum)
+				continue
+			}
+			err := r.Accept(now, "p", sum)
+			switch {
+			case err == nil:
+				applied++
+				if got, want := r.Usage(now), s.Usage(now); !sameUsage(got, want) {
+					t.Fatalf("seed %d step %d: after %+v the receiver knows %v, the sender has %v", seed, step, sum, got, want)
+				}
+				for _, old := range late { // overtaken on the way
+					if err := r.Accept(now, "p", old); !errors.Is(err, fairshare.ErrStale) && !errors.Is(err, fairshare.ErrNoBase) {
+						t.Fatalf("seed %d: a summary older than one applied: %v, want ErrStale or ErrNoBase", seed, err)
+					} else if !sameUsage(r.Usage(now), s.Usage(now)) {
+						t.Fatalf("seed %d: refused %v, yet the book changed", seed, err)
+					}
+				}
+			case errors.Is(err, fairshare.ErrNoBase) && sum.Delta():
+				if !sameUsage(r.Usage(now), before) {
+					t.Fatalf("seed %d: a delta without its base changed the book", seed)
+				}
+			default:
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			late = late[:0]
+		}
+		if applied == 0 {
+			t.Fatalf("seed %d: nothing applied", seed)
+		}
+	}
+}
+
+// sameUsage: equal up to rounding.
+func sameUsage(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for u, v := range a {
+		if w, ok := b[u]; !ok || math.Abs(v-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestFairSharePublishesDeltas: a node's first summary is full; usage
+// charged later goes out as a delta of the users charged; a peer joining
+// the view, or RefreshEvery passing, sends a full one; and a delta over
+// a full summary the receiver missed is dropped without counting as a
+// refusal (the sender did nothing wrong).
+func TestFairSharePublishesDeltas(t *testing.T) {
+	m, err := New(Config{Self: "n0", Capacity: resource.Vector{CPU: 1000, Memory: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.now = t0
+	cfg := m.cfg.FairShare
+	ran := func(owner string) *contract {
+		return &contract{spec: TaskSpec{TaskOffer: TaskOffer{Request: resource.Request{CPU: 1000}}, Owner: owner}}
+	}
+	for _, u := range []string{"a", "b", "c", "d"} {
+		m.con.charge(ran(u), time.Minute)
+	}
+	next := func(at time.Time) (fairshare.Summary, bool) {
+		m.out = nil
+		m.Tick(at)
+		sums := published(m)
+		if len(sums) > 1 {
+			t.Fatalf("%d summaries at once", len(sums))
+		}
+		if len(sums) == 0 {
+			return fairshare.Summary{}, false
+		}
+		return sums[0], true
+	}
+	first, ok := next(m.now)
+	if !ok || first.Delta() || len(first.Users) != 4 {
+		t.Fatalf("first summary %+v, want a full one of 4 users", first)
+	}
+	m.con.charge(ran("a"), time.Minute)
+	d, ok := next(m.now.Add(cfg.PublishEvery))
+	if !ok || !d.Delta() || !d.Base.Equal(first.At) || len(d.Users) != 1 || math.Abs(d.Users["a"].Usage-120) > 0.01 {
+		t.Fatalf("after a's charge: %+v, want a delta of a's 120 core-seconds (decayed 30 s) over the first", d)
+	}
+	if _, ok := next(m.now.Add(cfg.PublishEvery)); ok {
+		t.Fatal("a summary with nothing charged before the refresh")
+	}
+	m.Advert(m.now, Peer{ID: "n9", Capacity: resource.Vector{CPU: 1000, Memory: 1 << 30}})
+	if s, ok := next(m.now.Add(cfg.PublishEvery)); !ok || s.Delta() || len(s.Users) != 4 {
+		t.Fatalf("after a peer joined: %+v, want a full summary", s)
+	}
+	full := m.now
+	if _, ok := next(full.Add(cfg.RefreshEvery - time.Second)); ok {
+		t.Fatal("refreshed early")
+	}
+	if s, ok := next(full.Add(cfg.RefreshEvery)); !ok || s.Delta() {
+		t.Fatalf("at the refresh: %+v, want a full summary", s)
+	}
+
+	m.out = nil
+	orphan := fairshare.Summary{Node: "n1", At: m.now, Base: m.now.Add(-time.Hour), HalfLife: cfg.HalfLife,
+		Users: map[string]fairshare.Entry{"b": {Usage: 1, Share: 1}}}
+	m.Step(m.now, "n1", UsageSummary{orphan})
+	for _, e := range m.out {
+		if r, ok := e.(Refused); ok {
+			t.Fatalf("a delta over a missed full summary counted as refused: %+v", r)
 		}
 	}
 }

@@ -62,10 +62,12 @@ type shared struct {
 	// fs is the fair share: usage charged here, peers' summaries, the
 	// factors (fairshare.go).
 	fs *fairshare.Book
-	// fsDirty says usage was charged since the last summary went out;
-	// fsNext is when the next one may go (or is due, refreshing).
-	fsDirty bool
-	fsNext  time.Time
+	// fsDirty says usage was charged since the last summary went out,
+	// fsFull that the next must be a full one (a peer joined the view);
+	// fsNext is when the next one may go, fsFullAt when the last full
+	// one went.
+	fsDirty, fsFull  bool
+	fsNext, fsFullAt time.Time
 }
 
 // manager runs the jobs' lifecycle: submission, restore, the tasks'

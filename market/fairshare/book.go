@@ -37,13 +37,22 @@ type Entry struct {
 	Share float64 `json:"share"`
 }
 
-// Summary is a node's decayed usage per user, as of At.
+// Summary is a node's decayed usage per user, as of At: every user it
+// has usage of (a full summary, Base zero), or a delta: the users whose
+// usage changed since its full summary of time Base, which a receiver
+// holding that full summary applies over it. A delta names every user
+// changed since Base, not since the delta before, so one lost delta is
+// made good by the next.
 type Summary struct {
 	Node     string           `json:"node"`
 	At       time.Time        `json:"at"`
+	Base     time.Time        `json:"base,omitzero"`
 	HalfLife time.Duration    `json:"half_life_ns"`
 	Users    map[string]Entry `json:"users"`
 }
+
+// Delta reports whether s is a delta (not a full summary).
+func (s Summary) Delta() bool { return !s.Base.IsZero() }
 
 // Book is a node's fair-share state. Usage is kept normalized to a
 // reference time ref: a usage u as of t is kept as u·2^((t−ref)/h), so
@@ -68,10 +77,14 @@ type Book struct {
 	users    []user
 	// nLocal counts users with usage on this node.
 	nLocal int
-	peers  map[string]Summary
-	// peerNorm is each kept summary's usage per user index, normalized;
-	// a user's total is its local usage plus every peerNorm's.
-	peerNorm map[string]map[int]float64
+	// fullAt is the time of this node's last full summary (zero: none
+	// yet); changed are the users whose usage or share changed since,
+	// whom a delta names.
+	fullAt  time.Time
+	changed []int
+	// peers is what the book keeps of each peer's summaries; a user's
+	// total is its local usage plus every peer's.
+	peers map[string]*peerUsage
 	// version counts changes of what the factors depend on; the sums
 	// are of version sumsAt.
 	version     uint64
@@ -92,6 +105,15 @@ type user struct {
 	local, total float64
 	factor       float64
 	factorAt     uint64 // version+1 it was computed at; 0: never
+	changed      bool   // in Book.changed
+}
+
+// peerUsage is what a book keeps of one peer's usage: the times of its
+// latest full summary and of the latest summary applied (full or
+// delta), and its usage per user index, normalized.
+type peerUsage struct {
+	full, at time.Time
+	norm     map[int]float64
 }
 
 // NewBook is an empty book forgetting usage with half-life h
@@ -101,8 +123,7 @@ func NewBook(h, skew time.Duration) *Book {
 	if h <= 0 {
 		h = DefaultHalfLife
 	}
-	return &Book{halfLife: h, skew: skew, idx: map[string]int{}, peers: map[string]Summary{},
-		peerNorm: map[string]map[int]float64{}, sumsAt: ^uint64(0)}
+	return &Book{halfLife: h, skew: skew, idx: map[string]int{}, peers: map[string]*peerUsage{}, sumsAt: ^uint64(0)}
 }
 
 // HalfLife is the book's half-life.
@@ -146,12 +167,12 @@ func (b *Book) rebase(t time.Time) {
 			b.nLocal++
 		}
 	}
-	for _, m := range b.peerNorm {
-		for i, v := range m {
+	for _, p := range b.peers {
+		for i, v := range p.norm {
 			if v = scale(v); v == 0 {
-				delete(m, i)
+				delete(p.norm, i)
 			} else {
-				m[i] = v
+				p.norm[i] = v
 			}
 		}
 	}
@@ -185,17 +206,29 @@ func (b *Book) Charge(now time.Time, name string, share, amount float64) {
 	}
 	u.local += v
 	u.total += v
-	b.setShare(u, share)
+	b.setShare(i, share)
+	b.markChanged(i)
 	b.version++
 }
 
-func (b *Book) setShare(u *user, share float64) {
+func (b *Book) setShare(i int, share float64) {
 	if !(share > 0) || share > MaxShare {
 		share = 1
 	}
-	if u.share != share {
+	if u := &b.users[i]; u.share != share {
 		u.share = share
+		if u.local > 0 {
+			b.markChanged(i) // its entry in this node's summary changed
+		}
 		b.version++
+	}
+}
+
+// markChanged notes that user i's entry in this node's summary changed.
+func (b *Book) markChanged(i int) {
+	if !b.users[i].changed {
+		b.users[i].changed = true
+		b.changed = append(b.changed, i)
 	}
 }
 
@@ -203,12 +236,37 @@ func (b *Book) setShare(u *user, share float64) {
 // for users with work queued here and no usage yet.
 func (b *Book) NoteShare(name string, share float64) {
 	if name != "" {
-		i := b.user(name)
-		b.setShare(&b.users[i], share)
+		b.setShare(b.user(name), share)
 	}
 }
 
-// Local is this node's summary as of now: its heaviest MaxUsers users.
+// Summarize is this node's summary to publish as of now: a full one
+// (Local) when full is asked for, when there is none yet to build on,
+// or when more than half of its users changed since the last (a delta
+// would then cost about as much); else a delta of the users changed
+// since the last full one.
+func (b *Book) Summarize(self string, now time.Time, full bool) Summary {
+	if full || b.fullAt.IsZero() || 2*len(b.changed) > b.nLocal {
+		s := b.Local(self, now)
+		b.fullAt = now
+		for _, i := range b.changed {
+			b.users[i].changed = false
+		}
+		b.changed = b.changed[:0]
+		return s
+	}
+	scale := math.Exp2(-b.exp(now))
+	s := Summary{Node: self, At: now, Base: b.fullAt, HalfLife: b.halfLife, Users: make(map[string]Entry, len(b.changed))}
+	for _, i := range b.changed[:min(len(b.changed), MaxUsers)] {
+		if u := &b.users[i]; u.local > 0 {
+			s.Users[u.name] = Entry{Usage: u.local * scale, Share: u.share}
+		}
+	}
+	return s
+}
+
+// Local is this node's full summary as of now: its heaviest MaxUsers
+// users.
 func (b *Book) Local(self string, now time.Time) Summary {
 	scale := math.Exp2(-b.exp(now))
 	users := make([]*user, 0, b.nLocal)
@@ -240,12 +298,18 @@ var (
 	ErrFuture    = errors.New("dated in the future")
 	ErrHalfLife  = errors.New("another half-life")
 	ErrMalformed = errors.New("malformed")
+	// ErrNoBase is a delta over a full summary the book does not hold
+	// (lost, or sent before this node joined): not the sender's fault;
+	// the next full summary makes it good.
+	ErrNoBase = errors.New("over a full summary not held")
 )
 
-// Accept keeps peer from's summary s, received at now, in place of the
-// one kept: only from the node it names, dated not in the future (give
-// or take the skew) and after the one kept, with this book's half-life
-// (usage decayed at another rate would not add up), within the limits.
+// Accept keeps peer from's summary s, received at now: a full one in
+// place of what is kept of from, a delta over it. Only from the node it
+// names, dated not in the future (give or take the skew) and after the
+// last applied, with this book's half-life (usage decayed at another
+// rate would not add up), within the limits; a delta only over the full
+// summary it names.
 func (b *Book) Accept(now time.Time, from string, s Summary) error {
 	bad := func(err error, format string, a ...any) error {
 		return fmt.Errorf("usage summary from %s: %w: %s", from, err, fmt.Sprintf(format, a...))
@@ -259,6 +323,8 @@ func (b *Book) Accept(now time.Time, from string, s Summary) error {
 		return bad(ErrHalfLife, "%v, this node's is %v", s.HalfLife, b.halfLife)
 	case len(s.Users) > MaxUsers:
 		return bad(ErrMalformed, "%d users, over the limit of %d", len(s.Users), MaxUsers)
+	case s.Delta() && s.Base.After(s.At):
+		return bad(ErrMalformed, "a delta at %s over a later full summary", s.At.UTC().Format(time.RFC3339Nano))
 	}
 	for u, e := range s.Users {
 		switch {
@@ -270,11 +336,14 @@ func (b *Book) Accept(now time.Time, from string, s Summary) error {
 			return bad(ErrMalformed, "share of %s: %v", u, e.Share)
 		}
 	}
-	old, ok := b.peers[from]
-	if ok && !s.At.After(old.At) {
-		return bad(ErrStale, "at %s, the one kept is of %s", s.At.UTC().Format(time.RFC3339Nano), old.At.UTC().Format(time.RFC3339Nano))
+	p := b.peers[from]
+	if s.Delta() && (p == nil || !p.full.Equal(s.Base)) {
+		return bad(ErrNoBase, "of %s", s.Base.UTC().Format(time.RFC3339Nano))
 	}
-	if !ok && len(b.peers) >= MaxSummaries {
+	if p != nil && !s.At.After(p.at) {
+		return bad(ErrStale, "at %s, the one kept is of %s", s.At.UTC().Format(time.RFC3339Nano), p.at.UTC().Format(time.RFC3339Nano))
+	}
+	if p == nil && len(b.peers) >= MaxSummaries {
 		return bad(ErrMalformed, "this node keeps %d summaries already", MaxSummaries)
 	}
 	// Users new to the book are added by name, so that the order of
@@ -289,31 +358,35 @@ func (b *Book) Accept(now time.Time, from string, s Summary) error {
 	for _, u := range fresh {
 		b.user(u)
 	}
-	// The kept summary's map is updated in place: per user, the old
-	// usage comes off the total before the new goes on.
-	norm := b.peerNorm[from]
-	if norm == nil {
-		norm = make(map[int]float64, len(s.Users))
+	// What is kept of from is updated in place: per user, the old usage
+	// comes off the total before the new goes on; a full summary drops
+	// the users it no longer names, a delta names only those changed.
+	if p == nil {
+		p = &peerUsage{norm: make(map[int]float64, len(s.Users))}
+		b.peers[from] = p
 	}
-	for i, v := range norm {
-		if _, still := s.Users[b.users[i].name]; still {
-			continue
+	if !s.Delta() {
+		for i, v := range p.norm {
+			if _, still := s.Users[b.users[i].name]; still {
+				continue
+			}
+			b.users[i].drop(v)
+			delete(p.norm, i)
 		}
-		b.users[i].drop(v)
-		delete(norm, i)
+		p.full = s.At
 	}
+	p.at = s.At
 	scale := math.Exp2(b.exp(s.At))
 	for name, e := range s.Users {
 		i := b.idx[name]
 		u := &b.users[i]
-		if v, had := norm[i]; had {
+		if v, had := p.norm[i]; had {
 			u.drop(v)
 		}
-		norm[i] = e.Usage * scale
-		u.total += norm[i]
-		b.setShare(u, e.Share)
+		p.norm[i] = e.Usage * scale
+		u.total += p.norm[i]
+		b.setShare(i, e.Share)
 	}
-	b.peers[from], b.peerNorm[from] = s, norm
 	b.version++
 	return nil
 }

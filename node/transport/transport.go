@@ -55,15 +55,15 @@ type Options struct {
 
 // Transport sends and receives market messages.
 type Transport struct {
-	h     host.Host
-	opts  Options
-	ctx   context.Context
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-	topic *pubsub.Topic
-	usage *pubsub.Topic
-	mu    sync.Mutex
-	peers map[peer.ID]*outbox
+	h                 host.Host
+	opts              Options
+	ctx               context.Context
+	stop              context.CancelFunc
+	wg                sync.WaitGroup
+	topic             *pubsub.Topic
+	usage, usageDelta *pubsub.Topic
+	mu                sync.Mutex
+	peers             map[peer.ID]*outbox
 	// inflight counts the frames queued or being written, for Flush;
 	// idle, when a Flush waits, is closed as inflight falls to zero.
 	inflight int
