@@ -81,11 +81,8 @@ func (sh *shared) publishUsage() {
 	if at, ok := sh.nextUsage(); !ok || sh.now.Before(at) {
 		return
 	}
-	full := sh.fsFull || !sh.now.Before(sh.fsFullAt.Add(sh.cfg.FairShare.RefreshEvery))
+	full := sh.fsFull || !sh.now.Before(sh.fs.FullAt().Add(sh.cfg.FairShare.RefreshEvery))
 	s := sh.fs.Summarize(string(sh.cfg.Self), sh.now, full)
-	if !s.Delta() {
-		sh.fsFullAt = sh.now
-	}
 	sh.emit(PublishUsage{Summary: UsageSummary{s}})
 	sh.fsDirty, sh.fsFull = false, false
 	sh.fsNext = sh.now.Add(sh.cfg.FairShare.PublishEvery)
@@ -110,7 +107,7 @@ func (sh *shared) nextUsage() (time.Time, bool) {
 	if sh.fsDirty || sh.fsFull {
 		return sh.fsNext, true
 	}
-	return maxTime(sh.fsNext, sh.fsFullAt.Add(sh.cfg.FairShare.RefreshEvery)), true
+	return maxTime(sh.fsNext, sh.fs.FullAt().Add(sh.cfg.FairShare.RefreshEvery)), true
 }
 
 // FairShare is user's fair-share factor as this node sees it now (1 for

@@ -64,10 +64,9 @@ type shared struct {
 	fs *fairshare.Book
 	// fsDirty says usage was charged since the last summary went out,
 	// fsFull that the next must be a full one (a peer joined the view);
-	// fsNext is when the next one may go, fsFullAt when the last full
-	// one went.
-	fsDirty, fsFull  bool
-	fsNext, fsFullAt time.Time
+	// fsNext is when the next one may go.
+	fsDirty, fsFull bool
+	fsNext          time.Time
 }
 
 // manager runs the jobs' lifecycle: submission, restore, the tasks'

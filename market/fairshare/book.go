@@ -265,6 +265,9 @@ func (b *Book) Summarize(self string, now time.Time, full bool) Summary {
 	return s
 }
 
+// FullAt is the time of this node's last full summary (zero: none yet).
+func (b *Book) FullAt() time.Time { return b.fullAt }
+
 // Local is this node's full summary as of now: its heaviest MaxUsers
 // users.
 func (b *Book) Local(self string, now time.Time) Summary {
