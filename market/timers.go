@@ -250,6 +250,11 @@ func (sh *shared) dropGang(job, task string) {
 // setTimers computes again the timers of everything marked.
 func (sh *shared) setTimers() {
 	d := &sh.dl
+	// It runs at every event of a simulated node: even an empty map's
+	// range and clear cost an iterator's set-up.
+	if len(d.markedAuctions)+len(d.markedGangs)+len(d.markedJobs) == 0 {
+		return
+	}
 	for k := range d.markedAuctions {
 		key := timerKey{kind: timerAuction, task: k}
 		if at, ok := auctionDeadline(sh.auctions[k]); ok {

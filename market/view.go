@@ -51,11 +51,15 @@ func (m *Market) Advert(now time.Time, p Peer) {
 		m.gang.headMoved()
 		return
 	}
-	p.hash = sha256.Sum256([]byte(p.ID))
-	m.view[p.ID] = &p
-	m.gang.peerAdvertised(&p)
-	m.gang.roomAppeared(nil, &p)
-	m.gang.releaseStale(&p)
+	// A copy of its own: taking p's address would move every advert's
+	// argument to the heap, the known peers' included.
+	np := new(Peer)
+	*np = p
+	np.hash = sha256.Sum256([]byte(np.ID))
+	m.view[np.ID] = np
+	m.gang.peerAdvertised(np)
+	m.gang.roomAppeared(nil, np)
+	m.gang.releaseStale(np)
 	if m.rep.on() {
 		m.rep.dropsFor(p.ID)
 	}
