@@ -2,6 +2,7 @@ package market
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ func (mg *manager) onTaskStatus(s TaskStatus) {
 		if live && (s.Epoch < t.Epoch || j.State.Terminal() || t.State.Terminal() || s.Node != t.Node) {
 			mg.send(s.Node, CancelTask{Key: s.Key, Epoch: s.Epoch, Reason: "stale epoch"})
 		}
+		mg.noteOtherSidesRun(j, t, s)
 		now := "on " + string(t.Node)
 		if t.Node == "" {
 			now = string(t.State)
@@ -423,3 +425,53 @@ func (mg *manager) pausedFor(d time.Duration) {
 		}
 	}
 }
+
+// maxOtherSidesRuns bounds the attempts noteOtherSidesRun adds to one
+// replica's history: reports are the executors' to send, and a record
+// must not grow with whatever a peer repeats.
+const maxOtherSidesRuns = 4
+
+// noteOtherSidesRun lists, in the history of replica t of job j, an
+// attempt the record never placed whose executor reports to this node
+// after a split was settled in its favour (split.go): the other side
+// placed it from its own record, and it ran — or runs, until the
+// CancelTask sent with the refusal stops it. The record keeps its one
+// outcome; the history shows every run its manager heard of, so that a
+// task that ran on both sides is seen to have (`agora status`, the
+// array test's count of runs). Only jobs this node kept against a
+// claimer (outranked) take such entries, once per executor and epoch,
+// and at most maxOtherSidesRuns per replica.
+func (mg *manager) noteOtherSidesRun(j *JobRecord, t *TaskRecord, s TaskStatus) {
+	if len(mg.sp.outranked[j.ID]) == 0 || s.Epoch == t.Epoch || s.Node == "" || len(t.History) == 0 {
+		return // (the last entry is the record's own attempt, which the others come before)
+	}
+	if s.State != TaskRunning && !s.State.Terminal() {
+		return
+	}
+	added := 0
+	for _, a := range t.History {
+		if a.Node == s.Node && a.Epoch == s.Epoch {
+			return
+		}
+		if strings.HasPrefix(a.Reason, otherSidesRun) {
+			added++
+		}
+	}
+	if added >= maxOtherSidesRuns {
+		return
+	}
+	a := AttemptRecord{Attempt: s.Attempt, Epoch: s.Epoch, Node: s.Node, State: TaskCancelled, ExitCode: -1,
+		Reason: fmt.Sprintf("%s (epoch %d), reported %s: not this record's attempt", otherSidesRun, s.Epoch, s.State), Awarded: s.Time}
+	if s.State == TaskRunning {
+		a.Started = s.Time
+	} else {
+		a.ExitCode, a.Finished = s.ExitCode, s.Time
+	}
+	// Before the record's own latest attempt, which stays last: the
+	// replica's state, its logs and its node are read from that one.
+	t.History = slices.Insert(t.History, len(t.History)-1, a)
+	mg.touch(j.ID)
+}
+
+// otherSidesRun begins the reason of an attempt noteOtherSidesRun lists.
+const otherSidesRun = "placed by the other side of a split"

@@ -32,7 +32,8 @@ import (
 // to the winner at once; the other executors get a ManagerAnswer naming
 // the winner as its successor, ask it, and report to it once it says it
 // manages the job. A task that ran on both sides ran twice; the record
-// that remains shows one outcome for it.
+// that remains shows one outcome for it, and lists the other side's
+// attempts its executors report to the winner (noteOtherSidesRun).
 //
 // They meet (claims go out) when
 //   - a manager a job was taken over from comes back into the view

@@ -523,3 +523,50 @@ func TestRestartedAdopterClaimsFromOrigin(t *testing.T) {
 		t.Fatalf("managers %v, want n0", got)
 	}
 }
+
+// TestSplitListsOtherSidesRun: the adopter is the side cut off (a node
+// whose process stood still looks the same to its peers): it takes the
+// job over and runs the task again on itself, while the manager's
+// attempt runs on n1, which vouches for it. After the heal the manager's
+// record is kept; the adopter's attempt reports to it, is cancelled as
+// stale, and is listed in the replica's history before the record's own
+// attempt — every run the manager heard of is in the record, and once.
+func TestSplitListsOtherSidesRun(t *testing.T) {
+	c, rec := runningJob(t, 20*time.Second, 0, 4, 4)
+	if got := c.job(0, "j").Tasks[0].Node; got != "n1" {
+		t.Fatalf("the task runs on %s, want n1", got)
+	}
+	c.cut["n2"] = true
+	c.nodes[2].PeerGone(c.now, "n0")
+	c.nodes[2].PeerGone(c.now, "n1")
+	c.nodes[0].PeerGone(c.now, "n2")
+	c.nodes[1].PeerGone(c.now, "n2")
+	c.nodes[2].adoptAt(c.now, rec)
+	c.drain()
+	c.until(time.Minute, "the adopter to run the task on itself", func() bool { return len(c.running["n2"]) == 1 })
+	c.heal()
+	c.until(5*time.Second, "one manager", func() bool { return len(c.managers("j")) == 1 })
+	if got := c.managers("j"); !slices.Equal(got, []NodeID{"n0"}) {
+		t.Fatalf("managers %v, want n0 (n1 vouches for its attempt)", got)
+	}
+	c.until(time.Minute, "the adopter's attempt to stop", func() bool { return len(c.running["n2"]) == 0 })
+	c.until(time.Minute, "the job to succeed", func() bool { return c.job(0, "j").State == JobSucceeded })
+	j := c.job(0, "j")
+	succeededOnce(t, j)
+	h := j.Tasks[0].History
+	other := 0
+	for _, a := range h {
+		if a.Node == "n2" {
+			other++
+			if a.State != TaskCancelled || !strings.HasPrefix(a.Reason, otherSidesRun) {
+				t.Errorf("the adopter's attempt is listed as %+v", a)
+			}
+		}
+	}
+	if other != 1 {
+		t.Fatalf("the history lists the adopter's run %d times, want once: %+v", other, h)
+	}
+	if last := h[len(h)-1]; last.Node != "n1" || last.State != TaskSucceeded {
+		t.Fatalf("the last attempt is %+v, want n1's success", last)
+	}
+}
