@@ -460,12 +460,12 @@ func (mg *manager) noteOtherSidesRun(j *JobRecord, t *TaskRecord, s TaskStatus) 
 	if added >= maxOtherSidesRuns {
 		return
 	}
-	a := AttemptRecord{Attempt: s.Attempt, Epoch: s.Epoch, Node: s.Node, State: TaskCancelled, ExitCode: -1,
+	a := AttemptRecord{Attempt: s.Attempt, Epoch: s.Epoch, Node: s.Node, State: TaskCancelled, ExitCode: s.ExitCode,
 		Reason: fmt.Sprintf("%s (epoch %d), reported %s: not this record's attempt", otherSidesRun, s.Epoch, s.State), Awarded: s.Time}
 	if s.State == TaskRunning {
-		a.Started = s.Time
+		a.ExitCode, a.Started = -1, s.Time
 	} else {
-		a.ExitCode, a.Finished = s.ExitCode, s.Time
+		a.Finished = s.Time
 	}
 	// Before the record's own latest attempt, which stays last: the
 	// replica's state, its logs and its node are read from that one.
