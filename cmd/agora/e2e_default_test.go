@@ -53,6 +53,23 @@ func markers(t *testing.T, dir, prefix string) map[string]int {
 	return n
 }
 
+// startDefault starts a node with the flags a user gives and no others:
+// the default advert interval (2 s) and NVML discovery, unlike
+// startNode's 300 ms adverts, which mark a peer gone after 0.9 s of
+// silence: on a loaded CI host a node that stood still for 0.9 s was
+// taken for gone by both its peers, which placed its tasks again, and 13
+// of TestSharedHostDefaults' 60 jobs started twice. With the default a
+// peer is gone after 6 s. --allow-unenforced-limits changes nothing
+// where cgroups are writable (CI, as root).
+func startDefault(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p, err := launchNodeFlags(t, t.TempDir(), append([]string{"--allow-unenforced-limits"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestSharedHostDefaults (issue 41, done-when 1, second part): three
 // nodes with default flags on one host run 60 concurrent `sleep 1–5`
 // jobs; every job succeeds, and each command started and ended exactly
@@ -60,7 +77,12 @@ func markers(t *testing.T, dir, prefix string) map[string]int {
 // claimed its own block of task IDs, the nodes handed out the same IDs
 // and killed each other's tasks when theirs ended.
 func TestSharedHostDefaults(t *testing.T) {
-	nodes, _ := startThree(t, "cpu: 24\nmemory: 16GiB\ngpus: []\n")
+	f := writeFile(t, "r.yaml", "cpu: 24\nmemory: 16GiB\ngpus: []\n")
+	a := startDefault(t, "--resources", f, "--label", "name=a")
+	b := startDefault(t, "--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
+	c := startDefault(t, "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
+	nodes := []*proc{a, b, c}
+	waitMesh(t, nodes, 30*time.Second)
 	marks := sharedDir(t)
 	const jobs = 60
 	ids := make([]string, jobs)
@@ -133,10 +155,10 @@ func TestSharedHostDefaults(t *testing.T) {
 func TestCheckpointFailoverDefaults(t *testing.T) {
 	// A manages and has one CPU; the counter asks for two, so it runs on
 	// B or C, and A, which stays up, moves it.
-	a := startNode(t, t.TempDir(), "--resources", writeFile(t, "a.yaml", "cpu: 1\nmemory: 4GiB\ngpus: []\n"))
+	a := startDefault(t, "--resources", writeFile(t, "a.yaml", "cpu: 1\nmemory: 4GiB\ngpus: []\n"))
 	res := writeFile(t, "bc.yaml", "cpu: 2\nmemory: 4GiB\ngpus: []\n")
-	b := startNode(t, t.TempDir(), "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
-	c := startNode(t, t.TempDir(), "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
+	b := startDefault(t, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
+	c := startDefault(t, "--resources", res, "--bootstrap", tcpAddr(t, a.id()))
 	cl := &e2eCluster{nodes: []*proc{a, b, c}, ids: []string{a.id().PeerID, b.id().PeerID, c.id().PeerID}}
 	cl.converge(t, 15*time.Second)
 	cl.dumpLogs(t)
