@@ -77,12 +77,7 @@ func startDefault(t *testing.T, args ...string) *proc {
 // claimed its own block of task IDs, the nodes handed out the same IDs
 // and killed each other's tasks when theirs ended.
 func TestSharedHostDefaults(t *testing.T) {
-	f := writeFile(t, "r.yaml", "cpu: 24\nmemory: 16GiB\ngpus: []\n")
-	a := startDefault(t, "--resources", f, "--label", "name=a")
-	b := startDefault(t, "--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
-	c := startDefault(t, "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
-	nodes := []*proc{a, b, c}
-	waitMesh(t, nodes, 30*time.Second)
+	nodes, _ := startThreeBy(t, "cpu: 24\nmemory: 16GiB\ngpus: []\n", func(args ...string) *proc { return startDefault(t, args...) }, 30*time.Second)
 	marks := sharedDir(t)
 	const jobs = 60
 	ids := make([]string, jobs)

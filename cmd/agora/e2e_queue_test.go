@@ -114,12 +114,18 @@ func TestClusterQueue(t *testing.T) {
 // labelled name=a, b and c, b and c bootstrapped to a, and waits until
 // each lists the other two.
 func startThree(t *testing.T, res string) ([]*proc, []string) {
+	return startThreeBy(t, res, func(args ...string) *proc { return startNode(t, t.TempDir(), args...) }, 15*time.Second)
+}
+
+// startThreeBy is startThree with the nodes started by start, waiting
+// up to mesh for them to list each other.
+func startThreeBy(t *testing.T, res string, start func(args ...string) *proc, mesh time.Duration) ([]*proc, []string) {
 	f := writeFile(t, "r.yaml", res)
-	a := startNode(t, t.TempDir(), "--resources", f, "--label", "name=a")
-	b := startNode(t, t.TempDir(), "--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
-	c := startNode(t, t.TempDir(), "--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
+	a := start("--resources", f, "--label", "name=a")
+	b := start("--resources", f, "--label", "name=b", "--bootstrap", tcpAddr(t, a.id()))
+	c := start("--resources", f, "--label", "name=c", "--bootstrap", tcpAddr(t, a.id()))
 	nodes := []*proc{a, b, c}
-	return nodes, waitMesh(t, nodes, 15*time.Second)
+	return nodes, waitMesh(t, nodes, mesh)
 }
 
 // waitMesh waits until each node lists every other, and returns their
